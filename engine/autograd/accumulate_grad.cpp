@@ -1,0 +1,45 @@
+// Mirrors torch/csrc/autograd/functions/accumulate_grad.cpp.
+#include "engine/autograd/accumulate_grad.h"
+
+#include "engine/autograd/grad_mode.h"
+#include "engine/autograd/ops_by_name.h"
+#include "engine/autograd/variable.h"
+
+namespace remat::autograd {
+
+variable_list AccumulateGrad::call_tensor_pre_hooks(variable_list inputs) {
+  inputs = Node::call_tensor_pre_hooks(std::move(inputs));
+  AutogradMeta* m = impl::get_autograd_meta(variable_);
+  if (m == nullptr || inputs.empty() || !inputs[0].defined()) return inputs;
+  for (auto& hook : m->leaf_hooks_) {
+    Tensor replaced = hook(inputs[0]);
+    if (replaced.defined()) inputs[0] = std::move(replaced);
+  }
+  return inputs;
+}
+
+variable_list AccumulateGrad::apply(variable_list&& grads) {
+  REMAT_INTERNAL_ASSERT(grads.size() == 1);
+  Tensor new_grad = std::move(grads[0]);
+  grads.clear();
+  if (!new_grad.defined()) return {};
+  AutogradMeta* m = impl::materialize_autograd_meta(variable_);
+  if (!GradMode::is_enabled()) {
+    if (!m->grad_.defined()) {
+      // Steal the buffer when nothing else refers to it (no copy), else copy it.
+      bool sole_owner = new_grad.use_count() == 1 && new_grad.impl()->storage().use_count() == 1 &&
+                        !new_grad.requires_grad();
+      m->grad_ = sole_owner ? std::move(new_grad) : ops_by_name::clone(new_grad);
+    } else if (!m->grad_.requires_grad()) {
+      ops_by_name::add_(m->grad_, new_grad);  // in place: .grad keeps its buffer
+    } else {
+      m->grad_ = ops_by_name::add(m->grad_, new_grad);
+    }
+  } else {
+    // create_graph: the accumulated gradient keeps its history (double backward).
+    m->grad_ = m->grad_.defined() ? ops_by_name::add(m->grad_, new_grad) : ops_by_name::clone(new_grad);
+  }
+  return {};
+}
+
+}  // namespace remat::autograd

@@ -1,0 +1,100 @@
+// Mirrors torch/csrc/autograd/custom_function.cpp (_wrap_outputs, AutogradContext).
+#include "engine/autograd/custom_function.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+
+#include "engine/autograd/ops_by_name.h"
+
+namespace remat::autograd {
+
+std::string demangle(const char* mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string out = (status == 0 && d != nullptr) ? d : mangled;
+  std::free(d);
+  size_t colon = out.rfind("::");
+  return colon == std::string::npos ? out : out.substr(colon + 2);
+}
+
+Tensor zeros_from_metadata(const InputMetadata& m) {
+  return ops_by_name::zeros_like(make_empty(m.shape, m.dtype, m.device));
+}
+
+void AutogradContext::save_for_backward(std::vector<Tensor> to_save) { to_save_ = std::move(to_save); }
+
+void AutogradContext::save_variables(const std::vector<Tensor>& outputs) {
+  saved_variables_.clear();
+  auto node = grad_fn_.lock();
+  for (const Tensor& t : to_save_) {
+    bool is_output = false;
+    for (const Tensor& o : outputs) is_output = is_output || (t.defined() && o.is_same(t));
+    is_output = is_output && t.grad_fn() == node;
+    saved_variables_.emplace_back(t, is_output);
+  }
+  to_save_.clear();
+}
+
+std::vector<Tensor> AutogradContext::get_saved_variables() const {
+  REMAT_CHECK(!has_freed_buffers_, ERR_BACKWARD_TWICE);
+  auto node = grad_fn_.lock();
+  std::vector<Tensor> out;
+  out.reserve(saved_variables_.size());
+  for (const SavedVariable& v : saved_variables_) out.push_back(v.unpack(node));
+  return out;
+}
+
+void AutogradContext::release_variables() {
+  for (SavedVariable& v : saved_variables_) v.reset_data();
+  has_freed_buffers_ = true;
+}
+
+bool AutogradContext::needs_input_grad(size_t i) const {
+  auto node = grad_fn_.lock();
+  return node != nullptr && node->should_compute_output(i);
+}
+
+void AutogradContext::mark_dirty(const std::vector<Tensor>& inputs) {
+  for (const Tensor& t : inputs) dirty_.insert(t.unsafeGetTensorImpl());
+}
+
+void AutogradContext::mark_non_differentiable(const std::vector<Tensor>& outputs) {
+  for (const Tensor& t : outputs) non_differentiable_.insert(t.unsafeGetTensorImpl());
+}
+
+std::vector<Tensor> wrap_outputs(const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
+                                 const std::shared_ptr<Node>& node, AutogradContext& ctx, bool is_executable) {
+  auto is_input = [&](const Tensor& t) {
+    for (const Tensor& in : inputs)
+      if (in.is_same(t)) return true;
+    return false;
+  };
+  for (Tensor& out : outputs) {
+    if (!out.defined()) {
+      if (is_executable) node->add_input_metadata(make_empty({}, kFloat, Device{kMeta}));
+      continue;
+    }
+    bool dirty = ctx.is_dirty(out);
+    REMAT_CHECK(!dirty || is_input(out), "mark_dirty: a tensor marked dirty must be an input of forward");
+    if (!is_executable) {
+      if (is_input(out) && !dirty) out = tensor_data(out);  // a fresh handle, like view_as
+      continue;
+    }
+    if (ctx.is_non_differentiable(out)) {
+      node->add_input_metadata(out);
+      continue;
+    }
+    if (dirty) {
+      REMAT_CHECK(!(out.is_leaf() && out.requires_grad()),
+                  "a leaf Variable that requires grad has been used in an in-place operation.");
+      impl::rebase_history(out, node);
+    } else {
+      if (is_input(out)) out = tensor_data(out);  // don't overwrite the input's own history
+      impl::set_history(out, node);
+    }
+  }
+  return outputs;
+}
+
+}  // namespace remat::autograd

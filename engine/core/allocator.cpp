@@ -1,0 +1,104 @@
+// Mirrors c10/core/CPUAllocator.cpp (the default CPU allocator) and c10/core/Allocator.cpp.
+#include "engine/core/allocator.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "engine/core/error.h"
+
+namespace remat {
+
+void Allocator::copy_from_host(void* dst, const void* src, size_t n) { std::memcpy(dst, src, n); }
+void Allocator::copy_to_host(void* dst, const void* src, size_t n) { std::memcpy(dst, src, n); }
+void Allocator::copy_within(void* dst, const void* src, size_t n) { std::memcpy(dst, src, n); }
+
+namespace {
+
+// 64-byte alignment: one cache line, and what AVX-512 loads like.
+constexpr size_t kAlignment = 64;
+
+class CPUAllocator final : public Allocator {
+ public:
+  void* allocate(Device, size_t nbytes) override {
+    if (nbytes == 0) return nullptr;
+    size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+    void* p = std::aligned_alloc(kAlignment, rounded);
+    REMAT_CHECK(p != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes (",
+                stats_.allocated.load(), " bytes already allocated)");
+    stats_.on_alloc(static_cast<int64_t>(nbytes));
+    stats_.reserved.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
+    notify_allocation(Device{kCPU}, static_cast<int64_t>(nbytes));
+    return p;
+  }
+  void deallocate(Device, void* ptr, size_t nbytes) override {
+    if (ptr == nullptr) return;
+    std::free(ptr);
+    stats_.on_free(static_cast<int64_t>(nbytes));
+    stats_.reserved.fetch_sub(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
+    notify_allocation(Device{kCPU}, -static_cast<int64_t>(nbytes));
+  }
+  AllocatorStats& stats(Device) override { return stats_; }
+
+ private:
+  AllocatorStats stats_;
+};
+
+// Meta tensors have shapes and dtypes but no memory: nothing is allocated or counted.
+class MetaAllocator final : public Allocator {
+ public:
+  void* allocate(Device, size_t) override { return nullptr; }
+  void deallocate(Device, void*, size_t) override {}
+  AllocatorStats& stats(Device) override { return stats_; }
+  void copy_from_host(void*, const void*, size_t) override {}
+  void copy_to_host(void*, const void*, size_t) override {}
+  void copy_within(void*, const void*, size_t) override {}
+
+ private:
+  AllocatorStats stats_;
+};
+
+struct Registry {
+  CPUAllocator cpu;
+  MetaAllocator meta;
+  std::atomic<Allocator*> by_type[kNumDeviceTypes] = {{&cpu}, {nullptr}, {&meta}};
+  AllocationObserver observer;
+  std::atomic<bool> has_observer{false};
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: storages may outlive static teardown
+  return *r;
+}
+
+}  // namespace
+
+Allocator* get_allocator(Device device) {
+  Allocator* a = registry().by_type[static_cast<int>(device.type)].load(std::memory_order_acquire);
+  REMAT_CHECK(a != nullptr, "no allocator for device ", device,
+              device.is_cuda() ? " (remat was built without CUDA; build with --config=cuda)" : "");
+  return a;
+}
+
+Allocator* set_allocator(DeviceType type, Allocator* allocator) {
+  return registry().by_type[static_cast<int>(type)].exchange(allocator);
+}
+
+void set_allocation_observer(AllocationObserver observer) {
+  Registry& r = registry();
+  r.has_observer.store(false);
+  r.observer = std::move(observer);
+  r.has_observer.store(static_cast<bool>(r.observer));
+}
+
+void notify_allocation(Device device, int64_t nbytes) {
+  Registry& r = registry();
+  if (r.has_observer.load(std::memory_order_relaxed)) r.observer(device, nbytes);
+}
+
+int64_t memory_allocated(Device device) { return get_allocator(device)->stats(device).allocated.load(); }
+int64_t max_memory_allocated(Device device) { return get_allocator(device)->stats(device).peak.load(); }
+int64_t memory_reserved(Device device) { return get_allocator(device)->stats(device).reserved.load(); }
+void reset_peak_memory_stats(Device device) { get_allocator(device)->stats(device).reset_peak(); }
+
+}  // namespace remat

@@ -1,0 +1,63 @@
+// Mirrors c10/core/Allocator.h (pluggable per-device allocators) and the statistics behind
+// torch.cuda.memory_allocated / max_memory_allocated / reset_peak_memory_stats.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "engine/core/device.h"
+
+namespace remat {
+
+// Exact byte counts of live storages on one device. "allocated" is the sum of the byte sizes
+// asked for by live tensors; "reserved" is what the allocator holds from the system (equal to
+// allocated for the CPU allocator, larger for a caching allocator).
+struct AllocatorStats {
+  std::atomic<int64_t> allocated{0};
+  std::atomic<int64_t> peak{0};
+  std::atomic<int64_t> reserved{0};
+  std::atomic<int64_t> num_allocs{0};
+
+  void on_alloc(int64_t nbytes) {
+    int64_t now = allocated.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
+    int64_t old = peak.load(std::memory_order_relaxed);
+    while (now > old && !peak.compare_exchange_weak(old, now, std::memory_order_relaxed)) {
+    }
+    num_allocs.fetch_add(1, std::memory_order_relaxed);
+  }
+  void on_free(int64_t nbytes) { allocated.fetch_sub(nbytes, std::memory_order_relaxed); }
+  void reset_peak() { peak.store(allocated.load(std::memory_order_relaxed)); }
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // Returns memory for nbytes (nullptr for nbytes == 0 or a device without memory, like Meta).
+  virtual void* allocate(Device device, size_t nbytes) = 0;
+  virtual void deallocate(Device device, void* ptr, size_t nbytes) = 0;
+  virtual AllocatorStats& stats(Device device) = 0;
+  // Copies between host memory and this allocator's memory (memcpy on CPU).
+  virtual void copy_from_host(void* dst, const void* src, size_t nbytes);
+  virtual void copy_to_host(void* dst, const void* src, size_t nbytes);
+  virtual void copy_within(void* dst, const void* src, size_t nbytes);
+};
+
+// The allocator for a device. CPU and Meta are built in; CUDA registers itself when built.
+Allocator* get_allocator(Device device);
+// Replace a device type's allocator (tests, or a custom memory pool). Returns the previous one.
+Allocator* set_allocator(DeviceType type, Allocator* allocator);
+
+// Observer called on every storage allocation and free of every device (nbytes negative on free).
+// Used by the memory-timeline benchmark; nullptr to remove.
+using AllocationObserver = std::function<void(Device, int64_t nbytes)>;
+void set_allocation_observer(AllocationObserver observer);
+void notify_allocation(Device device, int64_t nbytes);
+
+int64_t memory_allocated(Device device = Device{kCPU});      // bytes held by live tensors
+int64_t max_memory_allocated(Device device = Device{kCPU});  // peak since last reset
+int64_t memory_reserved(Device device = Device{kCPU});       // bytes held from the system
+void reset_peak_memory_stats(Device device = Device{kCPU});
+
+}  // namespace remat

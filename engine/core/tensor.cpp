@@ -1,0 +1,50 @@
+// Mirrors ATen/core/TensorBase.h accessors and ATen/EmptyTensor.cpp (empty tensors).
+#include "engine/core/tensor.h"
+
+namespace remat {
+
+int64_t maybe_wrap_dim(int64_t dim, int64_t ndim, const char* op) {
+  int64_t lo = ndim == 0 ? -1 : -ndim, hi = ndim == 0 ? 0 : ndim - 1;
+  REMAT_CHECK(dim >= lo && dim <= hi, op, ": Dimension out of range (expected to be in range of [",
+              lo, ", ", hi, "], but got ", dim, ")");
+  return dim < 0 ? dim + (ndim == 0 ? 1 : ndim) : dim;
+}
+
+int64_t Tensor::size(int64_t d) const { return sizes()[maybe_wrap_dim(d, dim(), "size")]; }
+int64_t Tensor::stride(int64_t d) const { return strides()[maybe_wrap_dim(d, dim(), "stride")]; }
+
+std::string Tensor::toString() const {
+  if (!defined()) return "UndefinedType";
+  std::string backend = device().is_cuda() ? "CUDA" : device().is_meta() ? "Meta" : "CPU";
+  return backend + remat::toString(dtype()) + "Type";
+}
+
+std::ostream& operator<<(std::ostream& os, const Shape& shape) {
+  detail::write(os, shape);
+  return os;
+}
+
+Tensor make_empty_strided(const Shape& sizes, const Shape& strides, ScalarType dtype, Device device) {
+  int64_t extent = 1;  // elements the storage must hold for these strides
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    REMAT_CHECK(sizes[i] >= 0, "empty: Trying to create tensor with negative dimension ", sizes[i],
+                ": ", sizes);
+    if (sizes[i] == 0) { extent = 0; break; }
+    extent += (sizes[i] - 1) * strides[i];
+  }
+  auto storage = make_intrusive<StorageImpl>(static_cast<size_t>(extent) * elementSize(dtype), device);
+  return Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype, sizes, strides, 0));
+}
+
+Tensor make_empty(const Shape& sizes, ScalarType dtype, Device device) {
+  return make_empty_strided(sizes, contiguous_strides(sizes), dtype, device);
+}
+
+Tensor make_alias(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t storage_offset) {
+  auto impl = make_intrusive<TensorImpl>(base.impl()->storage(), base.dtype(), sizes, strides,
+                                         storage_offset);
+  impl->set_is_view(true);
+  return Tensor(std::move(impl));
+}
+
+}  // namespace remat

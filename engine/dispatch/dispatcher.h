@@ -1,0 +1,154 @@
+// Mirrors ATen/core/dispatch/Dispatcher.h, OperatorEntry.h and OperatorHandle: the table of
+// operators, each with a kernel per dispatch key, and the calls that pick one.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <typeinfo>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/dispatch/function_schema.h"
+#include "engine/dispatch/kernel_function.h"
+#include "engine/dispatch/local_dispatch_key_set.h"
+
+namespace remat {
+
+class Dispatcher;
+
+// One operator: its schema and its kernels. Never destroyed (handles point at it).
+class OperatorEntry {
+ public:
+  explicit OperatorEntry(std::string name) : name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+  bool hasSchema() const { return schema_.has_value(); }
+  const FunctionSchema& schema() const;
+  const std::type_info* cppSignature() const { return cpp_signature_; }
+  bool hasKernelForKey(DispatchKey k) const { return kernels_[static_cast<int>(k)].isValid(); }
+
+  // The kernel to run for a call with key set ks; throws "Could not run" if there is none.
+  const KernelFunction& lookup(DispatchKeySet ks) const {
+    DispatchKey k = (ks & dispatch_mask_).highestPriorityKey();
+    const KernelFunction& kernel = table_[static_cast<int>(k)];
+    if (__builtin_expect(!kernel.isValid(), 0)) reportMissingKernel(k);
+    return kernel;
+  }
+
+ private:
+  friend class Dispatcher;
+  [[noreturn]] void reportMissingKernel(DispatchKey k) const;
+  void updateTable(const std::array<KernelFunction, kNumDispatchKeys>& fallbacks);
+
+  std::string name_;
+  std::optional<FunctionSchema> schema_;
+  const std::type_info* cpp_signature_ = nullptr;
+  std::array<KernelFunction, kNumDispatchKeys> kernels_;  // registered for this op
+  std::array<KernelFunction, kNumDispatchKeys> table_;    // kernel, else backend fallback
+  DispatchKeySet dispatch_mask_;  // keys whose table entry is not a fallthrough
+};
+
+template <class FuncType> class TypedOperatorHandle;
+
+class OperatorHandle {
+ public:
+  OperatorHandle() = default;
+  explicit OperatorHandle(OperatorEntry* entry) : entry_(entry) {}
+
+  const std::string& name() const { return entry_->name(); }  // "aten::mm"
+  const FunctionSchema& schema() const { return entry_->schema(); }
+  bool hasSchema() const { return entry_->hasSchema(); }
+  bool has_tag(Tag t) const { return hasSchema() && schema().has_tag(t); }
+  bool operator==(const OperatorHandle& o) const { return entry_ == o.entry_; }
+  bool operator!=(const OperatorHandle& o) const { return entry_ != o.entry_; }
+  const OperatorEntry* entry() const { return entry_; }
+
+  // Boxed call from the top of the dispatch order (what a dispatch mode's `op.call` does).
+  std::vector<IValue> call(const std::vector<IValue>& args) const;
+  // Boxed call on a stack: arguments in, returns out.
+  void callBoxed(Stack* stack) const;
+  // Boxed call with an explicit key set (from inside a kernel: "run the keys below me").
+  void redispatchBoxed(DispatchKeySet ks, Stack* stack) const;
+
+  // The typed fast path for C++ signature FuncType (must match the registered kernels).
+  template <class FuncType>
+  TypedOperatorHandle<FuncType> typed() const;
+
+ protected:
+  OperatorEntry* entry_ = nullptr;
+};
+
+namespace detail {
+inline DispatchKeySet keys_of(const Tensor& t) { return t.defined() ? t.impl()->key_set() : DispatchKeySet(); }
+inline DispatchKeySet keys_of(const std::vector<Tensor>& ts) {
+  DispatchKeySet ks;
+  for (const Tensor& t : ts) ks = ks | keys_of(t);
+  return ks;
+}
+template <class T>
+DispatchKeySet keys_of(const T&) { return DispatchKeySet(); }
+
+inline DispatchKeySet apply_tls(DispatchKeySet ks) {
+  const LocalDispatchKeySet& tls = tls_local_dispatch_key_set();
+  return (ks | tls.included) - tls.excluded;
+}
+DispatchKeySet keys_of_stack(const Stack& stack, size_t nargs);
+}  // namespace detail
+
+template <class R, class... Args>
+class TypedOperatorHandle<R(Args...)> : public OperatorHandle {
+ public:
+  TypedOperatorHandle() = default;
+  explicit TypedOperatorHandle(OperatorEntry* e) : OperatorHandle(e) {}
+
+  R call(Args... args) const {
+    DispatchKeySet ks = detail::apply_tls((DispatchKeySet() | ... | detail::keys_of(args)));
+    return entry_->lookup(ks).template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+  }
+  // ks: the keys still to run (a kernel passes its own key set minus itself and above).
+  R redispatch(DispatchKeySet ks, Args... args) const {
+    return entry_->lookup(ks).template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
+  }
+};
+
+class Dispatcher {
+ public:
+  static Dispatcher& singleton();
+
+  // Registration (torch/library.h calls these; see engine/dispatch/library.h).
+  OperatorHandle registerDef(FunctionSchema schema);
+  void registerImpl(const std::string& name, DispatchKey key, KernelFunction kernel);
+  void registerFallback(DispatchKey key, KernelFunction kernel);
+  // Removes an op's kernel for a key (tests re-registering).
+  void deregisterImpl(const std::string& name, DispatchKey key);
+
+  std::optional<OperatorHandle> findOp(const std::string& name) const;
+  std::vector<std::string> registeredOps() const;  // ops with a schema, sorted
+
+ private:
+  Dispatcher();
+  OperatorEntry* findOrCreate(const std::string& name);
+
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<OperatorEntry>> ops_;
+  std::array<KernelFunction, kNumDispatchKeys> fallbacks_;
+};
+
+// find_op("aten::mm"): throws remat::Error naming the op and the closest registered names.
+OperatorHandle find_op(const std::string& qualified_name);
+std::vector<std::string> registered_ops();
+// The registered op names closest to `name` (edit distance), best first.
+std::vector<std::string> closest_op_names(const std::string& name, size_t max_results = 3);
+
+template <class FuncType>
+TypedOperatorHandle<FuncType> OperatorHandle::typed() const {
+  const std::type_info* sig = entry_->cppSignature();
+  REMAT_CHECK(sig == nullptr || *sig == typeid(FuncType), "typed<", typeid(FuncType).name(),
+              ">() on ", name(), ": the registered kernels have C++ signature ", sig->name());
+  return TypedOperatorHandle<FuncType>(entry_);
+}
+
+}  // namespace remat

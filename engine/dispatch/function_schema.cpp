@@ -1,0 +1,268 @@
+// Mirrors ATen/core/function_schema.cpp and torch/csrc/jit/frontend/function_schema_parser.cpp.
+#include "engine/dispatch/function_schema.h"
+
+#include <cctype>
+#include <sstream>
+
+namespace remat {
+
+const char* toString(Tag t) {
+  switch (t) {
+    case Tag::nondeterministic_seeded: return "nondeterministic_seeded";
+    case Tag::inplace_view: return "inplace_view";
+    case Tag::view_copy: return "view_copy";
+    case Tag::core: return "core";
+    case Tag::pointwise: return "pointwise";
+  }
+  return "?";
+}
+
+bool FunctionSchema::has_tag(Tag t) const {
+  for (Tag x : tags_)
+    if (x == t) return true;
+  return false;
+}
+
+bool FunctionSchema::is_mutable() const {
+  for (const Argument& a : arguments_)
+    if (a.is_mutable()) return true;
+  return false;
+}
+
+bool FunctionSchema::is_aliasing_return(size_t i) const {
+  if (i >= returns_.size() || !returns_[i].alias_info) return false;
+  for (const Argument& a : arguments_)
+    if (a.alias_info && a.alias_info->set == returns_[i].alias_info->set) return true;
+  return false;
+}
+
+namespace {
+
+std::string arg_str(const Argument& a, bool with_name) {
+  std::string t = a.type;
+  if (a.alias_info) {
+    // "Tensor(a!)" or, for optionals, "Tensor(a!)?"
+    std::string base = a.is_optional() ? t.substr(0, t.size() - 1) : t;
+    t = base + "(" + a.alias_info->set + (a.alias_info->is_write ? "!" : "") + ")" +
+        (a.is_optional() ? "?" : "");
+  }
+  if (with_name && !a.name.empty()) t += " " + a.name;
+  if (a.default_value) {
+    const IValue& d = *a.default_value;
+    std::string v = d.isBool() ? (d.toBool() ? "True" : "False") : d.str();
+    t += "=" + v;
+  }
+  return t;
+}
+
+class Parser {
+ public:
+  explicit Parser(const std::string& s) : s_(s) {}
+
+  FunctionSchema parse() {
+    std::string name = ident_with(":._");
+    expect('(');
+    std::vector<Argument> args;
+    bool kwarg_only = false;
+    skip_ws();
+    if (peek() != ')') {
+      while (true) {
+        skip_ws();
+        if (peek() == '*') {
+          ++pos_;
+          kwarg_only = true;
+        } else {
+          Argument a = argument(true);
+          a.kwarg_only = kwarg_only;
+          args.push_back(std::move(a));
+        }
+        skip_ws();
+        if (peek() == ',') { ++pos_; continue; }
+        break;
+      }
+    }
+    expect(')');
+    skip_ws();
+    expect('-');
+    expect('>');
+    skip_ws();
+    std::vector<Argument> rets;
+    if (peek() == '(') {
+      ++pos_;
+      skip_ws();
+      if (peek() != ')') {
+        while (true) {
+          rets.push_back(argument(false));
+          skip_ws();
+          if (peek() == ',') { ++pos_; continue; }
+          break;
+        }
+      }
+      expect(')');
+    } else {
+      rets.push_back(argument(false));
+    }
+    skip_ws();
+    if (pos_ != s_.size()) fail("unexpected trailing characters");
+    return FunctionSchema(name, std::move(args), std::move(rets));
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) {
+    throw Error(detail::str("parse_schema: ", what, " at position ", pos_, " in \"", s_, "\""));
+  }
+  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
+  void skip_ws() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  void expect(char c) {
+    skip_ws();
+    if (peek() != c) fail(std::string("expected '") + c + "'");
+    ++pos_;
+  }
+  std::string ident_with(const char* extra) {
+    skip_ws();
+    size_t start = pos_;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) ||
+                                std::string(extra).find(s_[pos_]) != std::string::npos))
+      ++pos_;
+    if (start == pos_) fail("expected a name");
+    return s_.substr(start, pos_ - start);
+  }
+
+  Argument argument(bool named) {
+    Argument a;
+    std::string base = ident_with("_");
+    static const char* kKnown[] = {"Tensor", "float", "int", "bool", "str", "ScalarType", "Device", "Generator"};
+    bool known = false;
+    for (const char* k : kKnown) known |= base == k;
+    if (!known) fail("unknown type '" + base + "'");
+    if (peek() == '(') {  // alias annotation
+      ++pos_;
+      AliasInfo info;
+      info.set = ident_with("_");
+      if (peek() == '!') { info.is_write = true; ++pos_; }
+      expect(')');
+      a.alias_info = info;
+    }
+    if (peek() == '[') {
+      ++pos_;
+      expect(']');
+      base += "[]";
+    }
+    if (peek() == '?') {
+      ++pos_;
+      base += "?";
+    }
+    a.type = base;
+    static const char* kTypes[] = {"Tensor", "Tensor?", "Tensor[]", "float", "int", "int[]", "int[]?",
+                                   "bool", "str", "ScalarType", "ScalarType?", "Device", "Device?",
+                                   "Generator?", "float?", "int?"};
+    bool ok = false;
+    for (const char* t : kTypes) ok |= a.type == t;
+    if (!ok) fail("unsupported type '" + a.type + "'");
+    skip_ws();
+    if (named || (peek() != ',' && peek() != ')' && peek() != '\0')) {
+      if (std::isalpha(static_cast<unsigned char>(peek())) || peek() == '_') a.name = ident_with("_");
+    }
+    skip_ws();
+    if (peek() == '=') {
+      ++pos_;
+      a.default_value = default_value(a.type);
+    }
+    return a;
+  }
+
+  IValue default_value(const std::string& type) {
+    skip_ws();
+    size_t start = pos_;
+    if (peek() == '"' || peek() == '\'') {
+      char q = s_[pos_++];
+      while (pos_ < s_.size() && s_[pos_] != q) ++pos_;
+      if (pos_ >= s_.size()) fail("unterminated string default");
+      std::string v = s_.substr(start + 1, pos_ - start - 1);
+      ++pos_;
+      return IValue(v);
+    }
+    if (peek() == '[') {
+      ++pos_;
+      Shape l;
+      skip_ws();
+      while (peek() != ']') {
+        l.push_back(std::stoll(ident_with("-")));
+        skip_ws();
+        if (peek() == ',') ++pos_;
+        skip_ws();
+      }
+      ++pos_;
+      return IValue(l);
+    }
+    std::string tok = ident_with("-+.e");
+    if (tok == "None") return IValue();
+    if (tok == "True") return IValue(true);
+    if (tok == "False") return IValue(false);
+    try {
+      if (type == "float" || type == "float?") return IValue(std::stod(tok));
+      if (type == "int" || type == "int?") return IValue(static_cast<int64_t>(std::stoll(tok)));
+    } catch (const std::exception&) {
+    }
+    fail("bad default value '" + tok + "' for type " + type);
+  }
+
+  const std::string& s_;
+  size_t pos_ = 0;
+};
+
+bool matches(const Argument& a, const IValue& v) {
+  const std::string& t = a.type;
+  if (v.isNone()) return a.is_optional() || t == "Tensor";  // an undefined Tensor boxes as None
+  if (t == "Tensor" || t == "Tensor?") return v.isTensor();
+  if (t == "Tensor[]") return v.isTensorList();
+  if (t == "float" || t == "float?") return v.isDouble() || v.isInt();
+  if (t == "int" || t == "int?") return v.isInt();
+  if (t == "int[]" || t == "int[]?") return v.isIntList();
+  if (t == "bool") return v.isBool();
+  if (t == "str") return v.isString();
+  if (t == "ScalarType" || t == "ScalarType?") return v.isScalarType();
+  if (t == "Device" || t == "Device?") return v.isDevice();
+  if (t == "Generator?") return v.isGenerator();
+  return false;
+}
+
+}  // namespace
+
+std::string FunctionSchema::str() const {
+  std::string s = name_ + "(";
+  bool kw = false;
+  for (size_t i = 0; i < arguments_.size(); ++i) {
+    if (i) s += ", ";
+    if (arguments_[i].kwarg_only && !kw) { s += "*, "; kw = true; }
+    s += arg_str(arguments_[i], true);
+  }
+  s += ") -> ";
+  if (returns_.size() == 1) return s + arg_str(returns_[0], true);
+  s += "(";
+  for (size_t i = 0; i < returns_.size(); ++i) s += (i ? ", " : "") + arg_str(returns_[i], true);
+  return s + ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const FunctionSchema& s) { return os << s.str(); }
+
+void FunctionSchema::check_and_normalize(Stack& args) const {
+  REMAT_CHECK(args.size() <= arguments_.size(), name_, "() takes at most ", arguments_.size(),
+              " arguments but ", args.size(), " were given. Schema: ", str());
+  for (size_t i = args.size(); i < arguments_.size(); ++i) {
+    REMAT_CHECK(arguments_[i].default_value.has_value(), name_, "() is missing value for argument '",
+                arguments_[i].name, "'. Schema: ", str());
+    args.push_back(*arguments_[i].default_value);
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    REMAT_CHECK(matches(arguments_[i], args[i]), name_, "(): expected argument '", arguments_[i].name,
+                "' (position ", i, ") to be of type ", arguments_[i].type, " but got ",
+                args[i].tagKind(), ". Schema: ", str());
+  }
+}
+
+FunctionSchema parse_schema(const std::string& schema) { return Parser(schema).parse(); }
+
+}  // namespace remat

@@ -1,0 +1,154 @@
+// Mirrors ATen/core/boxing/KernelFunction.h: one kernel, callable boxed (a Stack of IValues)
+// and, when registered from a C++ function, unboxed (a direct call with C++ arguments).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <typeinfo>
+#include <utility>
+
+#include "engine/dispatch/boxing.h"
+#include "engine/dispatch/dispatch_key_set.h"
+
+namespace remat {
+
+class OperatorHandle;
+
+// Base of stateful kernels (a kernel that carries data, like an autograd formula or a custom
+// op's Python-like callable).
+struct OperatorKernel {
+  virtual ~OperatorKernel() = default;
+};
+
+// A boxed kernel pops its arguments from the stack and pushes its returns.
+using BoxedKernelFn = void (*)(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks,
+                               Stack* stack);
+using BoxedLambda = std::function<void(const OperatorHandle& op, DispatchKeySet ks, Stack* stack)>;
+
+namespace detail {
+
+template <class F> struct FunctionTraits;
+template <class R, class... Args> struct FunctionTraits<R (*)(Args...)> {
+  using Return = R;
+  using ArgsTuple = std::tuple<Args...>;
+  static constexpr size_t arity = sizeof...(Args);
+};
+
+template <class Tuple> struct TakesKeySetFirst : std::false_type {};
+template <class... Rest> struct TakesKeySetFirst<std::tuple<DispatchKeySet, Rest...>> : std::true_type {};
+
+// Wraps a C++ function F : R(Args...) or R(DispatchKeySet, Args...) into the two entry points.
+template <auto F, class Sig> struct UnboxedWrapper;
+template <auto F, class R, class... Args>
+struct UnboxedWrapper<F, R(Args...)> {
+  static constexpr bool kWithKeySet =
+      TakesKeySetFirst<typename FunctionTraits<decltype(F)>::ArgsTuple>::value;
+
+  static R unboxed(OperatorKernel*, DispatchKeySet ks, Args... args) {
+    if constexpr (kWithKeySet) {
+      return F(ks, std::forward<Args>(args)...);
+    } else {
+      (void)ks;
+      return F(std::forward<Args>(args)...);
+    }
+  }
+  static void boxed(OperatorKernel*, const OperatorHandle&, DispatchKeySet ks, Stack* stack) {
+    constexpr size_t n = sizeof...(Args);
+    REMAT_CHECK(stack->size() >= n, "boxed call with ", stack->size(), " arguments, expected ", n);
+    size_t first = stack->size() - n;
+    auto f = [ks](auto&&... a) -> R { return unboxed(nullptr, ks, std::forward<decltype(a)>(a)...); };
+    R r = call_with_stack_args<Args...>(f, *stack, first, std::index_sequence_for<Args...>{});
+    stack->erase(stack->begin() + static_cast<std::ptrdiff_t>(first), stack->end());
+    ReturnBoxing<R>::push(*stack, std::move(r));
+  }
+};
+
+// The signature a kernel is called with: F's, minus a leading DispatchKeySet.
+template <class Tuple, class R> struct SigFromTuple;
+template <class R, class... Args> struct SigFromTuple<std::tuple<Args...>, R> { using type = R(Args...); };
+template <class R, class... Args> struct SigFromTuple<std::tuple<DispatchKeySet, Args...>, R> {
+  using type = R(Args...);
+};
+template <auto F>
+using kernel_signature_t = typename SigFromTuple<typename FunctionTraits<decltype(F)>::ArgsTuple,
+                                                 typename FunctionTraits<decltype(F)>::Return>::type;
+
+}  // namespace detail
+
+class KernelFunction {
+ public:
+  KernelFunction() = default;
+
+  bool isValid() const { return boxed_ != nullptr; }
+  bool isFallthrough() const { return boxed_ == &fallthrough_kernel; }
+  const std::type_info* cppSignature() const { return signature_; }
+
+  // Marks "skip this key": dispatch continues with the next key below.
+  static KernelFunction makeFallthrough() { return KernelFunction(nullptr, &fallthrough_kernel, nullptr, nullptr); }
+
+  static KernelFunction makeFromBoxedLambda(BoxedLambda f) {
+    return KernelFunction(std::make_shared<BoxedLambdaFunctor>(std::move(f)), &BoxedLambdaFunctor::call,
+                          nullptr, nullptr);
+  }
+  // A boxed kernel with state: functor is passed back to fn on every call.
+  static KernelFunction makeFromBoxedFunctor(std::shared_ptr<OperatorKernel> functor, BoxedKernelFn fn) {
+    return KernelFunction(std::move(functor), fn, nullptr, nullptr);
+  }
+  // A stateful kernel with both entry points (e.g. the generic autograd kernel).
+  template <class Sig>
+  static KernelFunction makeFromFunctor(std::shared_ptr<OperatorKernel> functor, BoxedKernelFn boxed,
+                                        void* unboxed) {
+    return KernelFunction(std::move(functor), boxed, unboxed, &typeid(Sig));
+  }
+
+  // From a plain function: REMAT_FN(mm_cpu) or KernelFunction::makeFromUnboxedFunction<&mm_cpu>().
+  template <auto F>
+  static KernelFunction makeFromUnboxedFunction() {
+    using Sig = detail::kernel_signature_t<F>;
+    using W = detail::UnboxedWrapper<F, Sig>;
+    return KernelFunction(nullptr, &W::boxed, reinterpret_cast<void*>(&W::unboxed), &typeid(Sig));
+  }
+
+  void callBoxed(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) const {
+    boxed_(functor_.get(), op, ks, stack);
+  }
+
+  // The typed fast path: calls the unboxed entry point directly when there is one, else boxes.
+  template <class R, class... Args>
+  R call(const OperatorHandle& op, DispatchKeySet ks, Args... args) const {
+    if (unboxed_ != nullptr) {
+      using Fn = R (*)(OperatorKernel*, DispatchKeySet, Args...);
+      return reinterpret_cast<Fn>(unboxed_)(functor_.get(), ks, std::forward<Args>(args)...);
+    }
+    Stack stack;
+    stack.reserve(sizeof...(Args));
+    (stack.push_back(detail::to_ivalue(args)), ...);
+    boxed_(functor_.get(), op, ks, &stack);
+    return detail::ReturnBoxing<R>::pop(stack);
+  }
+
+ private:
+  KernelFunction(std::shared_ptr<OperatorKernel> functor, BoxedKernelFn boxed, void* unboxed,
+                 const std::type_info* sig)
+      : functor_(std::move(functor)), boxed_(boxed), unboxed_(unboxed), signature_(sig) {}
+
+  static void fallthrough_kernel(OperatorKernel*, const OperatorHandle&, DispatchKeySet, Stack*);
+
+  struct BoxedLambdaFunctor : OperatorKernel {
+    explicit BoxedLambdaFunctor(BoxedLambda f) : fn(std::move(f)) {}
+    static void call(OperatorKernel* self, const OperatorHandle& op, DispatchKeySet ks, Stack* s) {
+      static_cast<BoxedLambdaFunctor*>(self)->fn(op, ks, s);
+    }
+    BoxedLambda fn;
+  };
+
+  std::shared_ptr<OperatorKernel> functor_;
+  BoxedKernelFn boxed_ = nullptr;
+  void* unboxed_ = nullptr;
+  const std::type_info* signature_ = nullptr;
+};
+
+// REMAT_FN(f): the kernel for a plain C++ function, like TORCH_FN.
+#define REMAT_FN(f) ::remat::KernelFunction::makeFromUnboxedFunction<&f>()
+
+}  // namespace remat

@@ -1,0 +1,105 @@
+// Mirrors ATen/native/TensorIterator.h and ATen/native/cpu/Loops.h, reduced to what remat needs:
+// an N-d iteration space with one element-stride per operand and dim (0 = broadcast), coalesced
+// so that contiguous tensors become one flat loop.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "kernels/cpu/parallel.h"
+
+namespace remat::kernels::cpu {
+
+constexpr int kMaxDims = 16;
+constexpr int kMaxOperands = 4;  // output first, then inputs
+
+struct LoopShape {
+  int ndim = 0;
+  int noperands = 0;
+  std::array<int64_t, kMaxDims> sizes{};
+  std::array<std::array<int64_t, kMaxDims>, kMaxOperands> strides{};  // in elements
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; ++d) n *= sizes[d];
+    return n;
+  }
+  // Every operand walks memory with stride 1 in one flat dim (after coalescing).
+  bool is_contiguous() const {
+    if (ndim == 0) return true;
+    if (ndim != 1) return false;
+    for (int i = 0; i < noperands; ++i)
+      if (strides[i][0] != 1) return false;
+    return true;
+  }
+  // Drops size-1 dims and merges dims where every operand's strides line up (row-major order:
+  // dim d-1 is outer to dim d).
+  void coalesce() {
+    int out = 0;
+    for (int d = 0; d < ndim; ++d) {
+      if (sizes[d] == 1) continue;
+      if (out > 0) {
+        bool mergeable = true;
+        for (int i = 0; i < noperands; ++i)
+          mergeable = mergeable && strides[i][out - 1] == strides[i][d] * sizes[d];
+        if (mergeable) {
+          sizes[out - 1] *= sizes[d];
+          for (int i = 0; i < noperands; ++i) strides[i][out - 1] = strides[i][d];
+          continue;
+        }
+      }
+      sizes[out] = sizes[d];
+      for (int i = 0; i < noperands; ++i) strides[i][out] = strides[i][d];
+      ++out;
+    }
+    ndim = out;
+  }
+};
+
+// Calls f(offsets, n, inner_strides) for runs of the innermost dim over the linear element range
+// [begin, end) of the iteration space; offsets are element offsets per operand.
+template <class F>
+void for_each_run(const LoopShape& s, int64_t begin, int64_t end, const F& f) {
+  const int nd = s.ndim, no = s.noperands;
+  if (nd == 0) {
+    std::array<int64_t, kMaxOperands> off{};
+    if (begin < end) f(off, int64_t{1}, off);
+    return;
+  }
+  std::array<int64_t, kMaxOperands> inner{};
+  for (int i = 0; i < no; ++i) inner[i] = s.strides[i][nd - 1];
+  const int64_t inner_size = s.sizes[nd - 1];
+  // Decompose begin into an index.
+  std::array<int64_t, kMaxDims> idx{};
+  int64_t rem = begin;
+  for (int d = nd - 1; d >= 0; --d) {
+    idx[d] = rem % s.sizes[d];
+    rem /= s.sizes[d];
+  }
+  int64_t pos = begin;
+  while (pos < end) {
+    std::array<int64_t, kMaxOperands> off{};
+    for (int i = 0; i < no; ++i) {
+      int64_t o = 0;
+      for (int d = 0; d < nd; ++d) o += idx[d] * s.strides[i][d];
+      off[i] = o;
+    }
+    int64_t n = inner_size - idx[nd - 1];
+    if (n > end - pos) n = end - pos;
+    f(off, n, inner);
+    pos += n;
+    idx[nd - 1] += n;
+    for (int d = nd - 1; d > 0 && idx[d] >= s.sizes[d]; --d) {
+      idx[d] = 0;
+      ++idx[d - 1];
+    }
+  }
+}
+
+// Parallel version over the whole space.
+template <class F>
+void parallel_for_each_run(const LoopShape& s, const F& f) {
+  parallel_for(0, s.numel(), kGrainSize, [&](int64_t b, int64_t e) { for_each_run(s, b, e, f); });
+}
+
+}  // namespace remat::kernels::cpu

@@ -1,0 +1,176 @@
+// Mirrors ATen/native/cpu/UnaryOpsKernel.cpp and BinaryOpsKernel.cpp: elementwise loops.
+//
+// Each op is a struct with a scalar form (any element type, computed in `acc_t`) and, where
+// Eigen has a vectorized form, an `array` form used when every operand is contiguous.
+#pragma once
+
+#include <Eigen/Core>
+#include <cmath>
+#include <type_traits>
+
+#include "engine/core/bfloat16.h"
+#include "kernels/cpu/loops.h"
+
+namespace remat::kernels::cpu {
+
+// Arithmetic type for an element type: 16-bit floats compute in float.
+template <class T> struct AccType { using type = T; };
+template <> struct AccType<BFloat16> { using type = float; };
+template <> struct AccType<Half> { using type = float; };
+template <class T> using acc_t = typename AccType<T>::type;
+
+template <class T>
+constexpr bool kEigenVectorizable = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+template <class T>
+using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+// ---- unary ops: y = f(x) ----
+#define REMAT_UNARY_OP(NAME, SCALAR, ARRAY)                             \
+  struct NAME {                                                         \
+    template <class T> static T scalar(T x) { return SCALAR; }          \
+    template <class A> static auto array(const A& x) { return ARRAY; } \
+  };
+REMAT_UNARY_OP(NegOp, -x, -x)
+REMAT_UNARY_OP(ExpOp, std::exp(x), x.exp())
+REMAT_UNARY_OP(LogOp, std::log(x), x.log())
+REMAT_UNARY_OP(SinOp, std::sin(x), x.sin())
+REMAT_UNARY_OP(CosOp, std::cos(x), x.cos())
+REMAT_UNARY_OP(TanhOp, std::tanh(x), x.tanh())
+REMAT_UNARY_OP(SigmoidOp, T(1) / (T(1) + std::exp(-x)), x.logistic())
+REMAT_UNARY_OP(ReluOp, x > T(0) ? x : T(0), x.max(typename A::Scalar(0)))
+REMAT_UNARY_OP(SqrtOp, std::sqrt(x), x.sqrt())
+REMAT_UNARY_OP(RsqrtOp, T(1) / std::sqrt(x), x.rsqrt())
+REMAT_UNARY_OP(AbsOp, std::abs(x), x.abs())
+REMAT_UNARY_OP(SiluOp, x / (T(1) + std::exp(-x)), x * x.logistic())
+#undef REMAT_UNARY_OP
+
+template <class Op, class T>
+void unary_kernel(const LoopShape& s, T* out, const T* in) {
+  if constexpr (kEigenVectorizable<T>) {
+    if (s.is_contiguous()) {
+      parallel_for(0, s.numel(), kGrainSize, [&](int64_t b, int64_t e) {
+        ArrayMap<T>(out + b, e - b) = Op::array(ConstArrayMap<T>(in + b, e - b));
+      });
+      return;
+    }
+  }
+  parallel_for_each_run(s, [&](const auto& off, int64_t n, const auto& st) {
+    T* o = out + off[0];
+    const T* x = in + off[1];
+    for (int64_t k = 0; k < n; ++k) o[k * st[0]] = T(Op::scalar(acc_t<T>(x[k * st[1]])));
+  });
+}
+
+// Unary op with one scalar parameter: y = f(x, p).
+template <class T, class F>
+void unary_scalar_kernel(const LoopShape& s, T* out, const T* in, const F& f) {
+  parallel_for_each_run(s, [&](const auto& off, int64_t n, const auto& st) {
+    T* o = out + off[0];
+    const T* x = in + off[1];
+    for (int64_t k = 0; k < n; ++k) o[k * st[0]] = T(f(acc_t<T>(x[k * st[1]])));
+  });
+}
+
+// ---- binary ops: y = f(a, b), with broadcasting through zero strides ----
+#define REMAT_BINARY_OP(NAME, SCALAR, ARRAY)                                                 \
+  struct NAME {                                                                              \
+    template <class T> static T scalar(T a, T b) { return SCALAR; }                          \
+    template <class A, class B> static auto array(const A& a, const B& b) { return ARRAY; } \
+  };
+REMAT_BINARY_OP(AddOp, a + b, a + b)
+REMAT_BINARY_OP(SubOp, a - b, a - b)
+REMAT_BINARY_OP(MulOp, a * b, a * b)
+REMAT_BINARY_OP(DivOp, a / b, a / b)
+#undef REMAT_BINARY_OP
+
+template <class Op, class T>
+void binary_kernel(const LoopShape& s, T* out, const T* a, const T* b) {
+  if constexpr (kEigenVectorizable<T>) {
+    if (s.is_contiguous()) {
+      parallel_for(0, s.numel(), kGrainSize, [&](int64_t lo, int64_t hi) {
+        ArrayMap<T>(out + lo, hi - lo) =
+            Op::array(ConstArrayMap<T>(a + lo, hi - lo), ConstArrayMap<T>(b + lo, hi - lo));
+      });
+      return;
+    }
+  }
+  parallel_for_each_run(s, [&](const auto& off, int64_t n, const auto& st) {
+    T* o = out + off[0];
+    const T* x = a + off[1];
+    const T* y = b + off[2];
+    if constexpr (kEigenVectorizable<T>) {
+      if (st[0] == 1 && st[1] == 1 && st[2] == 0) {  // tensor op scalar-in-this-run
+        ArrayMap<T>(o, n) = Op::array(ConstArrayMap<T>(x, n), Eigen::Array<T, Eigen::Dynamic, 1>::Constant(n, *y));
+        return;
+      }
+      if (st[0] == 1 && st[1] == 0 && st[2] == 1) {
+        ArrayMap<T>(o, n) = Op::array(Eigen::Array<T, Eigen::Dynamic, 1>::Constant(n, *x), ConstArrayMap<T>(y, n));
+        return;
+      }
+      if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+        ArrayMap<T>(o, n) = Op::array(ConstArrayMap<T>(x, n), ConstArrayMap<T>(y, n));
+        return;
+      }
+    }
+    for (int64_t k = 0; k < n; ++k)
+      o[k * st[0]] = T(Op::scalar(acc_t<T>(x[k * st[1]]), acc_t<T>(y[k * st[2]])));
+  });
+}
+
+// Binary op with a functor: y = f(a, b) for any element types (masks, mixed types).
+template <class O, class A, class B, class F>
+void binary_map(const LoopShape& s, O* out, const A* a, const B* b, const F& f) {
+  parallel_for_each_run(s, [&](const auto& off, int64_t n, const auto& st) {
+    O* o = out + off[0];
+    const A* x = a + off[1];
+    const B* y = b + off[2];
+    for (int64_t k = 0; k < n; ++k) o[k * st[0]] = f(x[k * st[1]], y[k * st[2]]);
+  });
+}
+
+// Ternary functor loop: y = f(a, b, c).
+template <class O, class A, class B, class C, class F>
+void ternary_map(const LoopShape& s, O* out, const A* a, const B* b, const C* c, const F& f) {
+  parallel_for_each_run(s, [&](const auto& off, int64_t n, const auto& st) {
+    O* o = out + off[0];
+    const A* x = a + off[1];
+    const B* y = b + off[2];
+    const C* z = c + off[3];
+    for (int64_t k = 0; k < n; ++k) o[k * st[0]] = f(x[k * st[1]], y[k * st[2]], z[k * st[3]]);
+  });
+}
+
+// Strided copy with conversion: out = T(in) (contiguous(), to(dtype), copy_, expand materialised).
+template <class O, class I>
+void copy_kernel(const LoopShape& s, O* out, const I* in) {
+  if constexpr (std::is_same_v<O, I>) {
+    if (s.is_contiguous()) {
+      parallel_for(0, s.numel(), kGrainSize, [&](int64_t b, int64_t e) {
+        std::copy(in + b, in + e, out + b);
+      });
+      return;
+    }
+  }
+  parallel_for_each_run(s, [&](const auto& off, int64_t n, const auto& st) {
+    O* o = out + off[0];
+    const I* x = in + off[1];
+    if (st[0] == 1 && st[1] == 1) {
+      for (int64_t k = 0; k < n; ++k) o[k] = static_cast<O>(static_cast<acc_t<I>>(x[k]));
+    } else {
+      for (int64_t k = 0; k < n; ++k) o[k * st[0]] = static_cast<O>(static_cast<acc_t<I>>(x[k * st[1]]));
+    }
+  });
+}
+
+template <class T>
+void fill_kernel(const LoopShape& s, T* out, T value) {
+  parallel_for_each_run(s, [&](const auto& off, int64_t n, const auto& st) {
+    T* o = out + off[0];
+    for (int64_t k = 0; k < n; ++k) o[k * st[0]] = value;
+  });
+}
+
+}  // namespace remat::kernels::cpu

@@ -1,0 +1,164 @@
+// Mirrors ATen/native/cpu/ReduceOpsKernel.cpp and SumKernel.cpp: reductions over a set of dims.
+//
+// The input is seen as [outer..., reduced...] via strides: for each output element (over the
+// kept dims) combine the elements of the reduced dims. Two layouts get fast paths: the reduced
+// elements are contiguous (a row: vectorised Eigen reduction), or the kept elements are
+// contiguous and the reduced dims are outer (column sums: accumulate whole rows).
+#pragma once
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/loops.h"
+#include "kernels/cpu/pointwise.h"
+
+namespace remat::kernels::cpu {
+
+struct ReduceShape {
+  // Kept dims (the output's iteration space) and reduced dims, each with input strides;
+  // out_strides are the output's strides over the kept dims.
+  std::vector<int64_t> kept_sizes, kept_in_strides, kept_out_strides;
+  std::vector<int64_t> red_sizes, red_strides;
+  int64_t kept_numel() const {
+    int64_t n = 1;
+    for (int64_t s : kept_sizes) n *= s;
+    return n;
+  }
+  int64_t red_numel() const {
+    int64_t n = 1;
+    for (int64_t s : red_sizes) n *= s;
+    return n;
+  }
+};
+
+// Sum and max with acc type A.
+struct SumReducer {
+  template <class A> static A identity() { return A(0); }
+  template <class A> static A combine(A a, A b) { return a + b; }
+  template <class M> static auto eigen(const M& m) { return m.sum(); }
+};
+struct MaxReducer {
+  template <class A> static A identity() { return -std::numeric_limits<A>::infinity(); }
+  template <class A> static A combine(A a, A b) { return (a > b || a != a) ? a : b; }  // NaN wins
+  template <class M> static auto eigen(const M& m) { return m.maxCoeff(); }
+};
+
+// Combines the reduced elements starting at in (one output element), in a fixed order.
+template <class R, class T, class A>
+A reduce_one(const ReduceShape& s, const T* in) {
+  const int nr = static_cast<int>(s.red_sizes.size());
+  if (nr == 0) return A(in[0]);
+  const int64_t inner = s.red_sizes[nr - 1], inner_stride = s.red_strides[nr - 1];
+  int64_t outer = 1;
+  for (int d = 0; d < nr - 1; ++d) outer *= s.red_sizes[d];
+  A acc = R::template identity<A>();
+  std::vector<int64_t> idx(static_cast<size_t>(std::max(nr - 1, 1)), 0);
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t off = 0;
+    for (int d = 0; d < nr - 1; ++d) off += idx[d] * s.red_strides[d];
+    const T* p = in + off;
+    if constexpr (kEigenVectorizable<T> && std::is_same_v<T, A>) {
+      if (inner_stride == 1) {
+        acc = R::combine(acc, A(R::eigen(ConstArrayMap<T>(p, inner))));
+      } else {
+        for (int64_t k = 0; k < inner; ++k) acc = R::combine(acc, A(p[k * inner_stride]));
+      }
+    } else {
+      for (int64_t k = 0; k < inner; ++k) acc = R::combine(acc, A(p[k * inner_stride]));
+    }
+    for (int d = nr - 2; d >= 0; --d) {
+      if (++idx[d] < s.red_sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return acc;
+}
+
+// out[kept] = reduce(in[kept, reduced]) * scale  (scale = 1/n for mean)
+template <class R, class T>
+void reduce_kernel(const ReduceShape& s, T* out, const T* in, double scale) {
+  using A = acc_t<T>;
+  const int64_t n_out = s.kept_numel();
+  const int nk = static_cast<int>(s.kept_sizes.size());
+  auto in_offset = [&](int64_t linear, int64_t* out_off) {
+    int64_t off = 0, o = 0;
+    for (int d = nk - 1; d >= 0; --d) {
+      int64_t i = linear % s.kept_sizes[d];
+      linear /= s.kept_sizes[d];
+      off += i * s.kept_in_strides[d];
+      o += i * s.kept_out_strides[d];
+    }
+    *out_off = o;
+    return off;
+  };
+  // Column layout: the innermost kept dim is contiguous in input and output and every reduced
+  // stride is larger; accumulate whole rows (vectorised over the kept elements).
+  bool columns = nk >= 1 && s.kept_in_strides[nk - 1] == 1 && s.kept_out_strides[nk - 1] == 1 &&
+                 !s.red_sizes.empty() && s.red_strides.back() != 1 && s.red_numel() > 1;
+  if (columns) {
+    const int64_t row = s.kept_sizes[nk - 1];
+    const int64_t n_rows_out = n_out / row;
+    const int64_t red = s.red_numel();
+    parallel_for(0, row, std::max<int64_t>(kGrainSize / std::max<int64_t>(red, 1), 16), [&](int64_t cb, int64_t ce) {
+      std::vector<A> acc(static_cast<size_t>(ce - cb));
+      for (int64_t r = 0; r < n_rows_out; ++r) {
+        int64_t out_off;
+        int64_t base = in_offset(r * row, &out_off);
+        std::fill(acc.begin(), acc.end(), R::template identity<A>());
+        // iterate reduced positions in order, adding rows
+        const int nr = static_cast<int>(s.red_sizes.size());
+        std::vector<int64_t> idx(static_cast<size_t>(nr), 0);
+        for (int64_t k = 0; k < red; ++k) {
+          int64_t off = 0;
+          for (int d = 0; d < nr; ++d) off += idx[d] * s.red_strides[d];
+          const T* p = in + base + off + cb;
+          for (int64_t c = 0; c < ce - cb; ++c) acc[c] = R::combine(acc[c], A(p[c]));
+          for (int d = nr - 1; d >= 0; --d) {
+            if (++idx[d] < s.red_sizes[d]) break;
+            idx[d] = 0;
+          }
+        }
+        for (int64_t c = 0; c < ce - cb; ++c) out[out_off + cb + c] = T(acc[c] * A(scale));
+      }
+    });
+    return;
+  }
+  if (n_out == 1) {
+    // One output: split the reduction across threads in fixed chunks, combine in order.
+    if (s.red_sizes.size() == 1 && s.red_strides[0] == 1) {
+      const int64_t n = s.red_sizes[0];
+      const int nthreads = num_threads();
+      std::vector<A> partial(static_cast<size_t>(nthreads), R::template identity<A>());
+      int64_t chunk = (n + nthreads - 1) / nthreads;
+      parallel_for(0, nthreads, 1, [&](int64_t tb, int64_t te) {
+        for (int64_t t = tb; t < te; ++t) {
+          int64_t b = t * chunk, e = std::min(n, b + chunk);
+          if (b >= e) continue;
+          ReduceShape part;
+          part.red_sizes = {e - b};
+          part.red_strides = {1};
+          partial[static_cast<size_t>(t)] = reduce_one<R, T, A>(part, in + b);
+        }
+      });
+      A acc = R::template identity<A>();
+      for (A p : partial) acc = R::combine(acc, p);
+      out[0] = T(acc * A(scale));
+      return;
+    }
+    out[0] = T(reduce_one<R, T, A>(s, in) * A(scale));
+    return;
+  }
+  parallel_for(0, n_out, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(s.red_numel(), 1)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t i = b; i < e; ++i) {
+                   int64_t out_off;
+                   int64_t off = in_offset(i, &out_off);
+                   out[out_off] = T(reduce_one<R, T, A>(s, in + off) * A(scale));
+                 }
+               });
+}
+
+}  // namespace remat::kernels::cpu

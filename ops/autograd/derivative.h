@@ -1,0 +1,64 @@
+// Mirrors tools/autograd/derivatives.yaml and the generated VariableType / Functions.h:
+// a derivative rule per op, and the context a rule reads when it runs in backward.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/autograd/node.h"
+#include "engine/autograd/saved_variable.h"
+#include "engine/core/ivalue.h"
+
+namespace remat::ops::autograd {
+
+using remat::autograd::InputMetadata;
+using remat::autograd::SavedVariable;
+
+class FormulaNode;
+
+// What a derivative rule sees: the incoming gradients, the saved tensors, every non-tensor
+// argument, and the metadata of every tensor input.
+class BackwardContext {
+ public:
+  BackwardContext(const FormulaNode& node, const std::vector<Tensor>& grads) : node_(node), grads_(grads) {}
+
+  const Tensor& grad(size_t output = 0) const { return grads_.at(output); }
+  Tensor input(size_t arg) const;    // a saved tensor argument, by argument position
+  Tensor result(size_t output = 0) const;  // a saved output
+  const IValue& arg(size_t arg) const;     // a non-tensor argument
+  double scalar(size_t a) const { return arg(a).toDouble(); }
+  int64_t integer(size_t a) const { return arg(a).toInt(); }
+  Shape ints(size_t a) const { return arg(a).isNone() ? Shape{} : arg(a).toIntVector(); }
+  bool flag(size_t a) const { return arg(a).toBool(); }
+  const std::string& str(size_t a) const { return arg(a).toStringRef(); }
+  bool is_none(size_t a) const;
+  // Metadata of the tensor at argument position arg (or element k of a Tensor[] argument).
+  const InputMetadata& meta(size_t arg, size_t k = 0) const;
+  size_t list_size(size_t arg) const;  // elements of a Tensor[] argument
+  // Whether the gradient of the tensor at argument position arg is wanted.
+  bool needs(size_t arg, size_t k = 0) const;
+
+ private:
+  const FormulaNode& node_;
+  const std::vector<Tensor>& grads_;
+};
+
+// Returns one gradient per tensor input, in argument order (Tensor[] arguments contribute one
+// per element); undefined where not needed or not differentiable.
+using Formula = std::function<std::vector<Tensor>(const BackwardContext&)>;
+
+struct Derivative {
+  std::string op;                     // "aten::mul"
+  std::vector<size_t> saved_args;     // tensor arguments to save (by position)
+  std::vector<size_t> saved_results;  // outputs to save
+  std::vector<size_t> non_differentiable_outputs;
+  bool inplace = false;               // argument 0 is modified in place and returned
+  bool non_differentiable = false;    // outputs never require grad (zeros_like, detach, ...)
+  Formula formula;
+};
+
+// Registers the rule's autograd kernel for op (ops/autograd/derivatives.cpp calls this).
+void register_derivative(Derivative d);
+
+}  // namespace remat::ops::autograd

@@ -1,0 +1,271 @@
+// Mirrors tools/autograd/derivatives.yaml and torch/csrc/autograd/FunctionsManual.cpp: the one
+// table of derivative rules. Each rule says what its op saves for backward and returns one
+// gradient per tensor input (argument order), built from dispatcher ops, so dispatch modes see
+// backward's ops and create_graph records them.
+//
+// Over each rule, a comment restates the forward (llm.c style).
+#include <cmath>
+
+#include "ops/autograd/derivative.h"
+#include "ops/functions.h"
+
+namespace remat::ops::autograd {
+namespace {
+
+using C = const BackwardContext&;
+using G = std::vector<Tensor>;
+
+// A gradient summed back to an input's shape (undoing broadcasting).
+Tensor sum_to(const Tensor& g, const InputMetadata& m) {
+  Tensor r = g.sizes() == m.shape ? g : sum_to_size(g, m.shape);
+  return r.dtype() == m.dtype ? r : r.to(m.dtype);
+}
+Tensor if_needed(C c, size_t arg, const std::function<Tensor()>& f) { return c.needs(arg) ? f() : Tensor(); }
+
+// Re-inserts reduced dims so a reduction's gradient broadcasts back (restore_reduced_dims).
+Tensor unsqueeze_reduced(const Tensor& g, const Shape& in_shape, const Shape& dims, bool keepdim) {
+  if (keepdim) return g;
+  int64_t n = static_cast<int64_t>(in_shape.size());
+  std::vector<bool> reduced(static_cast<size_t>(n), dims.empty());
+  for (int64_t d : dims) reduced[d < 0 ? d + n : d] = true;
+  Tensor r = g;
+  for (int64_t d = 0; d < n; ++d)
+    if (reduced[d]) r = unsqueeze(r, d);
+  return r;
+}
+
+Derivative rule(const char* op, std::vector<size_t> saved_args, std::vector<size_t> saved_results, Formula f) {
+  Derivative d;
+  d.op = op;
+  d.saved_args = std::move(saved_args);
+  d.saved_results = std::move(saved_results);
+  d.formula = std::move(f);
+  return d;
+}
+Derivative inplace(Derivative d) {
+  d.inplace = true;
+  return d;
+}
+Derivative non_differentiable(const char* op) {
+  Derivative d;
+  d.op = op;
+  d.non_differentiable = true;
+  return d;
+}
+
+std::vector<Derivative> table() {
+  return {
+      // out = self + other
+      rule("aten::add", {}, {}, [](C c) -> G { return {sum_to(c.grad(), c.meta(0)), sum_to(c.grad(), c.meta(1))}; }),
+      // out = self - other
+      rule("aten::sub", {}, {}, [](C c) -> G {
+        return {sum_to(c.grad(), c.meta(0)), if_needed(c, 1, [&] { return sum_to(neg(c.grad()), c.meta(1)); })};
+      }),
+      // out = self * other
+      rule("aten::mul", {0, 1}, {}, [](C c) -> G {
+        return {if_needed(c, 0, [&] { return sum_to(mul(c.grad(), c.input(1)), c.meta(0)); }),
+                if_needed(c, 1, [&] { return sum_to(mul(c.grad(), c.input(0)), c.meta(1)); })};
+      }),
+      // out = self / other
+      rule("aten::div", {0, 1}, {}, [](C c) -> G {
+        return {if_needed(c, 0, [&] { return sum_to(div(c.grad(), c.input(1)), c.meta(0)); }),
+                if_needed(c, 1, [&] {
+                  // d(a/b)/db = -a / b^2
+                  Tensor b = c.input(1);
+                  return sum_to(neg(div(mul(c.grad(), c.input(0)), mul(b, b))), c.meta(1));
+                })};
+      }),
+      // out = self + s
+      rule("aten::add.Scalar", {}, {}, [](C c) -> G { return {c.grad()}; }),
+      // out = self * s
+      rule("aten::mul.Scalar", {}, {}, [](C c) -> G { return {mul(c.grad(), c.scalar(1))}; }),
+      // out = self / s
+      rule("aten::div.Scalar", {}, {}, [](C c) -> G { return {div(c.grad(), c.scalar(1))}; }),
+      // out = self ^ e
+      rule("aten::pow", {0}, {}, [](C c) -> G {
+        double e = c.scalar(1);
+        if (e == 0.0) return {zeros_like(c.grad())};
+        return {mul(mul(c.grad(), pow(c.input(0), e - 1.0)), e)};
+      }),
+      // out = -self
+      rule("aten::neg", {}, {}, [](C c) -> G { return {neg(c.grad())}; }),
+      // out = exp(self)
+      rule("aten::exp", {}, {0}, [](C c) -> G { return {mul(c.grad(), c.result())}; }),
+      // out = log(self)
+      rule("aten::log", {0}, {}, [](C c) -> G { return {div(c.grad(), c.input(0))}; }),
+      // out = sin(self)
+      rule("aten::sin", {0}, {}, [](C c) -> G { return {mul(c.grad(), cos(c.input(0)))}; }),
+      // out = cos(self)
+      rule("aten::cos", {0}, {}, [](C c) -> G { return {mul(c.grad(), neg(sin(c.input(0))))}; }),
+      // out = tanh(self)
+      rule("aten::tanh", {}, {0}, [](C c) -> G { return {tanh_backward(c.grad(), c.result())}; }),
+      // out = sigmoid(self)
+      rule("aten::sigmoid", {}, {0}, [](C c) -> G { return {sigmoid_backward(c.grad(), c.result())}; }),
+      // out = relu(self)
+      rule("aten::relu", {}, {0}, [](C c) -> G { return {threshold_backward(c.grad(), c.result(), 0.0)}; }),
+      // out = self * sigmoid(self)
+      rule("aten::silu", {0}, {}, [](C c) -> G { return {silu_backward(c.grad(), c.input(0))}; }),
+      // out = sqrt(self)
+      rule("aten::sqrt", {}, {0}, [](C c) -> G { return {div(c.grad(), mul(c.result(), 2.0))}; }),
+      // out = 1 / sqrt(self);  d/dx = -0.5 * out^3
+      rule("aten::rsqrt", {}, {0}, [](C c) -> G {
+        Tensor r = c.result();
+        return {mul(mul(c.grad(), mul(mul(r, r), r)), -0.5)};
+      }),
+      // out = |self|;  d/dx = sign(x) = x / |x| (0 at 0)
+      rule("aten::abs", {0}, {}, [](C c) -> G {
+        Tensor x = c.input(0);
+        Tensor zero = zeros_like(x);
+        Tensor sign = where(eq(x, zero), zero, div(x, abs(x)));
+        return {mul(c.grad(), sign)};
+      }),
+      // out = gelu(self, approximate)
+      rule("aten::gelu", {0}, {}, [](C c) -> G { return {gelu_backward(c.grad(), c.input(0), c.str(1))}; }),
+      // out = where(condition, self, other)
+      rule("aten::where", {0}, {}, [](C c) -> G {
+        Tensor cond = c.input(0), zero = zeros_like(c.grad());
+        return {Tensor(), if_needed(c, 1, [&] { return sum_to(where(cond, c.grad(), zero), c.meta(1)); }),
+                if_needed(c, 2, [&] { return sum_to(where(cond, zero, c.grad()), c.meta(2)); })};
+      }),
+      // out = masked_fill(self, mask, value)
+      rule("aten::masked_fill", {1}, {}, [](C c) -> G { return {masked_fill(c.grad(), c.input(1), 0.0), Tensor()}; }),
+      // fused backward kernels, differentiated for double backward
+      // out = grad * (self > threshold)
+      rule("aten::threshold_backward", {1}, {}, [](C c) -> G {
+        return {threshold_backward(c.grad(), c.input(1), c.scalar(2)), Tensor()};
+      }),
+      // out = grad * y * (1 - y)
+      rule("aten::sigmoid_backward", {0, 1}, {}, [](C c) -> G {
+        Tensor g = c.input(0), y = c.input(1);
+        return {if_needed(c, 0, [&] { return sigmoid_backward(c.grad(), y); }),
+                if_needed(c, 1, [&] { return mul(mul(c.grad(), g), add(mul(y, -2.0), 1.0)); })};
+      }),
+      // out = grad * (1 - y^2)
+      rule("aten::tanh_backward", {0, 1}, {}, [](C c) -> G {
+        Tensor g = c.input(0), y = c.input(1);
+        return {if_needed(c, 0, [&] { return tanh_backward(c.grad(), y); }),
+                if_needed(c, 1, [&] { return mul(mul(c.grad(), g), mul(y, -2.0)); })};
+      }),
+
+      // out = self @ mat2
+      rule("aten::mm", {0, 1}, {}, [](C c) -> G {
+        return {if_needed(c, 0, [&] { return mm(c.grad(), transpose(c.input(1), 0, 1)); }),
+                if_needed(c, 1, [&] { return mm(transpose(c.input(0), 0, 1), c.grad()); })};
+      }),
+      // out[b] = self[b] @ mat2[b]
+      rule("aten::bmm", {0, 1}, {}, [](C c) -> G {
+        return {if_needed(c, 0, [&] { return bmm(c.grad(), transpose(c.input(1), 1, 2)); }),
+                if_needed(c, 1, [&] { return bmm(transpose(c.input(0), 1, 2), c.grad()); })};
+      }),
+      // out = self + mat1 @ mat2
+      rule("aten::addmm", {1, 2}, {}, [](C c) -> G {
+        return {if_needed(c, 0, [&] { return sum_to(c.grad(), c.meta(0)); }),
+                if_needed(c, 1, [&] { return mm(c.grad(), transpose(c.input(2), 0, 1)); }),
+                if_needed(c, 2, [&] { return mm(transpose(c.input(1), 0, 1), c.grad()); })};
+      }),
+
+      // out = sum(self, dim, keepdim)
+      rule("aten::sum", {}, {}, [](C c) -> G {
+        const Shape& in = c.meta(0).shape;
+        return {expand(unsqueeze_reduced(c.grad(), in, c.ints(1), c.flag(2)), in)};
+      }),
+      // out = mean(self, dim, keepdim)
+      rule("aten::mean", {}, {}, [](C c) -> G {
+        const Shape& in = c.meta(0).shape;
+        Shape dims = c.ints(1);
+        int64_t n = 1;
+        if (dims.empty()) {
+          n = shape_numel(in);
+        } else {
+          for (int64_t d : dims) n *= in[d < 0 ? d + static_cast<int64_t>(in.size()) : d];
+        }
+        Tensor g = unsqueeze_reduced(c.grad(), in, dims, c.flag(2));
+        return {div(expand(g, in), static_cast<double>(n))};
+      }),
+      // out = amax(self, dim, keepdim): the gradient is shared evenly by the maxima
+      rule("aten::amax", {0}, {0}, [](C c) -> G {
+        Tensor x = c.input(0);
+        const Shape& in = c.meta(0).shape;
+        Shape dims{c.integer(1)};
+        bool keepdim = c.flag(2);
+        Tensor y = unsqueeze_reduced(c.result(), in, dims, keepdim);
+        Tensor g = unsqueeze_reduced(c.grad(), in, dims, keepdim);
+        Tensor is_max = eq(x, y).to(x.dtype());
+        Tensor count = sum(is_max, dims, true);
+        return {mul(div(g, count), is_max)};
+      }),
+
+      // views
+      rule("aten::view", {}, {}, [](C c) -> G { return {reshape(c.grad(), c.meta(0).shape)}; }),
+      rule("aten::transpose", {}, {}, [](C c) -> G { return {transpose(c.grad(), c.integer(1), c.integer(2))}; }),
+      rule("aten::permute", {}, {}, [](C c) -> G {
+        Shape dims = c.ints(1), inverse(dims.size());
+        int64_t n = static_cast<int64_t>(dims.size());
+        for (int64_t i = 0; i < n; ++i) inverse[dims[i] < 0 ? dims[i] + n : dims[i]] = i;
+        return {permute(c.grad(), inverse)};
+      }),
+      rule("aten::slice", {}, {}, [](C c) -> G {
+        return {slice_backward(c.grad(), c.meta(0).shape, c.integer(1), c.integer(2), c.integer(3), c.integer(4))};
+      }),
+      rule("aten::slice_backward", {}, {}, [](C c) -> G {
+        return {slice(c.grad(), c.integer(2), c.integer(3), c.integer(4), c.integer(5))};
+      }),
+      rule("aten::unsqueeze", {}, {}, [](C c) -> G { return {squeeze(c.grad(), c.integer(1))}; }),
+      rule("aten::squeeze", {}, {}, [](C c) -> G { return {reshape(c.grad(), c.meta(0).shape)}; }),
+      rule("aten::expand", {}, {}, [](C c) -> G { return {sum_to(c.grad(), c.meta(0))}; }),
+
+      // copies and conversions
+      rule("aten::clone", {}, {}, [](C c) -> G { return {c.grad()}; }),
+      rule("aten::_to_copy", {}, {}, [](C c) -> G {
+        const InputMetadata& m = c.meta(0);
+        Tensor g = c.grad();
+        return {_to_copy(g, g.dtype() == m.dtype ? std::nullopt : std::optional<ScalarType>(m.dtype),
+                         g.device() == m.device ? std::nullopt : std::optional<Device>(m.device))};
+      }),
+      rule("aten::cat", {}, {}, [](C c) -> G {
+        G out;
+        int64_t dim = c.integer(1), offset = 0;
+        size_t n = c.list_size(0);
+        int64_t ndim = static_cast<int64_t>(c.meta(0, 0).shape.size());
+        dim = dim < 0 ? dim + ndim : dim;
+        for (size_t k = 0; k < n; ++k) {
+          int64_t len = c.meta(0, k).shape[dim];
+          out.push_back(c.needs(0, k) ? slice(c.grad(), dim, offset, offset + len, 1) : Tensor());
+          offset += len;
+        }
+        return out;
+      }),
+      rule("aten::triu", {}, {}, [](C c) -> G { return {triu(c.grad(), c.integer(1))}; }),
+
+      // in-place: the gradient flows to self's old value and to the other operand
+      inplace(rule("aten::add_", {}, {}, [](C c) -> G { return {c.grad(), sum_to(c.grad(), c.meta(1))}; })),
+      inplace(rule("aten::add_.Scalar", {}, {}, [](C c) -> G { return {c.grad()}; })),
+      inplace(rule("aten::mul_", {0, 1}, {}, [](C c) -> G {
+        return {if_needed(c, 0, [&] { return mul(c.grad(), c.input(1)); }),
+                if_needed(c, 1, [&] { return sum_to(mul(c.grad(), c.input(0)), c.meta(1)); })};
+      })),
+      inplace(rule("aten::mul_.Scalar", {}, {}, [](C c) -> G { return {mul(c.grad(), c.scalar(1))}; })),
+      inplace(rule("aten::relu_", {}, {0}, [](C c) -> G { return {threshold_backward(c.grad(), c.result(), 0.0)}; })),
+      inplace(rule("aten::zero_", {}, {}, [](C c) -> G { return {zeros_like(c.grad())}; })),
+      inplace(rule("aten::fill_", {}, {}, [](C c) -> G { return {zeros_like(c.grad())}; })),
+      inplace(rule("aten::copy_", {}, {}, [](C c) -> G {
+        return {zeros_like(c.grad()), if_needed(c, 1, [&] { return sum_to(c.grad(), c.meta(1)); })};
+      })),
+      inplace(rule("aten::uniform_", {}, {}, [](C c) -> G { return {zeros_like(c.grad())}; })),
+      inplace(rule("aten::normal_", {}, {}, [](C c) -> G { return {zeros_like(c.grad())}; })),
+
+      non_differentiable("aten::eq"),
+      non_differentiable("aten::zeros_like"),
+      non_differentiable("aten::ones_like"),
+      non_differentiable("aten::detach"),
+  };
+}
+
+struct RegisterDerivatives {
+  RegisterDerivatives() {
+    for (Derivative& d : table()) register_derivative(std::move(d));
+  }
+} register_derivatives;
+
+}  // namespace
+}  // namespace remat::ops::autograd

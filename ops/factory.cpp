@@ -1,0 +1,120 @@
+// Mirrors ATen/native/TensorFactories.cpp and ATen/native/Distributions.cpp: factories allocate
+// directly (like at::empty's backend kernels) and fill through ops (fill_, uniform_, normal_),
+// so dispatch modes see the fills and random draws.
+#include "engine/core/generator.h"
+#include "engine/dispatch/library.h"
+#include "kernels/cpu/random.h"
+#include "ops/cpu_utils.h"
+#include "ops/dispatch_dtype.h"
+#include "ops/functions.h"
+
+namespace remat {
+
+namespace {
+Tensor finish(Tensor t, const TensorOptions& options) {
+  if (options.requires_grad()) t.requires_grad_(true);
+  return t;
+}
+}  // namespace
+
+Tensor empty(const Shape& size, TensorOptions options) {
+  return finish(make_empty(size, options.dtype(), options.device()), options);
+}
+Tensor empty_like(const Tensor& t) { return make_empty(t.sizes(), t.dtype(), t.device()); }
+
+Tensor full(const Shape& size, double value, TensorOptions options) {
+  Tensor t = make_empty(size, options.dtype(), options.device());
+  fill_(t, value);
+  return finish(std::move(t), options);
+}
+Tensor zeros(const Shape& size, TensorOptions options) { return full(size, 0.0, options); }
+Tensor ones(const Shape& size, TensorOptions options) { return full(size, 1.0, options); }
+Tensor scalar_tensor(double value, TensorOptions options) { return full({}, value, options); }
+
+Tensor from_vector(const std::vector<double>& values, const Shape& size, TensorOptions options) {
+  REMAT_CHECK(static_cast<int64_t>(values.size()) == shape_numel(size), "from_vector: ", values.size(),
+              " values do not fill a tensor of shape ", size, " (", shape_numel(size), " elements)");
+  Tensor host = make_empty(size, kDouble, Device{kCPU});
+  std::copy(values.begin(), values.end(), host.data_ptr<double>());
+  Tensor t = make_empty(size, options.dtype(), Device{kCPU});
+  ops::copy_into_cpu(t, host);
+  if (!options.device().is_cpu()) t = t.to(options.device());
+  return finish(std::move(t), options);
+}
+
+Tensor arange(int64_t n, TensorOptions options) {
+  REMAT_CHECK(n >= 0, "arange: upper bound must be non-negative (got ", n, ")");
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(i);
+  return from_vector(v, {n}, options);
+}
+
+Tensor rand(const Shape& size, TensorOptions options, Generator* generator) {
+  Tensor t = make_empty(size, options.dtype(), options.device());
+  uniform_(t, 0.0, 1.0, generator);
+  return finish(std::move(t), options);
+}
+
+Tensor randn(const Shape& size, TensorOptions options, Generator* generator) {
+  Tensor t = make_empty(size, options.dtype(), options.device());
+  normal_(t, 0.0, 1.0, generator);
+  return finish(std::move(t), options);
+}
+
+namespace ops {
+namespace {
+
+Generator& pick(Generator* g, Device d) { return g != nullptr ? *g : default_generator(d); }
+
+template <class Fill>
+Tensor random_fill(const char* op, const Tensor& self, Generator* generator, const Fill& fill) {
+  check_floating(op, self, "self");
+  Generator& gen = pick(generator, self.device());
+  uint64_t offset = gen.reserve();
+  uint64_t seed = gen.seed();
+  Tensor dst = self.is_contiguous() ? self : make_empty(self.sizes(), self.dtype(), self.device());
+  REMAT_DISPATCH_FLOATING_TYPES(self.dtype(), op, [&] { fill(dst.data_ptr<scalar_t>(), seed, offset); });
+  if (!dst.is_same(self)) copy_into_cpu(self, dst);
+  self.impl()->bump_version();
+  return self;
+}
+
+Tensor uniform__cpu(const Tensor& self, double from, double to, Generator* generator) {
+  REMAT_CHECK(from <= to, "aten::uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
+  return random_fill("aten::uniform_", self, generator, [&](auto* p, uint64_t seed, uint64_t offset) {
+    kernels::cpu::uniform_kernel(p, self.numel(), seed, offset, from, to);
+  });
+}
+
+Tensor normal__cpu(const Tensor& self, double mean, double std, Generator* generator) {
+  REMAT_CHECK(std >= 0.0, "aten::normal_: expects std >= 0.0, but found std ", std);
+  return random_fill("aten::normal_", self, generator, [&](auto* p, uint64_t seed, uint64_t offset) {
+    kernels::cpu::normal_kernel(p, self.numel(), seed, offset, mean, std);
+  });
+}
+
+// On Meta there are no values; the generator still advances so offsets match a real run.
+Tensor uniform__meta(const Tensor& self, double, double, Generator* generator) {
+  if (generator != nullptr) generator->reserve();
+  self.impl()->bump_version();
+  return self;
+}
+Tensor normal__meta(const Tensor& self, double, double, Generator* generator) {
+  if (generator != nullptr) generator->reserve();
+  self.impl()->bump_version();
+  return self;
+}
+
+}  // namespace
+
+REMAT_LIBRARY_IMPL(aten, CPU, m) {
+  m.impl("uniform_", REMAT_FN(uniform__cpu));
+  m.impl("normal_", REMAT_FN(normal__cpu));
+}
+REMAT_LIBRARY_IMPL(aten, Meta, m) {
+  m.impl("uniform_", REMAT_FN(uniform__meta));
+  m.impl("normal_", REMAT_FN(normal__meta));
+}
+
+}  // namespace ops
+}  // namespace remat

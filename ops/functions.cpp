@@ -1,0 +1,201 @@
+// Mirrors the generated ATen/Operators.cpp: each function looks its op up once and calls it
+// through the typed fast path (see TypedOperatorHandle in engine/dispatch/dispatcher.h).
+#include "ops/functions.h"
+
+#include "engine/dispatch/dispatcher.h"
+
+namespace remat {
+
+namespace {
+using T = const Tensor&;
+template <class Sig>
+TypedOperatorHandle<Sig> lookup(const char* name) {
+  return find_op(name).typed<Sig>();
+}
+}  // namespace
+
+// REMAT_OP(Sig, "aten::x"): a function-local handle, looked up on first use.
+#define REMAT_OP(SIG, NAME) static const auto op = lookup<SIG>(NAME)
+
+using Unary = Tensor(T);
+using Tensor2 = std::tuple<Tensor, Tensor>;
+using Tensor3 = std::tuple<Tensor, Tensor, Tensor>;
+using Binary = Tensor(T, T);
+using WithScalar = Tensor(T, double);
+
+Tensor add(T a, T b) { REMAT_OP(Binary, "aten::add"); return op.call(a, b); }
+Tensor sub(T a, T b) { REMAT_OP(Binary, "aten::sub"); return op.call(a, b); }
+Tensor mul(T a, T b) { REMAT_OP(Binary, "aten::mul"); return op.call(a, b); }
+Tensor div(T a, T b) { REMAT_OP(Binary, "aten::div"); return op.call(a, b); }
+Tensor add(T a, double b) { REMAT_OP(WithScalar, "aten::add.Scalar"); return op.call(a, b); }
+Tensor mul(T a, double b) { REMAT_OP(WithScalar, "aten::mul.Scalar"); return op.call(a, b); }
+Tensor div(T a, double b) { REMAT_OP(WithScalar, "aten::div.Scalar"); return op.call(a, b); }
+Tensor pow(T a, double e) { REMAT_OP(WithScalar, "aten::pow"); return op.call(a, e); }
+Tensor eq(T a, T b) { REMAT_OP(Binary, "aten::eq"); return op.call(a, b); }
+Tensor where(T c, T a, T b) { REMAT_OP(Tensor(T, T, T), "aten::where"); return op.call(c, a, b); }
+Tensor masked_fill(T a, T mask, double v) { REMAT_OP(Tensor(T, T, double), "aten::masked_fill"); return op.call(a, mask, v); }
+Tensor triu(T a, int64_t k) { REMAT_OP(Tensor(T, int64_t), "aten::triu"); return op.call(a, k); }
+
+#define REMAT_UNARY_FN(NAME) \
+  Tensor NAME(T a) { REMAT_OP(Unary, "aten::" #NAME); return op.call(a); }
+REMAT_UNARY_FN(neg)
+REMAT_UNARY_FN(exp)
+REMAT_UNARY_FN(log)
+REMAT_UNARY_FN(sin)
+REMAT_UNARY_FN(cos)
+REMAT_UNARY_FN(tanh)
+REMAT_UNARY_FN(sigmoid)
+REMAT_UNARY_FN(relu)
+REMAT_UNARY_FN(silu)
+REMAT_UNARY_FN(sqrt)
+REMAT_UNARY_FN(rsqrt)
+REMAT_UNARY_FN(abs)
+REMAT_UNARY_FN(clone)
+REMAT_UNARY_FN(contiguous)
+REMAT_UNARY_FN(detach)
+REMAT_UNARY_FN(zeros_like)
+REMAT_UNARY_FN(ones_like)
+#undef REMAT_UNARY_FN
+
+Tensor gelu(T a, const std::string& approximate) {
+  REMAT_OP(Tensor(T, const std::string&), "aten::gelu");
+  return op.call(a, approximate);
+}
+Tensor threshold_backward(T g, T self, double threshold) {
+  REMAT_OP(Tensor(T, T, double), "aten::threshold_backward");
+  return op.call(g, self, threshold);
+}
+Tensor sigmoid_backward(T g, T out) { REMAT_OP(Binary, "aten::sigmoid_backward"); return op.call(g, out); }
+Tensor tanh_backward(T g, T out) { REMAT_OP(Binary, "aten::tanh_backward"); return op.call(g, out); }
+Tensor silu_backward(T g, T self) { REMAT_OP(Binary, "aten::silu_backward"); return op.call(g, self); }
+Tensor gelu_backward(T g, T self, const std::string& approximate) {
+  REMAT_OP(Tensor(T, T, const std::string&), "aten::gelu_backward");
+  return op.call(g, self, approximate);
+}
+
+Tensor mm(T a, T b) { REMAT_OP(Binary, "aten::mm"); return op.call(a, b); }
+Tensor bmm(T a, T b) { REMAT_OP(Binary, "aten::bmm"); return op.call(a, b); }
+Tensor matmul(T a, T b) { REMAT_OP(Binary, "aten::matmul"); return op.call(a, b); }
+Tensor addmm(T bias, T a, T b) { REMAT_OP(Tensor(T, T, T), "aten::addmm"); return op.call(bias, a, b); }
+Tensor linear(T x, T w, T b) { REMAT_OP(Tensor(T, T, T), "aten::linear"); return op.call(x, w, b); }
+
+using Reduce = Tensor(T, const std::optional<Shape>&, bool);
+Tensor sum(T a) { REMAT_OP(Reduce, "aten::sum"); return op.call(a, std::nullopt, false); }
+Tensor sum(T a, const Shape& dims, bool keepdim) { REMAT_OP(Reduce, "aten::sum"); return op.call(a, dims, keepdim); }
+Tensor mean(T a) { REMAT_OP(Reduce, "aten::mean"); return op.call(a, std::nullopt, false); }
+Tensor mean(T a, const Shape& dims, bool keepdim) { REMAT_OP(Reduce, "aten::mean"); return op.call(a, dims, keepdim); }
+Tensor amax(T a, int64_t dim, bool keepdim) { REMAT_OP(Tensor(T, int64_t, bool), "aten::amax"); return op.call(a, dim, keepdim); }
+Tensor sum_to_size(T a, const Shape& size) { REMAT_OP(Tensor(T, const Shape&), "aten::sum_to_size"); return op.call(a, size); }
+
+Tensor softmax(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::softmax"); return op.call(a, dim); }
+Tensor log_softmax(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::log_softmax"); return op.call(a, dim); }
+Tensor _softmax_backward_data(T g, T out, int64_t dim) {
+  REMAT_OP(Tensor(T, T, int64_t), "aten::_softmax_backward_data");
+  return op.call(g, out, dim);
+}
+Tensor _log_softmax_backward_data(T g, T out, int64_t dim) {
+  REMAT_OP(Tensor(T, T, int64_t), "aten::_log_softmax_backward_data");
+  return op.call(g, out, dim);
+}
+Tensor layer_norm(T x, const Shape& shape, T w, T b, double eps) {
+  REMAT_OP(Tensor(T, const Shape&, T, T, double), "aten::layer_norm");
+  return op.call(x, shape, w, b, eps);
+}
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm(T x, const Shape& shape, T w, T b, double eps) {
+  REMAT_OP(Tensor3(T, const Shape&, T, T, double), "aten::native_layer_norm");
+  return op.call(x, shape, w, b, eps);
+}
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward(T g, T x, const Shape& shape, T mean, T rstd, T w, T b) {
+  REMAT_OP(Tensor3(T, T, const Shape&, T, T, T, T), "aten::native_layer_norm_backward");
+  return op.call(g, x, shape, mean, rstd, w, b);
+}
+Tensor rms_norm(T x, const Shape& shape, T w, double eps) {
+  REMAT_OP(Tensor(T, const Shape&, T, double), "aten::rms_norm");
+  return op.call(x, shape, w, eps);
+}
+std::tuple<Tensor, Tensor> _fused_rms_norm(T x, const Shape& shape, T w, double eps) {
+  REMAT_OP(Tensor2(T, const Shape&, T, double), "aten::_fused_rms_norm");
+  return op.call(x, shape, w, eps);
+}
+std::tuple<Tensor, Tensor> _fused_rms_norm_backward(T g, T x, const Shape& shape, T rstd, T w) {
+  REMAT_OP(Tensor2(T, T, const Shape&, T, T), "aten::_fused_rms_norm_backward");
+  return op.call(g, x, shape, rstd, w);
+}
+Tensor dropout(T x, double p, bool train, Generator* g) {
+  REMAT_OP(Tensor(T, double, bool, Generator*), "aten::dropout");
+  return op.call(x, p, train, g);
+}
+std::tuple<Tensor, Tensor> native_dropout(T x, double p, Generator* g) {
+  REMAT_OP(Tensor2(T, double, Generator*), "aten::native_dropout");
+  return op.call(x, p, g);
+}
+Tensor native_dropout_backward(T g, T mask, double scale) {
+  REMAT_OP(Tensor(T, T, double), "aten::native_dropout_backward");
+  return op.call(g, mask, scale);
+}
+Tensor embedding(T w, T idx) { REMAT_OP(Binary, "aten::embedding"); return op.call(w, idx); }
+Tensor embedding_dense_backward(T g, T idx, int64_t n) {
+  REMAT_OP(Tensor(T, T, int64_t), "aten::embedding_dense_backward");
+  return op.call(g, idx, n);
+}
+Tensor cross_entropy(T logits, T targets) { REMAT_OP(Binary, "aten::cross_entropy"); return op.call(logits, targets); }
+Tensor cross_entropy_backward(T g, T logits, T targets) {
+  REMAT_OP(Tensor(T, T, T), "aten::cross_entropy_backward");
+  return op.call(g, logits, targets);
+}
+Tensor scaled_dot_product_attention(T q, T k, T v, bool is_causal, double dropout_p, Generator* g) {
+  REMAT_OP(Tensor(T, T, T, bool, double, Generator*), "aten::scaled_dot_product_attention");
+  return op.call(q, k, v, is_causal, dropout_p, g);
+}
+
+Tensor view(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::view"); return op.call(a, s); }
+Tensor reshape(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::reshape"); return op.call(a, s); }
+Tensor transpose(T a, int64_t d0, int64_t d1) {
+  REMAT_OP(Tensor(T, int64_t, int64_t), "aten::transpose");
+  return op.call(a, d0, d1);
+}
+Tensor permute(T a, const Shape& dims) { REMAT_OP(Tensor(T, const Shape&), "aten::permute"); return op.call(a, dims); }
+Tensor slice(T a, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  REMAT_OP(Tensor(T, int64_t, int64_t, int64_t, int64_t), "aten::slice");
+  return op.call(a, dim, start, end, step);
+}
+Tensor slice_backward(T g, const Shape& sizes, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  REMAT_OP(Tensor(T, const Shape&, int64_t, int64_t, int64_t, int64_t), "aten::slice_backward");
+  return op.call(g, sizes, dim, start, end, step);
+}
+Tensor unsqueeze(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::unsqueeze"); return op.call(a, dim); }
+Tensor squeeze(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::squeeze"); return op.call(a, dim); }
+Tensor expand(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::expand"); return op.call(a, s); }
+
+Tensor _to_copy(T a, std::optional<ScalarType> dtype, std::optional<Device> device) {
+  REMAT_OP(Tensor(T, std::optional<ScalarType>, std::optional<Device>), "aten::_to_copy");
+  return op.call(a, dtype, device);
+}
+Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
+  REMAT_OP(Tensor(const std::vector<Tensor>&, int64_t), "aten::cat");
+  return op.call(ts, dim);
+}
+
+// In-place: the op returns its self argument; the functional API hands back the caller's handle.
+Tensor& add_(Tensor& self, T other) { REMAT_OP(Binary, "aten::add_"); op.call(self, other); return self; }
+Tensor& add_(Tensor& self, double other) { REMAT_OP(WithScalar, "aten::add_.Scalar"); op.call(self, other); return self; }
+Tensor& mul_(Tensor& self, T other) { REMAT_OP(Binary, "aten::mul_"); op.call(self, other); return self; }
+Tensor& mul_(Tensor& self, double other) { REMAT_OP(WithScalar, "aten::mul_.Scalar"); op.call(self, other); return self; }
+Tensor& relu_(Tensor& self) { REMAT_OP(Unary, "aten::relu_"); op.call(self); return self; }
+Tensor& zero_(Tensor& self) { REMAT_OP(Unary, "aten::zero_"); op.call(self); return self; }
+Tensor& fill_(Tensor& self, double v) { REMAT_OP(WithScalar, "aten::fill_"); op.call(self, v); return self; }
+Tensor& copy_(Tensor& self, T src) { REMAT_OP(Binary, "aten::copy_"); op.call(self, src); return self; }
+Tensor& uniform_(Tensor& self, double from, double to, Generator* g) {
+  REMAT_OP(Tensor(T, double, double, Generator*), "aten::uniform_");
+  op.call(self, from, to, g);
+  return self;
+}
+Tensor& normal_(Tensor& self, double mean, double std, Generator* g) {
+  REMAT_OP(Tensor(T, double, double, Generator*), "aten::normal_");
+  op.call(self, mean, std, g);
+  return self;
+}
+
+#undef REMAT_OP
+
+}  // namespace remat

@@ -1,0 +1,141 @@
+// Mirrors the generated ATen/Functions.h: the functional API. Each function calls one
+// dispatcher op (aten::<name>) through its typed handle; see ops/native_functions.cpp.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "engine/core/generator.h"
+#include "engine/core/tensor.h"
+
+namespace remat {
+
+// ---- factories (allocate, then fill through an op: fill_, uniform_, normal_) ----
+Tensor empty(const Shape& size, TensorOptions options = {});
+Tensor zeros(const Shape& size, TensorOptions options = {});
+Tensor ones(const Shape& size, TensorOptions options = {});
+Tensor full(const Shape& size, double value, TensorOptions options = {});
+Tensor arange(int64_t n, TensorOptions options = {});
+Tensor rand(const Shape& size, TensorOptions options = {}, Generator* generator = nullptr);
+Tensor randn(const Shape& size, TensorOptions options = {}, Generator* generator = nullptr);
+Tensor from_vector(const std::vector<double>& values, const Shape& size, TensorOptions options = {});
+Tensor scalar_tensor(double value, TensorOptions options = {});
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor empty_like(const Tensor& t);
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
+bool equal(const Tensor& a, const Tensor& b);  // same shape and bitwise-equal values
+
+// ---- pointwise ----
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, double b);
+Tensor mul(const Tensor& a, double b);
+Tensor div(const Tensor& a, double b);
+Tensor neg(const Tensor& a);
+Tensor pow(const Tensor& a, double exponent);
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sin(const Tensor& a);
+Tensor cos(const Tensor& a);
+Tensor tanh(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor relu(const Tensor& a);
+Tensor silu(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor rsqrt(const Tensor& a);
+Tensor abs(const Tensor& a);
+Tensor gelu(const Tensor& a, const std::string& approximate = "none");
+Tensor eq(const Tensor& a, const Tensor& b);  // bool
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+Tensor masked_fill(const Tensor& a, const Tensor& mask, double value);
+Tensor triu(const Tensor& a, int64_t diagonal = 0);
+
+// backward kernels (called by derivative formulas; public like PyTorch's)
+Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, double threshold);
+Tensor sigmoid_backward(const Tensor& grad_output, const Tensor& output);
+Tensor tanh_backward(const Tensor& grad_output, const Tensor& output);
+Tensor silu_backward(const Tensor& grad_output, const Tensor& self);
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, const std::string& approximate = "none");
+
+// ---- matrix products ----
+Tensor mm(const Tensor& a, const Tensor& b);
+Tensor bmm(const Tensor& a, const Tensor& b);
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b);
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+
+// ---- reductions ----
+Tensor sum(const Tensor& a);
+Tensor sum(const Tensor& a, const Shape& dims, bool keepdim = false);
+Tensor mean(const Tensor& a);
+Tensor mean(const Tensor& a, const Shape& dims, bool keepdim = false);
+Tensor amax(const Tensor& a, int64_t dim, bool keepdim = false);
+Tensor sum_to_size(const Tensor& a, const Shape& size);
+
+// ---- normalisation, attention, losses ----
+Tensor softmax(const Tensor& a, int64_t dim);
+Tensor log_softmax(const Tensor& a, int64_t dim);
+Tensor _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim);
+Tensor _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim);
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, const Shape& normalized_shape,
+                                                     const Tensor& weight, const Tensor& bias, double eps);
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward(const Tensor& grad_out, const Tensor& x,
+                                                              const Shape& normalized_shape,
+                                                              const Tensor& mean, const Tensor& rstd,
+                                                              const Tensor& weight, const Tensor& bias);
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {}, double eps = 1e-6);
+std::tuple<Tensor, Tensor> _fused_rms_norm(const Tensor& x, const Shape& normalized_shape,
+                                           const Tensor& weight, double eps);
+std::tuple<Tensor, Tensor> _fused_rms_norm_backward(const Tensor& grad_out, const Tensor& x,
+                                                    const Shape& normalized_shape, const Tensor& rstd,
+                                                    const Tensor& weight);
+Tensor dropout(const Tensor& x, double p, bool train, Generator* generator = nullptr);
+std::tuple<Tensor, Tensor> native_dropout(const Tensor& x, double p, Generator* generator = nullptr);
+Tensor native_dropout_backward(const Tensor& grad_output, const Tensor& mask, double scale);
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights);
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+Tensor cross_entropy_backward(const Tensor& grad_output, const Tensor& logits, const Tensor& targets);
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal = false,
+                                    double dropout_p = 0.0, Generator* generator = nullptr);
+
+// ---- views ----
+Tensor view(const Tensor& a, const Shape& size);
+Tensor reshape(const Tensor& a, const Shape& shape);
+Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1);
+Tensor permute(const Tensor& a, const Shape& dims);
+Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+Tensor slice_backward(const Tensor& grad_output, const Shape& input_sizes, int64_t dim, int64_t start,
+                      int64_t end, int64_t step);
+Tensor unsqueeze(const Tensor& a, int64_t dim);
+Tensor squeeze(const Tensor& a, int64_t dim);
+Tensor expand(const Tensor& a, const Shape& size);
+Tensor detach(const Tensor& a);
+
+// ---- copies and conversions ----
+Tensor clone(const Tensor& a);
+Tensor contiguous(const Tensor& a);
+Tensor _to_copy(const Tensor& a, std::optional<ScalarType> dtype, std::optional<Device> device);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+
+// ---- in-place (bump the version counter) ----
+Tensor& add_(Tensor& self, const Tensor& other);
+Tensor& add_(Tensor& self, double other);
+Tensor& mul_(Tensor& self, const Tensor& other);
+Tensor& mul_(Tensor& self, double other);
+Tensor& relu_(Tensor& self);
+Tensor& zero_(Tensor& self);
+Tensor& fill_(Tensor& self, double value);
+Tensor& copy_(Tensor& self, const Tensor& src);
+Tensor& uniform_(Tensor& self, double from = 0.0, double to = 1.0, Generator* generator = nullptr);
+Tensor& normal_(Tensor& self, double mean = 0.0, double std = 1.0, Generator* generator = nullptr);
+
+}  // namespace remat

@@ -1,0 +1,208 @@
+// Mirrors ATen/native/LinearAlgebra.cpp (mm, bmm, addmm, matmul) and Linear.cpp (linear).
+#include "engine/dispatch/library.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/parallel.h"
+#include "ops/composite.h"
+#include "ops/cpu_utils.h"
+#include "ops/dispatch_dtype.h"
+#include "ops/functions.h"
+#include "ops/op_utils.h"
+
+namespace remat::ops {
+namespace {
+
+namespace cpu = kernels::cpu;
+
+// How a strided 2-D operand [rows, cols] is passed to GEMM: row-major (trans=false, ld = stride
+// of rows) or as the transpose of a row-major matrix (trans=true, ld = stride of cols).
+struct GemmOperand {
+  Tensor t;  // the data (possibly a contiguous copy)
+  bool trans;
+  int64_t ld;
+};
+GemmOperand gemm_operand(const Tensor& m, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols) {
+  if (col_stride == 1 && row_stride >= std::max<int64_t>(cols, 1)) return {m, false, row_stride};
+  if (row_stride == 1 && col_stride >= std::max<int64_t>(rows, 1)) return {m, true, col_stride};
+  return {Tensor(), false, 0};  // needs a copy
+}
+
+TensorMeta mm_meta(const Tensor& a, const Tensor& b) {
+  check_defined("aten::mm", a, "self");
+  check_defined("aten::mm", b, "mat2");
+  check_dim("aten::mm", a, 2, "self");
+  check_dim("aten::mm", b, 2, "mat2");
+  Device d = common_device("aten::mm", {&a, &b});
+  REMAT_CHECK(a.sizes()[1] == b.sizes()[0], "aten::mm: mat1 and mat2 shapes cannot be multiplied (", a.sizes()[0],
+              "x", a.sizes()[1], " and ", b.sizes()[0], "x", b.sizes()[1], ")");
+  check_same_dtype("aten::mm", a, b);
+  return {{a.sizes()[0], b.sizes()[1]}, a.dtype(), d};
+}
+
+TensorMeta bmm_meta(const Tensor& a, const Tensor& b) {
+  check_defined("aten::bmm", a, "self");
+  check_defined("aten::bmm", b, "mat2");
+  check_dim("aten::bmm", a, 3, "self");
+  check_dim("aten::bmm", b, 3, "mat2");
+  Device d = common_device("aten::bmm", {&a, &b});
+  REMAT_CHECK(a.sizes()[0] == b.sizes()[0], "aten::bmm: batch1 and batch2 must have same number of batches, got ",
+              a.sizes()[0], " and ", b.sizes()[0]);
+  REMAT_CHECK(a.sizes()[2] == b.sizes()[1], "aten::bmm: Expected size for first two dimensions of batch2 tensor to be: [",
+              a.sizes()[0], ", ", a.sizes()[2], "] but got: [", b.sizes()[0], ", ", b.sizes()[1], "].");
+  check_same_dtype("aten::bmm", a, b);
+  return {{a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype(), d};
+}
+
+// out[i] (+)= a[i] @ b[i] for each batch entry; out is contiguous.
+void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
+  const int64_t batch = out.dim() == 3 ? out.sizes()[0] : 1;
+  const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1];
+  const int64_t k = a.sizes()[a.dim() - 1];
+  auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
+  GemmOperand ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
+  if (!ga.t.defined()) ga = gemm_operand(a = contiguous_cpu(a), stride(a, 2), stride(a, 1), m, k);
+  GemmOperand gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
+  if (!gb.t.defined()) gb = gemm_operand(b = contiguous_cpu(b), stride(b, 2), stride(b, 1), k, n);
+  const int64_t sa = a.dim() == 3 ? a.strides()[0] : 0, sb = b.dim() == 3 ? b.strides()[0] : 0;
+  REMAT_DISPATCH_FLOATING_TYPES(out.dtype(), "aten::mm", [&] {
+    const scalar_t* pa = a.data_ptr<scalar_t>();
+    const scalar_t* pb = b.data_ptr<scalar_t>();
+    scalar_t* pc = out.data_ptr<scalar_t>();
+    auto one = [&](int64_t i) {
+      cpu::gemm<scalar_t>(ga.trans, gb.trans, m, n, k, scalar_t(1.0f), pa + i * sa, ga.ld, pb + i * sb, gb.ld,
+                          scalar_t(accumulate ? 1.0f : 0.0f), pc + i * m * n, n);
+    };
+    // Small products: one per thread; large ones: let the GEMM use every thread.
+    bool per_thread = batch > 1 && m * n * k < (1 << 21);
+    if (per_thread) {
+      cpu::parallel_for(0, batch, 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) one(i);
+      });
+    } else {
+      for (int64_t i = 0; i < batch; ++i) one(i);
+    }
+  });
+}
+
+Tensor mm_cpu(const Tensor& a, const Tensor& b) {
+  check_floating("aten::mm", a, "self");
+  Tensor out = empty_from(mm_meta(a, b));
+  if (out.numel() > 0) batched_gemm(out, a, b, false);
+  return out;
+}
+Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
+  check_floating("aten::bmm", a, "self");
+  Tensor out = empty_from(bmm_meta(a, b));
+  if (out.numel() > 0) batched_gemm(out, a, b, false);
+  return out;
+}
+
+TensorMeta addmm_meta(const Tensor& bias, const Tensor& a, const Tensor& b) {
+  TensorMeta m = mm_meta(a, b);
+  check_defined("aten::addmm", bias, "self");
+  common_device("aten::addmm", {&bias, &a});
+  Shape s = broadcast_shapes("aten::addmm", bias.sizes(), m.sizes);
+  REMAT_CHECK(s == m.sizes, "aten::addmm: bias of shape ", bias.sizes(), " does not broadcast to the product's shape ",
+              m.sizes);
+  return m;
+}
+Tensor addmm_cpu(const Tensor& bias, const Tensor& a, const Tensor& b) {
+  check_floating("aten::addmm", a, "mat1");
+  Tensor out = empty_from(addmm_meta(bias, a, b));
+  copy_into_cpu(out, bias);
+  if (out.numel() > 0) batched_gemm(out, a, b, true);
+  return out;
+}
+
+Tensor mm_meta_kernel(const Tensor& a, const Tensor& b) {
+  TensorMeta m = mm_meta(a, b);
+  m.device = Device{kMeta};
+  return empty_from(m);
+}
+Tensor bmm_meta_kernel(const Tensor& a, const Tensor& b) {
+  TensorMeta m = bmm_meta(a, b);
+  m.device = Device{kMeta};
+  return empty_from(m);
+}
+Tensor addmm_meta_kernel(const Tensor& bias, const Tensor& a, const Tensor& b) {
+  TensorMeta m = addmm_meta(bias, a, b);
+  m.device = Device{kMeta};
+  return empty_from(m);
+}
+
+// matmul: PyTorch's rules for 1-D, 2-D and batched operands (broadcasting batch dims).
+Tensor matmul_composite(const Tensor& a, const Tensor& b) {
+  check_defined("aten::matmul", a, "self");
+  check_defined("aten::matmul", b, "other");
+  const int64_t da = a.dim(), db = b.dim();
+  REMAT_CHECK(da > 0 && db > 0, "aten::matmul: both arguments to matmul need to be at least 1D, but they are ", da,
+              "D and ", db, "D");
+  if (da == 1 && db == 1) {
+    REMAT_CHECK(a.sizes()[0] == b.sizes()[0], "aten::matmul: inconsistent tensor size, expected tensor [",
+                a.sizes()[0], "] and src [", b.sizes()[0], "] to have the same number of elements");
+    return sum(mul(a, b));
+  }
+  if (da == 2 && db == 1) return squeeze(mm(a, unsqueeze(b, 1)), 1);
+  if (da == 1 && db == 2) return squeeze(mm(unsqueeze(a, 0), b), 0);
+  if (da == 2 && db == 2) return mm(a, b);
+  if (da >= 3 && db <= 2) {
+    // Fold the batch into rows: [..., m, k] @ [k, n] is one [batch*m, k] @ [k, n].
+    Tensor rhs = db == 1 ? unsqueeze(b, 1) : b;
+    Shape out_shape(a.sizes().begin(), a.sizes().end() - 1);
+    int64_t k = a.sizes()[da - 1];
+    Tensor r = mm(reshape(a, {-1, k}), rhs);
+    if (db == 2) out_shape.push_back(rhs.sizes()[1]);
+    return reshape(r, out_shape);
+  }
+  // Batched: broadcast the batch dims, then bmm.
+  Tensor lhs = da == 1 ? unsqueeze(a, 0) : a;
+  Tensor rhs = db == 1 ? unsqueeze(b, 1) : b;
+  Shape batch_a(lhs.sizes().begin(), lhs.sizes().end() - 2), batch_b(rhs.sizes().begin(), rhs.sizes().end() - 2);
+  Shape batch = broadcast_shapes("aten::matmul", batch_a, batch_b);
+  int64_t m = lhs.sizes()[lhs.dim() - 2], k = lhs.sizes()[lhs.dim() - 1];
+  int64_t k2 = rhs.sizes()[rhs.dim() - 2], n = rhs.sizes()[rhs.dim() - 1];
+  REMAT_CHECK(k == k2, "aten::matmul: mat1 and mat2 shapes cannot be multiplied (", m, "x", k, " and ", k2, "x", n, ")");
+  int64_t nb = shape_numel(batch);
+  Shape ea = batch, eb = batch;
+  ea.insert(ea.end(), {m, k});
+  eb.insert(eb.end(), {k, n});
+  Tensor r = bmm(reshape(expand(lhs, ea), {nb, m, k}), reshape(expand(rhs, eb), {nb, k, n}));
+  Shape out_shape = batch;
+  if (da > 1) out_shape.push_back(m);
+  if (db > 1) out_shape.push_back(n);
+  return reshape(r, out_shape);
+}
+
+// linear: x @ w^T + b. A contiguous N-D input is folded to 2-D so the bias rides in addmm.
+Tensor linear_composite(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  check_defined("aten::linear", x, "input");
+  check_dim("aten::linear", w, 2, "weight");
+  Tensor wt = transpose(w, 0, 1);
+  if (x.dim() == 2) return bias.defined() ? addmm(bias, x, wt) : mm(x, wt);
+  if (x.dim() >= 3 && x.is_contiguous()) {
+    Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
+    out_shape.push_back(w.sizes()[0]);
+    Tensor x2 = view(x, {-1, x.sizes()[x.dim() - 1]});
+    return view(bias.defined() ? addmm(bias, x2, wt) : mm(x2, wt), out_shape);
+  }
+  Tensor r = matmul(x, wt);
+  return bias.defined() ? add(r, bias) : r;
+}
+
+}  // namespace
+
+REMAT_LIBRARY_IMPL(aten, CPU, m) {
+  m.impl("mm", REMAT_FN(mm_cpu));
+  m.impl("bmm", REMAT_FN(bmm_cpu));
+  m.impl("addmm", REMAT_FN(addmm_cpu));
+}
+REMAT_LIBRARY_IMPL(aten, Meta, m) {
+  m.impl("mm", REMAT_FN(mm_meta_kernel));
+  m.impl("bmm", REMAT_FN(bmm_meta_kernel));
+  m.impl("addmm", REMAT_FN(addmm_meta_kernel));
+}
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  impl_composite(m, "matmul", REMAT_FN(matmul_composite));
+  impl_composite(m, "linear", REMAT_FN(linear_composite));
+}
+
+}  // namespace remat::ops

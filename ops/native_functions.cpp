@@ -1,0 +1,106 @@
+// Mirrors aten/src/ATen/native/native_functions.yaml: the schema of every aten op remat has.
+// Kernels are registered per backend in the ops/*.cpp files; derivatives in
+// ops/autograd/derivatives.cpp; autocast rules in ops/autocast.cpp.
+#include "engine/dispatch/library.h"
+
+namespace remat {
+namespace {
+constexpr Tag kPointwise = Tag::pointwise;
+constexpr Tag kSeeded = Tag::nondeterministic_seeded;
+}  // namespace
+
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  // ---- pointwise binary (broadcasting) ----
+  m.def("add(Tensor self, Tensor other) -> Tensor", {kPointwise});
+  m.def("sub(Tensor self, Tensor other) -> Tensor", {kPointwise});
+  m.def("mul(Tensor self, Tensor other) -> Tensor", {kPointwise});
+  m.def("div(Tensor self, Tensor other) -> Tensor", {kPointwise});
+  m.def("add.Scalar(Tensor self, float other) -> Tensor", {kPointwise});
+  m.def("mul.Scalar(Tensor self, float other) -> Tensor", {kPointwise});
+  m.def("div.Scalar(Tensor self, float other) -> Tensor", {kPointwise});
+  m.def("pow(Tensor self, float exponent) -> Tensor", {kPointwise});
+  m.def("eq(Tensor self, Tensor other) -> Tensor", {kPointwise});
+  m.def("where(Tensor condition, Tensor self, Tensor other) -> Tensor", {kPointwise});
+  m.def("masked_fill(Tensor self, Tensor mask, float value) -> Tensor", {kPointwise});
+
+  // ---- pointwise unary ----
+  for (const char* name : {"neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "silu", "sqrt",
+                           "rsqrt", "abs"}) {
+    m.def(std::string(name) + "(Tensor self) -> Tensor", {kPointwise});
+  }
+  m.def("gelu(Tensor self, *, str approximate='none') -> Tensor", {kPointwise});
+  // fused backward kernels (what the derivative formulas call)
+  m.def("threshold_backward(Tensor grad_output, Tensor self, float threshold) -> Tensor", {kPointwise});
+  m.def("sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor", {kPointwise});
+  m.def("tanh_backward(Tensor grad_output, Tensor output) -> Tensor", {kPointwise});
+  m.def("silu_backward(Tensor grad_output, Tensor self) -> Tensor", {kPointwise});
+  m.def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor", {kPointwise});
+
+  // ---- in-place ----
+  m.def("add_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  m.def("add_.Scalar(Tensor(a!) self, float other) -> Tensor(a!)");
+  m.def("mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
+  m.def("mul_.Scalar(Tensor(a!) self, float other) -> Tensor(a!)");
+  m.def("relu_(Tensor(a!) self) -> Tensor(a!)");
+  m.def("zero_(Tensor(a!) self) -> Tensor(a!)");
+  m.def("fill_(Tensor(a!) self, float value) -> Tensor(a!)");
+  m.def("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)");
+  m.def("uniform_(Tensor(a!) self, float from=0., float to=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
+  m.def("normal_(Tensor(a!) self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
+
+  // ---- matrix products ----
+  m.def("mm(Tensor self, Tensor mat2) -> Tensor");
+  m.def("bmm(Tensor self, Tensor mat2) -> Tensor");
+  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2) -> Tensor");
+  m.def("matmul(Tensor self, Tensor other) -> Tensor");                     // composite
+  m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");  // composite
+
+  // ---- reductions ----
+  m.def("sum(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor");
+  m.def("mean(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor");
+  m.def("amax(Tensor self, int dim, bool keepdim=False) -> Tensor");
+  m.def("sum_to_size(Tensor self, int[] size) -> Tensor");  // composite
+
+  // ---- normalisation, activations with state, losses ----
+  m.def("softmax(Tensor self, int dim) -> Tensor");
+  m.def("log_softmax(Tensor self, int dim) -> Tensor");
+  m.def("_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor");
+  m.def("_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor");
+  m.def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor");  // composite
+  m.def("native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)");
+  m.def("native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias) -> (Tensor, Tensor, Tensor)");
+  m.def("rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float eps=1e-06) -> Tensor");  // composite
+  m.def("_fused_rms_norm(Tensor input, int[] normalized_shape, Tensor? weight, float eps) -> (Tensor, Tensor)");
+  m.def("_fused_rms_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor rstd, Tensor? weight) -> (Tensor, Tensor)");
+  m.def("dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor");  // composite
+  m.def("native_dropout(Tensor input, float p, *, Generator? generator=None) -> (Tensor, Tensor)", {kSeeded});
+  m.def("native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor");
+  m.def("embedding(Tensor weight, Tensor indices) -> Tensor");
+  m.def("embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights) -> Tensor");
+  m.def("cross_entropy(Tensor self, Tensor target) -> Tensor");
+  m.def("cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target) -> Tensor");
+  m.def("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, bool is_causal=False, float dropout_p=0., *, Generator? generator=None) -> Tensor");  // composite
+
+  // ---- views (share storage and the version counter with self) ----
+  m.def("view(Tensor(a) self, int[] size) -> Tensor(a)");
+  m.def("reshape(Tensor(a) self, int[] shape) -> Tensor(a)");  // composite: view, else a copy
+  m.def("transpose(Tensor(a) self, int dim0, int dim1) -> Tensor(a)");
+  m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)");
+  m.def("slice(Tensor(a) self, int dim=0, int start=0, int end=9223372036854775807, int step=1) -> Tensor(a)");
+  m.def("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)");
+  m.def("squeeze(Tensor(a) self, int dim) -> Tensor(a)");
+  m.def("expand(Tensor(a) self, int[] size) -> Tensor(a)");
+  m.def("detach(Tensor(a) self) -> Tensor(a)");
+
+  // ---- copies, conversions, constructors from a tensor ----
+  m.def("clone(Tensor self) -> Tensor");
+  m.def("contiguous(Tensor(a) self) -> Tensor(a)");  // composite: self, or a clone
+  m.def("_to_copy(Tensor self, ScalarType? dtype=None, Device? device=None) -> Tensor");
+  m.def("cat(Tensor[] tensors, int dim=0) -> Tensor");
+  m.def("triu(Tensor self, int diagonal=0) -> Tensor");
+  m.def("zeros_like(Tensor self) -> Tensor");
+  m.def("ones_like(Tensor self) -> Tensor");
+  m.def("slice_backward(Tensor grad_output, int[] input_sizes, int dim, int start, int end, int step) -> Tensor");
+}
+
+}  // namespace remat

@@ -1,0 +1,89 @@
+// Mirrors ATen/ExpandUtils.cpp (infer_size) and TensorIterator's operand setup.
+#include "ops/op_utils.h"
+
+namespace remat::ops {
+
+Tensor empty_from(const TensorMeta& meta) { return make_empty(meta.sizes, meta.dtype, meta.device); }
+
+Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    REMAT_CHECK(da == db || da == 1 || db == 1, op, ": The size of tensor a (", da,
+                ") must match the size of tensor b (", db, ") at non-singleton dimension ", i,
+                " (shapes ", a, " and ", b, ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Device common_device(const char* op, std::initializer_list<const Tensor*> tensors) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : tensors) {
+    if (!t->defined()) continue;
+    if (first == nullptr) {
+      first = t;
+      continue;
+    }
+    REMAT_CHECK(t->device() == first->device(), op,
+                ": Expected all tensors to be on the same device, but found at least two devices, ",
+                first->device(), " and ", t->device(), "!");
+  }
+  return first ? first->device() : Device{kCPU};
+}
+
+void check_defined(const char* op, const Tensor& t, const char* name) {
+  REMAT_CHECK(t.defined(), op, ": argument '", name, "' is an undefined tensor");
+}
+
+void check_dim(const char* op, const Tensor& t, int64_t dim, const char* name) {
+  REMAT_CHECK(t.dim() == dim, op, ": expected '", name, "' to be a ", dim, "-D tensor, but got a ",
+              t.dim(), "-D tensor of shape ", t.sizes());
+}
+
+void check_floating(const char* op, const Tensor& t, const char* name) {
+  REMAT_CHECK(isFloatingType(t.dtype()), op, ": expected '", name,
+              "' to have a floating point dtype, but got ", toString(t.dtype()));
+}
+
+void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
+  REMAT_CHECK(a.dtype() == b.dtype(), op, ": expected both arguments to have the same dtype, but got ",
+              toString(a.dtype()), " and ", toString(b.dtype()));
+}
+
+Shape broadcast_strides(const Tensor& t, const Shape& sizes) {
+  Shape strides(sizes.size(), 0);
+  size_t offset = sizes.size() - static_cast<size_t>(t.dim());
+  for (int64_t d = 0; d < t.dim(); ++d) strides[offset + d] = t.sizes()[d] == 1 ? 0 : t.strides()[d];
+  return strides;
+}
+
+kernels::cpu::LoopShape make_loop(const Tensor& out, std::initializer_list<const Tensor*> inputs) {
+  kernels::cpu::LoopShape s;
+  REMAT_CHECK(out.dim() <= kernels::cpu::kMaxDims, "tensors of more than ", kernels::cpu::kMaxDims,
+              " dims are not supported (got ", out.dim(), ")");
+  s.ndim = static_cast<int>(out.dim());
+  s.noperands = 1 + static_cast<int>(inputs.size());
+  for (int d = 0; d < s.ndim; ++d) {
+    s.sizes[d] = out.sizes()[d];
+    s.strides[0][d] = out.strides()[d];
+  }
+  int i = 1;
+  for (const Tensor* t : inputs) {
+    Shape st = broadcast_strides(*t, out.sizes());
+    for (int d = 0; d < s.ndim; ++d) s.strides[i][d] = st[d];
+    ++i;
+  }
+  s.coalesce();
+  return s;
+}
+
+int64_t prod(const Shape& s, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < s.size(); ++i) p *= s[i];
+  return p;
+}
+
+}  // namespace remat::ops

@@ -1,0 +1,196 @@
+// Mirrors ATen/native/TensorShape.cpp (view, transpose, permute, slice, unsqueeze, squeeze,
+// expand, detach) and TensorUtils.cpp (computeStride). A view shares its base's storage and
+// version counter; the same kernel serves every backend since only metadata changes.
+#include <algorithm>
+
+#include "engine/dispatch/library.h"
+#include "ops/composite.h"
+#include "ops/functions.h"
+#include "ops/op_utils.h"
+
+namespace remat::ops {
+namespace {
+
+// Replaces one -1 by the size that keeps numel (infer_size).
+Shape infer_size(const char* op, const Shape& shape, int64_t numel) {
+  Shape out = shape;
+  int64_t known = 1;
+  int infer_at = -1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      REMAT_CHECK(infer_at < 0, op, ": only one dimension can be inferred (shape ", shape, ")");
+      infer_at = static_cast<int>(i);
+    } else {
+      REMAT_CHECK(out[i] >= 0, op, ": invalid shape dimension ", out[i], " in ", shape);
+      known *= out[i];
+    }
+  }
+  if (infer_at >= 0) {
+    REMAT_CHECK(known != 0 && numel % known == 0, op, ": shape '", shape, "' is invalid for input of size ", numel);
+    out[static_cast<size_t>(infer_at)] = numel / known;
+  }
+  REMAT_CHECK(shape_numel(out) == numel, op, ": shape '", shape, "' is invalid for input of size ", numel);
+  return out;
+}
+
+// Strides for viewing (sizes, strides) as new_sizes without copying, if possible
+// (ATen's computeStride): each run of merged old dims must be contiguous within itself.
+std::optional<Shape> compute_view_strides(const Shape& sizes, const Shape& strides, const Shape& new_sizes) {
+  Shape new_strides(new_sizes.size());
+  if (shape_numel(sizes) == 0 || sizes.empty()) return contiguous_strides(new_sizes);
+  int64_t view_d = static_cast<int64_t>(new_sizes.size()) - 1;
+  int64_t chunk_base_stride = strides.empty() ? 1 : strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    tensor_numel *= sizes[d];
+    if (d == 0 || (sizes[d - 1] != 1 && strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_sizes[view_d] == 1)) {
+        new_strides[view_d] = view_numel * chunk_base_stride;
+        view_numel *= new_sizes[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (d > 0) {
+        chunk_base_stride = strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return new_strides;
+}
+
+Tensor view_kernel(const Tensor& self, const Shape& size) {
+  Shape sizes = infer_size("aten::view", size, self.numel());
+  auto strides = compute_view_strides(self.sizes(), self.strides(), sizes);
+  REMAT_CHECK(strides.has_value(),
+              "aten::view: view size is not compatible with input tensor's size and stride (at least one "
+              "dimension spans across two contiguous subspaces). Use .reshape(...) instead. (input ",
+              self.sizes(), " with strides ", self.strides(), ", view ", size, ")");
+  return make_alias(self, sizes, *strides, self.storage_offset());
+}
+
+Tensor reshape_composite(const Tensor& self, const Shape& shape) {
+  Shape sizes = infer_size("aten::reshape", shape, self.numel());
+  if (compute_view_strides(self.sizes(), self.strides(), sizes)) return view(self, sizes);
+  return view(clone(self), sizes);
+}
+
+Tensor transpose_kernel(const Tensor& self, int64_t d0, int64_t d1) {
+  int64_t n = self.dim();
+  d0 = maybe_wrap_dim(d0, n, "aten::transpose");
+  d1 = maybe_wrap_dim(d1, n, "aten::transpose");
+  Shape sizes = self.sizes(), strides = self.strides();
+  if (n > 0) {
+    std::swap(sizes[d0], sizes[d1]);
+    std::swap(strides[d0], strides[d1]);
+  }
+  return make_alias(self, sizes, strides, self.storage_offset());
+}
+
+Tensor permute_kernel(const Tensor& self, const Shape& dims) {
+  int64_t n = self.dim();
+  REMAT_CHECK(static_cast<int64_t>(dims.size()) == n,
+              "aten::permute: number of dims don't match in permute (input.dim() = ", n,
+              " is not equal to len(dims) = ", dims.size(), ")");
+  Shape sizes(n), strides(n);
+  std::vector<bool> seen(n, false);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t d = maybe_wrap_dim(dims[i], n, "aten::permute");
+    REMAT_CHECK(!seen[d], "aten::permute: repeated dim in permute (dims ", dims, ")");
+    seen[d] = true;
+    sizes[i] = self.sizes()[d];
+    strides[i] = self.strides()[d];
+  }
+  return make_alias(self, sizes, strides, self.storage_offset());
+}
+
+Tensor slice_kernel(const Tensor& self, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  REMAT_CHECK(self.dim() > 0, "aten::slice: slice() cannot be applied to a 0-dim tensor.");
+  dim = maybe_wrap_dim(dim, self.dim(), "aten::slice");
+  REMAT_CHECK(step > 0, "aten::slice: slice step must be positive (got ", step, ")");
+  int64_t size = self.sizes()[dim];
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  Shape sizes = self.sizes(), strides = self.strides();
+  sizes[dim] = (end - start + step - 1) / step;
+  strides[dim] *= step;
+  return make_alias(self, sizes, strides, self.storage_offset() + start * self.strides()[dim]);
+}
+
+Tensor unsqueeze_kernel(const Tensor& self, int64_t dim) {
+  dim = maybe_wrap_dim(dim, self.dim() + 1, "aten::unsqueeze");
+  Shape sizes = self.sizes(), strides = self.strides();
+  int64_t new_stride = dim >= self.dim() ? 1 : sizes[dim] * strides[dim];
+  sizes.insert(sizes.begin() + dim, 1);
+  strides.insert(strides.begin() + dim, new_stride);
+  return make_alias(self, sizes, strides, self.storage_offset());
+}
+
+Tensor squeeze_kernel(const Tensor& self, int64_t dim) {
+  if (self.dim() == 0) return make_alias(self, self.sizes(), self.strides(), self.storage_offset());
+  dim = maybe_wrap_dim(dim, self.dim(), "aten::squeeze");
+  Shape sizes = self.sizes(), strides = self.strides();
+  if (sizes[dim] == 1) {
+    sizes.erase(sizes.begin() + dim);
+    strides.erase(strides.begin() + dim);
+  }
+  return make_alias(self, sizes, strides, self.storage_offset());
+}
+
+Tensor expand_kernel(const Tensor& self, const Shape& size) {
+  REMAT_CHECK(size.size() >= static_cast<size_t>(self.dim()),
+              "aten::expand: the number of sizes provided (", size.size(),
+              ") must be greater or equal to the number of dimensions in the tensor (", self.dim(), ")");
+  size_t n = size.size(), offset = n - static_cast<size_t>(self.dim());
+  Shape sizes(n), strides(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (i < offset) {
+      REMAT_CHECK(size[i] >= 0, "aten::expand: The expanded size of the tensor (", size[i],
+                  ") isn't allowed in a leading, non-existing dimension ", i);
+      sizes[i] = size[i];
+      strides[i] = 0;
+      continue;
+    }
+    int64_t cur = self.sizes()[i - offset];
+    int64_t want = size[i] == -1 ? cur : size[i];
+    REMAT_CHECK(cur == want || cur == 1, "aten::expand: The expanded size of the tensor (", want,
+                ") must match the existing size (", cur, ") at non-singleton dimension ", i,
+                ".  Target sizes: ", size, ".  Tensor sizes: ", self.sizes());
+    sizes[i] = want;
+    strides[i] = cur == want ? self.strides()[i - offset] : 0;
+  }
+  return make_alias(self, sizes, strides, self.storage_offset());
+}
+
+// detach: same data, no history. Not flagged as a view: in-place on it is in-place on data
+// autograd no longer tracks (the version counter still catches misuse).
+Tensor detach_kernel(const Tensor& self) {
+  Tensor out = make_alias(self, self.sizes(), self.strides(), self.storage_offset());
+  out.impl()->set_is_view(false);
+  return out;
+}
+
+Tensor contiguous_composite(const Tensor& self) { return self.is_contiguous() ? self : clone(self); }
+
+}  // namespace
+
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::Meta}) {
+    m.impl("view", k, REMAT_FN(view_kernel));
+    m.impl("transpose", k, REMAT_FN(transpose_kernel));
+    m.impl("permute", k, REMAT_FN(permute_kernel));
+    m.impl("slice", k, REMAT_FN(slice_kernel));
+    m.impl("unsqueeze", k, REMAT_FN(unsqueeze_kernel));
+    m.impl("squeeze", k, REMAT_FN(squeeze_kernel));
+    m.impl("expand", k, REMAT_FN(expand_kernel));
+    m.impl("detach", k, REMAT_FN(detach_kernel));
+  }
+  impl_composite(m, "reshape", REMAT_FN(reshape_composite));
+  impl_composite(m, "contiguous", REMAT_FN(contiguous_composite));
+}
+
+}  // namespace remat::ops

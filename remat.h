@@ -1,0 +1,37 @@
+// remat: activation checkpointing the way PyTorch does it, in one C++17 library.
+//
+//   #include "remat.h"
+//   using namespace remat;
+//
+//   Tensor w = randn({256, 256}).requires_grad_();
+//   Tensor x = randn({32, 256});
+//   // Drop the block's activations in forward; recompute them in backward.
+//   Tensor y = checkpoint([&](const Tensor& h) { return relu(mm(h, w)).sin(); }, x);
+//   y.sum().backward();          // w.grad() is the same as without checkpoint
+//
+// Layers (each header names its PyTorch counterpart):
+//   engine/   tensors, dispatcher + dispatch modes, autograd engine + saved-tensor hooks
+//   ops/      every aten op: schema, meta function, CPU kernel, derivative, autocast rule
+//   checkpoint/  checkpoint (reentrant and not), selective checkpoint (SAC), offload
+//   nn/       modules, optimizers, a small GPT
+#pragma once
+
+#include "engine/autograd/autograd.h"
+#include "engine/autograd/custom_function.h"
+#include "engine/autograd/engine.h"
+#include "engine/autograd/grad_mode.h"
+#include "engine/autograd/saved_variable_hooks.h"
+#include "engine/autograd/variable.h"
+#include "engine/core/allocator.h"
+#include "engine/core/generator.h"
+#include "engine/core/ivalue.h"
+#include "engine/core/tensor.h"
+#include "engine/dispatch/dispatch_mode.h"
+#include "engine/dispatch/dispatcher.h"
+#include "engine/dispatch/library.h"
+#include "ops/functions.h"
+#include "ops/gradcheck.h"
+
+namespace remat::autograd {
+// API.md spells these at namespace scope of remat::autograd already; nothing to add.
+}  // namespace remat::autograd
