@@ -3,7 +3,7 @@
 
 namespace remat::ops {
 
-Tensor empty_from(const TensorMeta& meta) { return make_empty(meta.sizes, meta.dtype, meta.device); }
+Tensor empty_from(TensorMeta meta) { return make_empty(std::move(meta.sizes), meta.dtype, meta.device); }
 
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
   size_t n = std::max(a.size(), b.size());
@@ -72,8 +72,12 @@ kernels::cpu::LoopShape make_loop(const Tensor& out, std::initializer_list<const
   }
   int i = 1;
   for (const Tensor* t : inputs) {
-    Shape st = broadcast_strides(*t, out.sizes());
-    for (int d = 0; d < s.ndim; ++d) s.strides[i][d] = st[d];
+    // right-aligned broadcast: stride 0 where t has no such dim or size 1
+    int64_t offset = out.dim() - t->dim();
+    for (int d = 0; d < s.ndim; ++d) {
+      int64_t td = d - offset;
+      s.strides[i][d] = (td < 0 || t->sizes()[td] == 1) ? 0 : t->strides()[td];
+    }
     ++i;
   }
   s.coalesce();

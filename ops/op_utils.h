@@ -20,7 +20,7 @@ struct TensorMeta {
 };
 
 // Allocates an output for meta on meta.device (no data for Meta tensors).
-Tensor empty_from(const TensorMeta& meta);
+Tensor empty_from(TensorMeta meta);
 
 // PyTorch's broadcasting; throws naming op and both shapes.
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);

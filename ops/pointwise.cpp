@@ -51,8 +51,22 @@ Tensor meta_out(TensorMeta m) {
 
 template <class Op>
 void binary_into(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  if (out.numel() == 0) return;
-  Tensor ac = cast_cpu(a, out.dtype()), bc = cast_cpu(b, out.dtype());
+  if (out.numel() == 0 || out.is_meta()) return;
+  const ScalarType dt = out.dtype();
+  if (a.dtype() == dt && b.dtype() == dt && a.is_contiguous() && b.is_contiguous() && out.is_contiguous() &&
+      a.sizes() == out.sizes() && b.sizes() == out.sizes()) {
+    // Same shape, contiguous: one flat loop (the common case; skips the iteration setup).
+    kernels::cpu::LoopShape flat;
+    flat.ndim = 1;
+    flat.noperands = 3;
+    flat.sizes[0] = out.numel();
+    flat.strides[0][0] = flat.strides[1][0] = flat.strides[2][0] = 1;
+    REMAT_DISPATCH_NUMERIC_TYPES(dt, op, [&] {
+      cpu::binary_kernel<Op, scalar_t>(flat, out.data_ptr<scalar_t>(), a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>());
+    });
+    return;
+  }
+  Tensor ac = cast_cpu(a, dt), bc = cast_cpu(b, dt);
   auto loop = make_loop(out, {&ac, &bc});
   REMAT_DISPATCH_NUMERIC_TYPES(out.dtype(), op, [&] {
     cpu::binary_kernel<Op, scalar_t>(loop, out.data_ptr<scalar_t>(), ac.data_ptr<scalar_t>(), bc.data_ptr<scalar_t>());

@@ -1,7 +1,6 @@
 // Mirrors torch/csrc/autograd/function.cpp.
 #include "engine/autograd/node.h"
 
-#include <atomic>
 #include <cctype>
 #include <typeinfo>
 
@@ -11,7 +10,8 @@ namespace remat::autograd {
 
 namespace {
 thread_local uint64_t tls_next_sequence_nr = 0;
-std::atomic<int64_t> g_live_nodes{0};
+// Counted per thread (an atomic here costs more than the rest of Node's constructor).
+thread_local int64_t tls_live_nodes = 0;
 }  // namespace
 
 uint64_t peek_at_next_sequence_nr() { return tls_next_sequence_nr; }
@@ -20,12 +20,12 @@ Node::Node(edge_list next_edges) : Node(tls_next_sequence_nr++, std::move(next_e
 
 Node::Node(uint64_t sequence_nr, edge_list next_edges)
     : sequence_nr_(sequence_nr), next_edges_(std::move(next_edges)) {
-  g_live_nodes.fetch_add(1, std::memory_order_relaxed);
+  ++tls_live_nodes;
 }
 
-Node::~Node() { g_live_nodes.fetch_sub(1, std::memory_order_relaxed); }
+Node::~Node() { --tls_live_nodes; }
 
-int64_t Node::live_count() { return g_live_nodes.load(); }
+int64_t Node::live_count() { return tls_live_nodes; }
 
 std::string Node::name() const { return typeid(*this).name(); }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/autograd/edge.h"
+#include "engine/core/small_shape.h"
 #include "engine/core/tensor.h"
 
 namespace remat::autograd {
@@ -20,7 +21,7 @@ using variable_list = std::vector<Tensor>;
 
 // What a gradient flowing into a node input must look like (torch/csrc/autograd/input_metadata.h).
 struct InputMetadata {
-  Shape shape;
+  SmallShape shape;  // inline: recorded for every node input on the hot path
   ScalarType dtype = kFloat;
   Device device;
   InputMetadata() = default;
@@ -56,11 +57,14 @@ class Node : public std::enable_shared_from_this<Node> {
 
   // Inputs of this node = outputs of the forward op: their metadata, one per forward output.
   uint32_t add_input_metadata(const Tensor& t) {
-    input_metadata_.emplace_back(t);
-    return static_cast<uint32_t>(input_metadata_.size() - 1);
+    if (num_inputs_ == 0) first_input_metadata_ = InputMetadata(t);
+    else more_input_metadata_.emplace_back(t);
+    return num_inputs_++;
   }
-  uint32_t num_inputs() const { return static_cast<uint32_t>(input_metadata_.size()); }
-  const InputMetadata& input_metadata(size_t i) const { return input_metadata_[i]; }
+  uint32_t num_inputs() const { return num_inputs_; }
+  const InputMetadata& input_metadata(size_t i) const {
+    return i == 0 ? first_input_metadata_ : more_input_metadata_[i - 1];
+  }
 
   uint64_t sequence_nr() const { return sequence_nr_; }
   virtual std::string name() const;
@@ -82,13 +86,16 @@ class Node : public std::enable_shared_from_this<Node> {
   const std::vector<FunctionPreHook>& pre_hooks() const { return pre_hooks_; }
   const std::vector<FunctionPostHook>& post_hooks() const { return post_hooks_; }
 
-  // Live Node objects in this process (tests check that graphs are freed).
+  // Nodes created minus nodes destroyed on this thread (tests check that graphs are freed).
   static int64_t live_count();
 
  protected:
   uint64_t sequence_nr_;
   edge_list next_edges_;
-  std::vector<InputMetadata> input_metadata_;
+  // Most nodes have one input: its metadata is stored inline, the others in a vector.
+  InputMetadata first_input_metadata_;
+  std::vector<InputMetadata> more_input_metadata_;
+  uint32_t num_inputs_ = 0;
   std::vector<std::pair<uint32_t, TensorPreHook>> tensor_pre_hooks_;
   std::vector<FunctionPreHook> pre_hooks_;
   std::vector<FunctionPostHook> post_hooks_;

@@ -15,19 +15,21 @@ void Allocator::copy_within(void* dst, const void* src, size_t n) { std::memcpy(
 
 namespace {
 
-// 64-byte alignment: one cache line, and what AVX-512 loads like.
+// 64-byte alignment (a cache line; what AVX-512 loads like) for buffers worth vectorising;
+// small buffers take malloc's 16-byte alignment, which is much cheaper to get.
 constexpr size_t kAlignment = 64;
+constexpr size_t kSmallAllocation = 1024;
 
 class CPUAllocator final : public Allocator {
  public:
   void* allocate(Device, size_t nbytes) override {
     if (nbytes == 0) return nullptr;
-    size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-    void* p = std::aligned_alloc(kAlignment, rounded);
+    void* p = nbytes <= kSmallAllocation
+                  ? std::malloc(nbytes)
+                  : std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
     REMAT_CHECK(p != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes (",
                 stats_.allocated.load(), " bytes already allocated)");
     stats_.on_alloc(static_cast<int64_t>(nbytes));
-    stats_.reserved.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
     notify_allocation(Device{kCPU}, static_cast<int64_t>(nbytes));
     return p;
   }
@@ -35,7 +37,6 @@ class CPUAllocator final : public Allocator {
     if (ptr == nullptr) return;
     std::free(ptr);
     stats_.on_free(static_cast<int64_t>(nbytes));
-    stats_.reserved.fetch_sub(static_cast<int64_t>(nbytes), std::memory_order_relaxed);
     notify_allocation(Device{kCPU}, -static_cast<int64_t>(nbytes));
   }
   AllocatorStats& stats(Device) override { return stats_; }
@@ -98,7 +99,10 @@ void notify_allocation(Device device, int64_t nbytes) {
 
 int64_t memory_allocated(Device device) { return get_allocator(device)->stats(device).allocated.load(); }
 int64_t max_memory_allocated(Device device) { return get_allocator(device)->stats(device).peak.load(); }
-int64_t memory_reserved(Device device) { return get_allocator(device)->stats(device).reserved.load(); }
+int64_t memory_reserved(Device device) {
+  AllocatorStats& s = get_allocator(device)->stats(device);
+  return device.is_cpu() ? s.allocated.load() : s.reserved.load();
+}
 void reset_peak_memory_stats(Device device) { get_allocator(device)->stats(device).reset_peak(); }
 
 }  // namespace remat

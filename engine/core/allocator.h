@@ -17,15 +17,13 @@ namespace remat {
 struct AllocatorStats {
   std::atomic<int64_t> allocated{0};
   std::atomic<int64_t> peak{0};
-  std::atomic<int64_t> reserved{0};
-  std::atomic<int64_t> num_allocs{0};
+  std::atomic<int64_t> reserved{0};  // kept by caching allocators; the CPU allocator reserves what it allocates
 
   void on_alloc(int64_t nbytes) {
     int64_t now = allocated.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
     int64_t old = peak.load(std::memory_order_relaxed);
     while (now > old && !peak.compare_exchange_weak(old, now, std::memory_order_relaxed)) {
     }
-    num_allocs.fetch_add(1, std::memory_order_relaxed);
   }
   void on_free(int64_t nbytes) { allocated.fetch_sub(nbytes, std::memory_order_relaxed); }
   void reset_peak() { peak.store(allocated.load(std::memory_order_relaxed)); }

@@ -24,7 +24,7 @@ std::ostream& operator<<(std::ostream& os, const Shape& shape) {
   return os;
 }
 
-Tensor make_empty_strided(const Shape& sizes, const Shape& strides, ScalarType dtype, Device device) {
+Tensor make_empty_strided(Shape sizes, Shape strides, ScalarType dtype, Device device) {
   int64_t extent = 1;  // elements the storage must hold for these strides
   for (size_t i = 0; i < sizes.size(); ++i) {
     REMAT_CHECK(sizes[i] >= 0, "empty: Trying to create tensor with negative dimension ", sizes[i],
@@ -33,11 +33,12 @@ Tensor make_empty_strided(const Shape& sizes, const Shape& strides, ScalarType d
     extent += (sizes[i] - 1) * strides[i];
   }
   auto storage = make_intrusive<StorageImpl>(static_cast<size_t>(extent) * elementSize(dtype), device);
-  return Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype, sizes, strides, 0));
+  return Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype, std::move(sizes), std::move(strides), 0));
 }
 
-Tensor make_empty(const Shape& sizes, ScalarType dtype, Device device) {
-  return make_empty_strided(sizes, contiguous_strides(sizes), dtype, device);
+Tensor make_empty(Shape sizes, ScalarType dtype, Device device) {
+  Shape strides = contiguous_strides(sizes);
+  return make_empty_strided(std::move(sizes), std::move(strides), dtype, device);
 }
 
 Tensor make_alias(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t storage_offset) {

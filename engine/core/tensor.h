@@ -181,8 +181,8 @@ std::ostream& operator<<(std::ostream& os, const Shape& shape);
 
 // A new tensor with fresh, uninitialised storage (no op is dispatched; the device's allocator
 // is called directly, as at::empty's backend kernels do).
-Tensor make_empty(const Shape& sizes, ScalarType dtype, Device device);
-Tensor make_empty_strided(const Shape& sizes, const Shape& strides, ScalarType dtype, Device device);
+Tensor make_empty(Shape sizes, ScalarType dtype, Device device);
+Tensor make_empty_strided(Shape sizes, Shape strides, ScalarType dtype, Device device);
 // A tensor that aliases `base`'s storage with new geometry (what view ops build). Shares the
 // storage and therefore the version counter.
 Tensor make_alias(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t storage_offset);

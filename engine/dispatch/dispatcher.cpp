@@ -10,6 +10,30 @@ void KernelFunction::fallthrough_kernel(OperatorKernel*, const OperatorHandle& o
   throw Error("internal error: the fallthrough kernel of " + op.name() + " was called directly");
 }
 
+namespace {
+// The boxed entry point of every WrapperKernel.
+void wrapper_boxed(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+  const WrapperKernel& k = *static_cast<WrapperWithOp*>(functor)->kernel;
+  const size_t n = op.schema().arguments().size();
+  std::shared_ptr<void> state;
+  const bool active = k.before(op, stack->data() + (stack->size() - n), n, &state);
+  {
+    ExcludeDispatchKeyGuard guard(k.key());
+    op.redispatchBoxed(ks & DispatchKeySet::below(k.key()), stack);
+  }
+  if (active) {
+    const size_t r = op.schema().returns().size();
+    k.after(op, state, stack->data() + (stack->size() - r), r);
+  }
+}
+}  // namespace
+
+KernelFunction KernelFunction::makeFromWrapper(std::shared_ptr<WrapperKernel> kernel) {
+  KernelFunction k(std::make_shared<WrapperWithOp>(std::move(kernel)), &wrapper_boxed, nullptr, nullptr);
+  k.is_wrapper_ = true;
+  return k;
+}
+
 const FunctionSchema& OperatorEntry::schema() const {
   REMAT_CHECK(schema_.has_value(), "operator ", name_,
               " has kernels but no schema: it was registered with impl() but never def()'d");
@@ -31,6 +55,8 @@ void OperatorEntry::updateTable(const std::array<KernelFunction, kNumDispatchKey
   uint64_t mask = 0;
   for (int k = 0; k < kNumDispatchKeys; ++k) {
     table_[k] = kernels_[k].isValid() ? kernels_[k] : fallbacks[k];
+    if (kernels_[k].isWrapper() && wrapper_trampoline_ != nullptr)
+      table_[k] = kernels_[k].withUnboxed(wrapper_trampoline_, cpp_signature_);
     // A missing kernel stays in the mask so the call fails with "Could not run" rather than
     // silently running a lower key.
     if (k != 0 && !table_[k].isFallthrough()) mask |= uint64_t{1} << k;
@@ -74,7 +100,9 @@ void Dispatcher::registerImpl(const std::string& name, DispatchKey key, KernelFu
                 e->cpp_signature_ ? e->cpp_signature_->name() : "", " and now ", sig->name(),
                 " for key ", toString(key));
     e->cpp_signature_ = sig;
+    if (e->wrapper_trampoline_ == nullptr) e->wrapper_trampoline_ = kernel.wrapperTrampoline();
   }
+  if (kernel.isWrapper()) kernel.bindWrapperOp(e);
   e->kernels_[static_cast<int>(key)] = std::move(kernel);
   e->updateTable(fallbacks_);
 }

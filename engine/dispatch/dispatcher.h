@@ -46,6 +46,7 @@ class OperatorEntry {
   std::string name_;
   std::optional<FunctionSchema> schema_;
   const std::type_info* cpp_signature_ = nullptr;
+  void* wrapper_trampoline_ = nullptr;  // WrapperKernel entry point for cpp_signature_
   std::array<KernelFunction, kNumDispatchKeys> kernels_;  // registered for this op
   std::array<KernelFunction, kNumDispatchKeys> table_;    // kernel, else backend fallback
   DispatchKeySet dispatch_mask_;  // keys whose table entry is not a fallthrough
@@ -143,6 +144,47 @@ std::vector<std::string> registered_ops();
 // The registered op names closest to `name` (edit distance), best first.
 std::vector<std::string> closest_op_names(const std::string& name, size_t max_results = 3);
 
+namespace detail {
+
+// The unboxed entry point of a WrapperKernel for signature R(Args...): box the arguments into a
+// stack array, run before(), redispatch below the wrapper's key with the original C++
+// arguments, box the returns for after().
+template <class R> struct ReturnsAsIValues;
+template <> struct ReturnsAsIValues<Tensor> {
+  static constexpr size_t n = 1;
+  static void fill(const Tensor& r, IValue* out) { out[0] = IValue(r); }
+};
+template <> struct ReturnsAsIValues<std::vector<Tensor>> {
+  static constexpr size_t n = 1;
+  static void fill(const std::vector<Tensor>& r, IValue* out) { out[0] = IValue(r); }
+};
+template <class... Ts> struct ReturnsAsIValues<std::tuple<Ts...>> {
+  static constexpr size_t n = sizeof...(Ts);
+  static void fill(const std::tuple<Ts...>& r, IValue* out) {
+    size_t i = 0;
+    std::apply([&](const auto&... e) { ((out[i++] = IValue(e)), ...); }, r);
+  }
+};
+
+template <class R, class... Args>
+R wrapper_unboxed(OperatorKernel* functor, DispatchKeySet ks, Args... args);
+
+template <class Sig> struct WrapperTrampoline;
+template <class R, class... Args> struct WrapperTrampoline<R(Args...)> {
+  static void* get() { return reinterpret_cast<void*>(&wrapper_unboxed<R, Args...>); }
+};
+
+}  // namespace detail
+
+template <auto F>
+KernelFunction KernelFunction::makeFromUnboxedFunction() {
+  using Sig = detail::kernel_signature_t<F>;
+  using W = detail::UnboxedWrapper<F, Sig>;
+  KernelFunction k(nullptr, &W::boxed, reinterpret_cast<void*>(&W::unboxed), &typeid(Sig));
+  k.wrapper_trampoline_ = detail::WrapperTrampoline<Sig>::get();
+  return k;
+}
+
 template <class FuncType>
 TypedOperatorHandle<FuncType> OperatorHandle::typed() const {
   const std::type_info* sig = entry_->cppSignature();
@@ -152,3 +194,28 @@ TypedOperatorHandle<FuncType> OperatorHandle::typed() const {
 }
 
 }  // namespace remat
+
+namespace remat::detail {
+
+template <class R, class... Args>
+R wrapper_unboxed(OperatorKernel* functor, DispatchKeySet ks, Args... args) {
+  const auto* w = static_cast<const WrapperWithOp*>(functor);
+  const WrapperKernel& k = *w->kernel;
+  TypedOperatorHandle<R(Args...)> op(const_cast<OperatorEntry*>(w->entry));
+  const IValue boxed[sizeof...(Args) + 1] = {to_ivalue(args)..., IValue()};
+  std::shared_ptr<void> state;
+  const bool active = k.before(op, boxed, sizeof...(Args), &state);
+  const DispatchKeySet below = ks & DispatchKeySet::below(k.key());
+  R result = [&] {
+    ExcludeDispatchKeyGuard guard(k.key());
+    return op.redispatch(below, std::forward<Args>(args)...);
+  }();
+  if (active) {
+    IValue rets[ReturnsAsIValues<R>::n];
+    ReturnsAsIValues<R>::fill(result, rets);
+    k.after(op, state, rets, ReturnsAsIValues<R>::n);
+  }
+  return result;
+}
+
+}  // namespace remat::detail

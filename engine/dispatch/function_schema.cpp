@@ -161,6 +161,9 @@ class Parser {
     bool ok = false;
     for (const char* t : kTypes) ok |= a.type == t;
     if (!ok) fail("unsupported type '" + a.type + "'");
+    a.kind = (a.type == "Tensor" || a.type == "Tensor?") ? Argument::Kind::Tensor
+             : a.type == "Tensor[]"                      ? Argument::Kind::TensorList
+                                                         : Argument::Kind::Other;
     skip_ws();
     if (named || (peek() != ',' && peek() != ')' && peek() != '\0')) {
       if (std::isalpha(static_cast<unsigned char>(peek())) || peek() == '_') a.name = ident_with("_");

@@ -28,10 +28,13 @@ struct Argument {
   std::optional<AliasInfo> alias_info;
   bool kwarg_only = false;
 
-  bool is_tensor() const { return type == "Tensor" || type == "Tensor?"; }
-  bool is_tensor_list() const { return type == "Tensor[]"; }
+  bool is_tensor() const { return kind == Kind::Tensor; }
+  bool is_tensor_list() const { return kind == Kind::TensorList; }
   bool is_optional() const { return !type.empty() && type.back() == '?'; }
   bool is_mutable() const { return alias_info && alias_info->is_write; }
+
+  // Set by the parser from `type` (checked on every call; a string compare would be slow).
+  enum class Kind : uint8_t { Tensor, TensorList, Other } kind = Kind::Other;
 };
 
 class FunctionSchema {

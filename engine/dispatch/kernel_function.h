@@ -20,6 +20,32 @@ struct OperatorKernel {
   virtual ~OperatorKernel() = default;
 };
 
+// A kernel that runs code around the call of the keys below its own (the autograd kernel is
+// one: build the node, run the op below, connect the outputs). It sees the arguments and
+// returns as IValues, but the dispatcher gives it an unboxed entry point per op signature (the
+// arguments are boxed into a stack array, never a heap Stack), so the typed path stays fast.
+class WrapperKernel : public OperatorKernel {
+ public:
+  WrapperKernel(DispatchKey key) : key_(key) {}  // NOLINT
+  DispatchKey key() const { return key_; }
+  // Returns false when there is nothing to do (the call just runs below); else fills state.
+  virtual bool before(const OperatorHandle& op, const IValue* args, size_t n, std::shared_ptr<void>* state) const = 0;
+  virtual void after(const OperatorHandle& op, const std::shared_ptr<void>& state, const IValue* rets,
+                     size_t n) const = 0;
+
+ private:
+  DispatchKey key_;
+};
+
+class OperatorEntry;
+// What a registered WrapperKernel is called with: the kernel and its op (the unboxed entry
+// point has no OperatorHandle argument).
+struct WrapperWithOp : OperatorKernel {
+  explicit WrapperWithOp(std::shared_ptr<WrapperKernel> k) : kernel(std::move(k)) {}
+  std::shared_ptr<WrapperKernel> kernel;
+  const OperatorEntry* entry = nullptr;
+};
+
 // A boxed kernel pops its arguments from the stack and pushes its returns.
 using BoxedKernelFn = void (*)(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks,
                                Stack* stack);
@@ -102,11 +128,23 @@ class KernelFunction {
   }
 
   // From a plain function: REMAT_FN(mm_cpu) or KernelFunction::makeFromUnboxedFunction<&mm_cpu>().
+  // (Defined in dispatcher.h: it also instantiates the op's WrapperKernel entry point.)
   template <auto F>
-  static KernelFunction makeFromUnboxedFunction() {
-    using Sig = detail::kernel_signature_t<F>;
-    using W = detail::UnboxedWrapper<F, Sig>;
-    return KernelFunction(nullptr, &W::boxed, reinterpret_cast<void*>(&W::unboxed), &typeid(Sig));
+  static KernelFunction makeFromUnboxedFunction();
+
+  // A WrapperKernel: boxed now; the dispatcher adds the unboxed entry point once it knows the
+  // op's C++ signature (from any unboxed kernel of the op).
+  static KernelFunction makeFromWrapper(std::shared_ptr<WrapperKernel> kernel);
+  bool isWrapper() const { return is_wrapper_; }
+  void bindWrapperOp(const OperatorEntry* entry) const {
+    static_cast<WrapperWithOp*>(functor_.get())->entry = entry;
+  }
+  void* wrapperTrampoline() const { return wrapper_trampoline_; }
+  KernelFunction withUnboxed(void* unboxed, const std::type_info* sig) const {
+    KernelFunction k = *this;
+    k.unboxed_ = unboxed;
+    k.signature_ = sig;
+    return k;
   }
 
   void callBoxed(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) const {
@@ -146,6 +184,8 @@ class KernelFunction {
   BoxedKernelFn boxed_ = nullptr;
   void* unboxed_ = nullptr;
   const std::type_info* signature_ = nullptr;
+  bool is_wrapper_ = false;
+  void* wrapper_trampoline_ = nullptr;  // unboxed WrapperKernel entry for this kernel's signature
 };
 
 // REMAT_FN(f): the kernel for a plain C++ function, like TORCH_FN.

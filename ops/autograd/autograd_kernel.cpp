@@ -4,7 +4,8 @@
 // For an op with a derivative rule: if grad mode is on and an input requires grad, build the
 // rule's node, save the inputs it needs (saved-tensor pack hooks fire here, before the op runs),
 // run the op below Autograd, then connect and save the outputs.
-#include <unordered_map>
+#include <algorithm>
+#include <mutex>
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/autograd/ops_by_name.h"
@@ -22,10 +23,10 @@ using namespace remat::autograd;
 
 Tensor BackwardContext::input(size_t a) const {
   REMAT_CHECK(!node_.has_freed_buffers, ERR_BACKWARD_TWICE);
-  REMAT_INTERNAL_ASSERT(a < node_.saved_inputs.size() && node_.saved_inputs[a].defined() ||
-                            is_none(a),
-                        "derivative of ", node_.derivative().op, " reads argument ", a, " which it did not save");
-  return a < node_.saved_inputs.size() ? node_.saved_inputs[a].unpack() : Tensor();
+  if (is_none(a)) return Tensor();
+  REMAT_INTERNAL_ASSERT(a < node_.saved_inputs.size() && node_.saved_inputs[a].defined(), "derivative of ",
+                        node_.derivative().op, " reads argument ", a, " which it did not save");
+  return node_.saved_inputs[a].unpack();
 }
 
 Tensor BackwardContext::result(size_t i) const {
@@ -33,36 +34,45 @@ Tensor BackwardContext::result(size_t i) const {
   REMAT_INTERNAL_ASSERT(i < node_.saved_outputs.size(), "derivative of ", node_.derivative().op,
                         " reads output ", i, " which it did not save");
   // saved_for: an output's grad_fn is this very node
-  return node_.saved_outputs[i].unpack(
-      std::const_pointer_cast<Node>(node_.shared_from_this()));
+  return node_.saved_outputs[i].unpack(std::const_pointer_cast<Node>(node_.shared_from_this()));
 }
 
-const IValue& BackwardContext::arg(size_t a) const { return node_.args.at(a); }
+const IValue& BackwardContext::arg(size_t a) const {
+  REMAT_INTERNAL_ASSERT(a < node_.args.size(), "argument ", a, " of ", node_.derivative().op, " is not a scalar");
+  return node_.args[a];
+}
 
 bool BackwardContext::is_none(size_t a) const {
-  return node_.flat_index.at(a) < 0 && node_.args.at(a).isNone();
+  if (a < 64 && (node_.none_args >> a) & 1u) return true;
+  return a < node_.args.size() && node_.flat_index->at(a) < 0 && node_.args[a].isNone();
 }
 
 const InputMetadata& BackwardContext::meta(size_t a, size_t k) const {
-  int idx = node_.flat_index.at(a);
+  int idx = node_.flat_index->at(a);
   REMAT_INTERNAL_ASSERT(idx >= 0, "argument ", a, " of ", node_.derivative().op, " is not a tensor");
-  return node_.tensor_meta.at(static_cast<size_t>(idx) + k);
+  if (!node_.list_meta.empty()) return node_.list_meta.at(static_cast<size_t>(idx) + k);
+  // An input's metadata is what the node its gradient flows to recorded for it.
+  const Edge& e = node_.next_edge(static_cast<size_t>(idx) + k);
+  REMAT_INTERNAL_ASSERT(e.is_valid(), "derivative of ", node_.derivative().op, " reads the metadata of argument ",
+                        a, ", which needs no gradient");
+  return e.function->input_metadata(e.input_nr);
 }
 
 size_t BackwardContext::list_size(size_t a) const {
-  int idx = node_.flat_index.at(a);
-  size_t end = node_.tensor_meta.size();
-  for (size_t b = a + 1; b < node_.flat_index.size(); ++b) {
-    if (node_.flat_index[b] >= 0) {
-      end = static_cast<size_t>(node_.flat_index[b]);
+  int idx = node_.flat_index->at(a);
+  if (idx < 0) return 0;
+  size_t end = node_.num_outputs();
+  for (size_t b = a + 1; b < node_.flat_index->size(); ++b) {
+    if ((*node_.flat_index)[b] >= 0) {
+      end = static_cast<size_t>((*node_.flat_index)[b]);
       break;
     }
   }
-  return idx < 0 ? 0 : end - static_cast<size_t>(idx);
+  return end - static_cast<size_t>(idx);
 }
 
 bool BackwardContext::needs(size_t a, size_t k) const {
-  int idx = node_.flat_index.at(a);
+  int idx = node_.flat_index->at(a);
   return idx >= 0 && node_.should_compute_output(static_cast<size_t>(idx) + k);
 }
 
@@ -112,11 +122,6 @@ void redispatch_below_autograd(const OperatorHandle& op, DispatchKeySet ks, Stac
   op.redispatchBoxed(ks & DispatchKeySet::below(DispatchKey::Autograd), stack);
 }
 
-struct AutogradFunctor : OperatorKernel {
-  Derivative d;
-  std::string node_name;
-};
-
 void check_inplace(const Derivative& d, const Tensor& self) {
   REMAT_CHECK(!(self.is_leaf() && self.requires_grad()),
               "a leaf Variable that requires grad is being used in an in-place operation. (", d.op,
@@ -127,93 +132,122 @@ void check_inplace(const Derivative& d, const Tensor& self) {
               "tensor or use the out-of-place op");
 }
 
-void autograd_kernel(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
-  const auto& f = static_cast<const AutogradFunctor&>(*functor);
-  const Derivative& d = f.d;
-  const size_t n = op.schema().arguments().size();
-  IValue* args = stack->data() + (stack->size() - n);
-
-  if (!GradMode::is_enabled() || !any_requires_grad(args, n) || d.non_differentiable) {
-    redispatch_below_autograd(op, ks, stack);
-    return;
+// The autograd kernel of one op with a derivative rule: a WrapperKernel, so the dispatcher runs
+// the op below Autograd between before() and after().
+class AutogradKernel : public WrapperKernel {
+ public:
+  explicit AutogradKernel(Derivative d)
+      : WrapperKernel(DispatchKey::Autograd), d_(std::move(d)), node_name_(backward_node_name(d_.op)) {
+    for (size_t a : d_.saved_args) saved_args_end_ = std::max(saved_args_end_, a + 1);
   }
 
-  // 1. The node: one next edge per tensor input (Tensor[] elements each count).
-  auto node = std::make_shared<FormulaNode>(&d, &f.node_name);
-  node->args.resize(n);
-  node->flat_index.assign(n, -1);
-  edge_list edges;
-  for (size_t i = 0; i < n; ++i) {
-    if (args[i].isTensor()) {
-      node->flat_index[i] = static_cast<int>(edges.size());
-      const Tensor& t = args[i].toTensor();
-      edges.push_back(impl::gradient_edge(t));
-      node->tensor_meta.emplace_back(t);
-    } else if (args[i].isTensorList()) {
-      node->flat_index[i] = static_cast<int>(edges.size());
-      for (const Tensor& t : args[i].toTensorListRef()) {
-        edges.push_back(impl::gradient_edge(t));
-        node->tensor_meta.emplace_back(t);
+  bool before(const OperatorHandle& op, const IValue* args, size_t n, std::shared_ptr<void>* state) const override {
+    if (d_.non_differentiable || !GradMode::is_enabled() || !any_requires_grad(args, n)) return false;
+    const auto& schema_args = op.schema().arguments();
+    // Layout of the arguments, from the schema, on first use (registration order is not known).
+    std::call_once(layout_once_, [&] {
+      int edges = 0;
+      for (const Argument& a : schema_args) {
+        has_list_ = has_list_ || a.is_tensor_list();
+        has_scalar_args_ = has_scalar_args_ || !(a.is_tensor() || a.is_tensor_list());
+        flat_index_.push_back(a.is_tensor() ? edges++ : -1);
       }
-    } else {
-      const auto& type = op.schema().arguments()[i].type;
-      // A None optional tensor keeps a slot so positions stay aligned.
-      if (args[i].isNone() && (type == "Tensor?" || type == "Tensor")) {
-        node->flat_index[i] = static_cast<int>(edges.size());
-        edges.emplace_back();
-        node->tensor_meta.emplace_back();
+    });
+
+    // 1. The node: one next edge per tensor input (each Tensor[] element counts).
+    auto node = std::make_shared<FormulaNode>(&d_, &node_name_);
+    edge_list edges;
+    edges.reserve(n);
+    if (has_list_) node->own_flat_index.assign(n, -1);
+    for (size_t i = 0; i < n; ++i) {
+      if (!has_list_ && flat_index_[i] < 0) continue;
+      if (args[i].isTensorList()) {
+        node->own_flat_index[i] = static_cast<int>(edges.size());
+        for (const Tensor& t : args[i].toTensorListRef()) {
+          edges.push_back(impl::gradient_edge(t));
+          node->list_meta.emplace_back(t);
+        }
+      } else if (schema_args[i].is_tensor()) {
+        if (has_list_) {
+          node->own_flat_index[i] = static_cast<int>(edges.size());
+          node->list_meta.emplace_back(args[i].isTensor() ? InputMetadata(args[i].toTensor()) : InputMetadata());
+        }
+        if (args[i].isTensor()) {
+          edges.push_back(impl::gradient_edge(args[i].toTensor()));
+        } else {
+          edges.emplace_back();  // a None optional tensor keeps its slot
+          if (i < 64) node->none_args |= uint64_t{1} << i;
+        }
+      }
+    }
+    node->flat_index = has_list_ ? &node->own_flat_index : &flat_index_;
+    node->set_next_edges(std::move(edges));
+    if (has_scalar_args_) {
+      node->args.resize(n);
+      for (size_t i = 0; i < n; ++i)
+        if (!schema_args[i].is_tensor() && !schema_args[i].is_tensor_list()) node->args[i] = args[i];
+    }
+
+    // 2. Save inputs now, before the kernel runs (checkpoint's early stop relies on this order).
+    if (d_.inplace) check_inplace(d_, args[0].toTensor());
+    if (saved_args_end_ > 0) {
+      node->saved_inputs.resize(saved_args_end_);
+      for (size_t a : d_.saved_args) {
+        if (!args[a].isTensor()) continue;
+        const Tensor& t = args[a].toTensor();
+        // An in-place op overwrites self: save a copy of its old value.
+        node->saved_inputs[a] = (d_.inplace && a == 0) ? SavedVariable(ops_by_name::clone(t), false)
+                                                       : SavedVariable(t, false);
+      }
+    }
+    *state = std::move(node);
+    return true;
+  }
+
+  void after(const OperatorHandle&, const std::shared_ptr<void>& state, const IValue* rets, size_t nret) const override {
+    // An aliasing handle: shares state's reference count (set_history copies it where needed).
+    const std::shared_ptr<FormulaNode> node(state, static_cast<FormulaNode*>(state.get()));
+    // 3. Connect the outputs (and save those the rule needs).
+    size_t out_index = 0;
+    auto connect = [&](const Tensor& t) {
+      size_t i = out_index++;
+      bool differentiable = t.defined() && isFloatingType(t.dtype());
+      for (size_t nd : d_.non_differentiable_outputs) differentiable = differentiable && nd != i;
+      if (!differentiable) {
+        node->add_input_metadata(t.defined() ? t : make_empty({}, kFloat, Device{kMeta}));
+      } else if (d_.inplace && i == 0) {
+        impl::rebase_history(t, node);
       } else {
-        node->args[i] = args[i];
+        impl::set_history(t, node);
+      }
+    };
+    for (size_t i = 0; i < nret; ++i) {
+      if (rets[i].isTensor()) {
+        connect(rets[i].toTensor());
+      } else if (rets[i].isTensorList()) {
+        for (const Tensor& t : rets[i].toTensorListRef()) connect(t);
+      } else {
+        connect(Tensor());
+      }
+    }
+    if (!d_.saved_results.empty()) {
+      node->saved_outputs.resize(out_index);
+      for (size_t r : d_.saved_results) {
+        REMAT_INTERNAL_ASSERT(r < nret && rets[r].isTensor());
+        node->saved_outputs[r] = SavedVariable(rets[r].toTensor(), /*is_output=*/true);
       }
     }
   }
-  node->set_next_edges(std::move(edges));
 
-  // 2. Save inputs now, before the kernel runs (checkpoint's early stop relies on this order).
-  Tensor self = d.inplace ? args[0].toTensor() : Tensor();
-  if (d.inplace) check_inplace(d, self);
-  node->saved_inputs.resize(n);
-  for (size_t a : d.saved_args) {
-    if (!args[a].isTensor()) continue;
-    // An in-place op overwrites self: save a copy of its old value.
-    const Tensor& t = args[a].toTensor();
-    node->saved_inputs[a] = (d.inplace && a == 0) ? SavedVariable(ops_by_name::clone(t), false)
-                                                  : SavedVariable(t, false);
-  }
-
-  // 3. Run the op below autograd.
-  redispatch_below_autograd(op, ks, stack);
-
-  // 4. Connect the outputs (and save those the rule needs).
-  const size_t nret = op.schema().returns().size();
-  IValue* rets = stack->data() + (stack->size() - nret);
-  std::vector<Tensor> outs;
-  for (size_t i = 0; i < nret; ++i) {
-    if (rets[i].isTensor()) {
-      outs.push_back(rets[i].toTensor());
-    } else if (rets[i].isTensorList()) {
-      for (const Tensor& t : rets[i].toTensorListRef()) outs.push_back(t);
-    } else {
-      outs.emplace_back();
-    }
-  }
-  for (size_t i = 0; i < outs.size(); ++i) {
-    bool differentiable = outs[i].defined() && isFloatingType(outs[i].dtype());
-    for (size_t nd : d.non_differentiable_outputs) differentiable = differentiable && nd != i;
-    if (!differentiable) {
-      if (outs[i].defined()) node->add_input_metadata(outs[i]);
-      else node->add_input_metadata(make_empty({}, kFloat, Device{kMeta}));
-      continue;
-    }
-    if (d.inplace && i == 0) {
-      impl::rebase_history(outs[i], node);
-    } else {
-      impl::set_history(outs[i], node);
-    }
-  }
-  node->saved_outputs.resize(outs.size());
-  for (size_t r : d.saved_results) node->saved_outputs[r] = SavedVariable(outs.at(r), /*is_output=*/true);
-}
+ private:
+  Derivative d_;
+  std::string node_name_;
+  size_t saved_args_end_ = 0;
+  mutable std::once_flag layout_once_;
+  mutable std::vector<int> flat_index_;  // argument -> first edge (ops without a Tensor[] argument)
+  mutable bool has_list_ = false;
+  mutable bool has_scalar_args_ = false;
+};
 
 // Ops with no derivative rule: results that would need one get a node that fails in backward.
 class NotImplementedNode : public Node {
@@ -252,12 +286,9 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, DispatchKeySet 
 }  // namespace
 
 void register_derivative(Derivative d) {
-  auto functor = std::make_shared<AutogradFunctor>();
-  functor->node_name = backward_node_name(d.op);
-  functor->d = std::move(d);
-  const std::string op = functor->d.op;
-  Dispatcher::singleton().registerImpl(op, DispatchKey::Autograd,
-                                       KernelFunction::makeFromBoxedFunctor(functor, &autograd_kernel));
+  const std::string name = d.op;
+  auto kernel = std::make_shared<AutogradKernel>(std::move(d));
+  Dispatcher::singleton().registerImpl(name, DispatchKey::Autograd, KernelFunction::makeFromWrapper(std::move(kernel)));
 }
 
 REMAT_LIBRARY_IMPL(_, Autograd, m) {

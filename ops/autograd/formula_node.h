@@ -21,11 +21,13 @@ class FormulaNode : public remat::autograd::Node {
   const Derivative& derivative() const { return *d_; }
 
   // Filled by the autograd kernel.
-  std::vector<IValue> args;                   // non-tensor arguments (tensors as None)
-  std::vector<int> flat_index;                // argument position -> first flat tensor index (-1)
-  std::vector<InputMetadata> tensor_meta;     // per flat tensor input
+  std::vector<IValue> args;                   // non-tensor arguments (tensors as None); empty if none
+  const std::vector<int>* flat_index = nullptr;  // argument position -> first edge index (-1: not a tensor)
+  std::vector<int> own_flat_index;            // for ops with a Tensor[] argument (varies per call)
+  std::vector<InputMetadata> list_meta;       // metadata of Tensor[] elements (edges may be invalid)
   std::vector<SavedVariable> saved_inputs;    // by argument position (undefined if not saved)
   std::vector<SavedVariable> saved_outputs;   // by output index
+  uint64_t none_args = 0;                     // bit a: tensor argument a was None
   bool has_freed_buffers = false;
 
  private:
