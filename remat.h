@@ -29,9 +29,7 @@
 #include "engine/dispatch/dispatch_mode.h"
 #include "engine/dispatch/dispatcher.h"
 #include "engine/dispatch/library.h"
+#include "ops/autocast.h"
 #include "ops/functions.h"
 #include "ops/gradcheck.h"
 
-namespace remat::autograd {
-// API.md spells these at namespace scope of remat::autograd already; nothing to add.
-}  // namespace remat::autograd

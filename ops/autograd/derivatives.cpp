@@ -254,6 +254,8 @@ std::vector<Derivative> table() {
       inplace(rule("aten::uniform_", {}, {}, [](C c) -> G { return {zeros_like(c.grad())}; })),
       inplace(rule("aten::normal_", {}, {}, [](C c) -> G { return {zeros_like(c.grad())}; })),
 
+      // ---- normalisation, activations with state, losses, attention (ops/nn ops) ----
+
       non_differentiable("aten::eq"),
       non_differentiable("aten::zeros_like"),
       non_differentiable("aten::ones_like"),

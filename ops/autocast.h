@@ -1,0 +1,44 @@
+// Mirrors aten/src/ATen/autocast_mode.h and torch.autocast: automatic mixed precision.
+//
+//   { autocast guard(kCPU, kBFloat16);
+//     Tensor y = mm(a, b);         // runs in bfloat16 (a and b are cast)
+//     Tensor p = softmax(y, -1);   // runs in float32 }
+//
+// While enabled for a device type, the Autocast dispatch key is in the thread's included set;
+// its kernel casts an op's floating inputs on that device to the op's autocast dtype (the
+// lower-precision list: mm, bmm, matmul, addmm, linear; the float32 list: softmax, log_softmax,
+// layer_norm, rms_norm, cross_entropy), then calls the op again below Autocast. The casts are
+// ordinary _to_copy calls, so autograd records them.
+#pragma once
+
+#include "engine/core/device.h"
+#include "engine/core/scalar_type.h"
+
+namespace remat {
+
+// The thread's autocast settings for every device type (what checkpoint captures and restores).
+struct AutocastState {
+  bool enabled[kNumDeviceTypes] = {false, false, false};
+  ScalarType dtype[kNumDeviceTypes] = {kBFloat16, kHalf, kBFloat16};
+  bool operator==(const AutocastState& o) const;
+  bool operator!=(const AutocastState& o) const { return !(*this == o); }
+};
+
+AutocastState get_autocast_state();
+void set_autocast_state(const AutocastState& state);
+bool is_autocast_enabled(DeviceType type);
+ScalarType get_autocast_dtype(DeviceType type);
+
+// RAII: `with torch.autocast(device_type, dtype, enabled):`
+class autocast {
+ public:
+  autocast(DeviceType type, ScalarType dtype = kBFloat16, bool enabled = true);
+  ~autocast();
+  autocast(const autocast&) = delete;
+  autocast& operator=(const autocast&) = delete;
+
+ private:
+  AutocastState previous_;
+};
+
+}  // namespace remat
