@@ -7,6 +7,7 @@
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
 #include "ops/functions.h"
+#include "ops/meta.h"
 
 namespace remat {
 
@@ -62,6 +63,13 @@ Tensor randn(const Shape& size, TensorOptions options, Generator* generator) {
 }
 
 namespace ops {
+
+// Argument checks shared by every backend (declared in ops/meta.h).
+void check_uniform_args(double from, double to) {
+  REMAT_CHECK(from <= to, "aten::uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
+}
+void check_normal_args(double std) { REMAT_CHECK(std >= 0.0, "aten::normal_: expects std >= 0.0, but found std ", std); }
+
 namespace {
 
 Generator& pick(Generator* g, Device d) { return g != nullptr ? *g : default_generator(d); }
@@ -80,14 +88,14 @@ Tensor random_fill(const char* op, const Tensor& self, Generator* generator, con
 }
 
 Tensor uniform__cpu(const Tensor& self, double from, double to, Generator* generator) {
-  REMAT_CHECK(from <= to, "aten::uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
+  check_uniform_args(from, to);
   return random_fill("aten::uniform_", self, generator, [&](auto* p, uint64_t seed, uint64_t offset) {
     kernels::cpu::uniform_kernel(p, self.numel(), seed, offset, from, to);
   });
 }
 
 Tensor normal__cpu(const Tensor& self, double mean, double std, Generator* generator) {
-  REMAT_CHECK(std >= 0.0, "aten::normal_: expects std >= 0.0, but found std ", std);
+  check_normal_args(std);
   return random_fill("aten::normal_", self, generator, [&](auto* p, uint64_t seed, uint64_t offset) {
     kernels::cpu::normal_kernel(p, self.numel(), seed, offset, mean, std);
   });
