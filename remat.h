@@ -16,6 +16,9 @@
 //   nn/       modules, optimizers, a small GPT
 #pragma once
 
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/offload.h"
+#include "checkpoint/trace.h"
 #include "engine/autograd/autograd.h"
 #include "engine/autograd/custom_function.h"
 #include "engine/autograd/engine.h"

@@ -59,9 +59,15 @@ void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
   const int64_t k = a.sizes()[a.dim() - 1];
   auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
   GemmOperand ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
-  if (!ga.t.defined()) ga = gemm_operand(a = contiguous_cpu(a), stride(a, 2), stride(a, 1), m, k);
+  if (!ga.t.defined()) {
+    a = contiguous_cpu(a);  // neither row- nor column-major (e.g. expanded): copy
+    ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
+  }
   GemmOperand gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
-  if (!gb.t.defined()) gb = gemm_operand(b = contiguous_cpu(b), stride(b, 2), stride(b, 1), k, n);
+  if (!gb.t.defined()) {
+    b = contiguous_cpu(b);
+    gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
+  }
   const int64_t sa = a.dim() == 3 ? a.strides()[0] : 0, sb = b.dim() == 3 ? b.strides()[0] : 0;
   REMAT_DISPATCH_FLOATING_TYPES(out.dtype(), "aten::mm", [&] {
     const scalar_t* pa = a.data_ptr<scalar_t>();

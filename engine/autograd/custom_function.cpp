@@ -27,6 +27,8 @@ void AutogradContext::save_for_backward(std::vector<Tensor> to_save) { to_save_ 
 void AutogradContext::save_variables(const std::vector<Tensor>& outputs) {
   saved_variables_.clear();
   auto node = grad_fn_.lock();
+  const std::string node_name = node ? node->name() : std::string();
+  SavingForNodeGuard saving(&node_name);
   for (const Tensor& t : to_save_) {
     bool is_output = false;
     for (const Tensor& o : outputs) is_output = is_output || (t.defined() && o.is_same(t));

@@ -13,6 +13,7 @@
 //   Tensor y = MulTwo::apply(x)[0];
 #pragma once
 
+#include <any>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -34,6 +35,8 @@ struct AutogradContext {
   // Unpacks the saved tensors (throws once the graph has been freed).
   std::vector<Tensor> get_saved_variables() const;
   std::unordered_map<std::string, IValue> saved_data;
+  // C++ objects backward needs that are not IValues (a callable, captured state).
+  std::unordered_map<std::string, std::any> saved_objects;
   // Whether backward must compute the gradient of the i-th tensor input.
   bool needs_input_grad(size_t i) const;
   // Inputs that forward modified in place (their history moves to this node).
@@ -113,6 +116,11 @@ void extract_var(std::vector<bool>& is_var, std::vector<Tensor>& vars, const A& 
   if constexpr (std::is_same_v<std::decay_t<A>, Tensor>) {
     is_var.push_back(true);
     vars.push_back(a);
+  } else if constexpr (std::is_same_v<std::decay_t<A>, std::vector<Tensor>>) {
+    for (const Tensor& t : a) {  // each element of a tensor list is an input of its own
+      is_var.push_back(true);
+      vars.push_back(t);
+    }
   } else {
     is_var.push_back(false);
   }

@@ -191,6 +191,7 @@ class AutogradKernel : public WrapperKernel {
     // 2. Save inputs now, before the kernel runs (checkpoint's early stop relies on this order).
     if (d_.inplace) check_inplace(d_, args[0].toTensor());
     if (saved_args_end_ > 0) {
+      SavingForNodeGuard saving(&node_name_);
       node->saved_inputs.resize(saved_args_end_);
       for (size_t a : d_.saved_args) {
         if (!args[a].isTensor()) continue;
@@ -231,6 +232,7 @@ class AutogradKernel : public WrapperKernel {
       }
     }
     if (!d_.saved_results.empty()) {
+      SavingForNodeGuard saving(&node_name_);
       node->saved_outputs.resize(out_index);
       for (size_t r : d_.saved_results) {
         REMAT_INTERNAL_ASSERT(r < nret && rets[r].isTensor());
