@@ -18,6 +18,10 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/offload.h"
+#include "checkpoint/policies.h"
+#include "checkpoint/scope.h"
+#include "checkpoint/selective.h"
+#include "checkpoint/stats.h"
 #include "checkpoint/trace.h"
 #include "engine/autograd/autograd.h"
 #include "engine/autograd/custom_function.h"
@@ -33,6 +37,7 @@
 #include "engine/dispatch/dispatcher.h"
 #include "engine/dispatch/library.h"
 #include "ops/autocast.h"
+#include "ops/custom_op.h"
 #include "ops/functions.h"
 #include "ops/gradcheck.h"
 

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "checkpoint/device_state.h"
+#include "checkpoint/selective.h"
+#include "checkpoint/stats.h"
 #include "checkpoint/trace.h"
 #include "engine/autograd/engine.h"
 #include "engine/autograd/grad_mode.h"
@@ -53,6 +55,18 @@ std::string join_lines(const std::vector<std::string>& lines) {
 }
 
 }  // namespace
+
+Handle::Handle(Tensor v, int64_t r) : value(std::move(v)), region(r), bytes(value.nbytes()) {
+  stats_detail::Update(region)->holder_bytes_held += bytes;
+}
+Handle::~Handle() {
+  if (bytes != 0) stats_detail::Update(region)->holder_bytes_held -= bytes;
+}
+Tensor Handle::take() {
+  if (bytes != 0) stats_detail::Update(region)->holder_bytes_held -= bytes;
+  bytes = 0;
+  return std::move(value);
+}
 
 std::string SavedTensorMetadata::str() const {
   std::ostringstream os;
@@ -115,6 +129,7 @@ SavedTensorMetadata CheckpointFrame::metadata_of(const Tensor& t) const {
 std::any CheckpointFrame::pack(const Tensor& x) {
   auto holder = std::make_shared<Holder>();
   weak_holders_.push_back(holder);
+  stats_detail::Update(id_)->tensors_packed += 1;
   x_metadatas_.push_back(metadata_of(x));  // pack hooks run under no-grad
   saved_by_.push_back(autograd::current_saving_node());
   if (checkpoint_trace_enabled()) {
@@ -159,6 +174,7 @@ Tensor CheckpointFrame::unpack_impl(const std::shared_ptr<Holder>& holder) {
       stopped_early = true;
     }
     is_recomputed_[gid] = true;
+    stats_detail::Update(id_)->recomputations += 1;
     if (checkpoint_trace_enabled()) {
       trace::emit("checkpoint #" + std::to_string(id_) + ": recompute " +
                   (stopped_early ? "stopped early: the last needed tensor was refilled (" : "ran to the end (") +
@@ -175,7 +191,7 @@ Tensor CheckpointFrame::unpack_impl(const std::shared_ptr<Holder>& holder) {
         "are calling ctx.saved_tensors in backward, make sure to do so only once. Otherwise please open an "
         "issue with details on your use case.");
   }
-  Tensor ret = std::move(it->second->value);
+  Tensor ret = it->second->take();
   it->second = nullptr;  // freed as soon as it is used, even with retain_graph
   if (checkpoint_trace_enabled()) {
     size_t idx = 0;
@@ -206,7 +222,7 @@ std::any CheckpointFrame::recompute_pack(const Tensor& x, int64_t gid) {
   if (auto holder = weak_holders_[recomp_idx].lock()) {
     auto it = holder->handles.find(gid);
     REMAT_INTERNAL_ASSERT(it == holder->handles.end() || it->second == nullptr);
-    holder->handles[gid] = std::make_shared<Handle>(Handle{kept});
+    holder->handles[gid] = std::make_shared<Handle>(kept, id_);
   }
   if (early_stop_ && recomp_counter_[gid] == weak_holders_.size()) throw StopRecomputation{};
   return kept;
@@ -284,15 +300,21 @@ std::vector<Tensor> checkpoint_without_reentrant(const CheckpointFn& fn, const s
 
   std::shared_ptr<DispatchMode> recompute_mode = contexts.recompute;
   bool log_recompute = debug;
+  auto accounting = std::make_shared<std::shared_ptr<DispatchMode>>();  // set once the frame has its id
   auto frame = std::make_shared<CheckpointFrame>(
-      [fn, state, recompute_mode, log_recompute](const std::vector<Tensor>& args) {
+      [fn, state, recompute_mode, log_recompute, accounting](const std::vector<Tensor>& args) {
         RestoreDeviceStateGuard restore(state);
         if (log_recompute) static_cast<OpLogMode&>(*recompute_mode).log.clear();
+        // Accounting outside, the recompute context (SAC's cached mode) inside: replayed calls
+        // never reach the accounting mode, recomputed ones do.
+        DispatchModeGuard count(*accounting);
         std::unique_ptr<DispatchModeGuard> mode;
         if (recompute_mode) mode = std::make_unique<DispatchModeGuard>(recompute_mode);
         fn(args);
       },
       early_stop, check, unpack_error_cb);
+  *accounting = stats_detail::make_recompute_accounting_mode(frame->id());
+  sac_detail::bind_region(contexts, frame->id());
 
   if (!autograd::GradMode::is_enabled()) return fn(inputs);
 

@@ -25,7 +25,14 @@ namespace remat::checkpoint_detail {
 // A recomputed tensor, owned by the Holder it was recomputed for (PyTorch's _Handle, with the
 // WeakKeyDictionary entry folded in: the tensor lives exactly as long as the handle).
 struct Handle {
+  Handle(Tensor v, int64_t region);
+  ~Handle();  // a recomputed tensor never unpacked stops counting when its holder dies
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Tensor take();  // hands the tensor out (once)
   Tensor value;
+  int64_t region;
+  int64_t bytes;
 };
 
 // What the forward pack hook stores instead of a tensor: per graph task, the handle of its
