@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "checkpoint/device_state.h"
+#include "checkpoint/scope.h"
 #include "checkpoint/selective.h"
 #include "checkpoint/stats.h"
 #include "checkpoint/trace.h"
@@ -301,9 +302,12 @@ std::vector<Tensor> checkpoint_without_reentrant(const CheckpointFn& fn, const s
   std::shared_ptr<DispatchMode> recompute_mode = contexts.recompute;
   bool log_recompute = debug;
   auto accounting = std::make_shared<std::shared_ptr<DispatchMode>>();  // set once the frame has its id
+  std::vector<std::string> scope_path = current_scope_names();  // the rerun sees the forward's scopes
   auto frame = std::make_shared<CheckpointFrame>(
-      [fn, state, recompute_mode, log_recompute, accounting](const std::vector<Tensor>& args) {
+      [fn, state, recompute_mode, log_recompute, accounting, scope_path](const std::vector<Tensor>& args) {
         RestoreDeviceStateGuard restore(state);
+        std::vector<std::unique_ptr<remat::scope>> scopes;
+        for (const std::string& name : scope_path) scopes.push_back(std::make_unique<remat::scope>(name));
         if (log_recompute) static_cast<OpLogMode&>(*recompute_mode).log.clear();
         // Accounting outside, the recompute context (SAC's cached mode) inside: replayed calls
         // never reach the accounting mode, recomputed ones do.
