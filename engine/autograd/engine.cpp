@@ -109,8 +109,12 @@ void validate_outputs(const Node& fn, variable_list& grads) {
     if (!e.is_valid() || !g.defined()) continue;
     const InputMetadata& meta = e.function->input_metadata(e.input_nr);
     if (g.sizes() != meta.shape) {
-      // A gradient that broadcasts to the input's shape is summed back (PyTorch does the same).
+      // A gradient of a shape the input broadcasts to is summed back (PyTorch does the same).
       bool expandable = g.dim() >= static_cast<int64_t>(meta.shape.size());
+      for (size_t d = 1; expandable && d <= meta.shape.size(); ++d) {
+        int64_t want = meta.shape[meta.shape.size() - d], got = g.sizes()[g.sizes().size() - d];
+        expandable = want == got || want == 1;
+      }
       REMAT_CHECK(expandable, "Function ", fn.name(), " returned an invalid gradient at index ", i,
                   " - got ", g.sizes(), " but expected shape compatible with ", meta.shape);
       g = ops_by_name::sum_to_size(g, meta.shape);

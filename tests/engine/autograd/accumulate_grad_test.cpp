@@ -1,0 +1,85 @@
+// Tests engine/autograd/accumulate_grad.cpp (AccumulateGrad: first gradient, in-place
+// accumulation, create_graph accumulation, leaf hooks).
+#include <catch2/catch.hpp>
+
+#include "remat.h"
+#include "tests/testing/counting_mode.h"
+
+using namespace remat;
+using remat::testing::CountingMode;
+using remat::testing::f64;
+using remat::testing::values;
+
+TEST_CASE("The first gradient is stolen when nothing else holds it; later ones add in place", "[accumulate_grad]") {
+  Tensor x = from_vector({1, 2}, {2}, f64(true));
+  auto mode = std::make_shared<CountingMode>();
+  {
+    DispatchModeGuard g(mode);
+    (x * 3.0).sum().backward();
+  }
+  REQUIRE(mode->count("aten::clone") == 0);  // the gradient buffer became .grad without a copy
+  Tensor first = x.grad();
+  void* buffer = first.data_ptr();
+  (x * 4.0).sum().backward();
+  REQUIRE(x.grad().is_same(first));  // same tensor, updated in place
+  REQUIRE(x.grad().data_ptr() == buffer);
+  REQUIRE(values(first) == std::vector<double>{7, 7});
+}
+
+TEST_CASE("A gradient someone else holds is copied into .grad", "[accumulate_grad]") {
+  Tensor x = from_vector({1, 2}, {2}, f64(true));
+  Tensor g = from_vector({5, 6}, {2}, kDouble);
+  x.backward(g);  // the root gradient of a leaf goes straight to its AccumulateGrad
+  REQUIRE(values(x.grad()) == std::vector<double>{5, 6});
+  REQUIRE_FALSE(x.grad().is_alias_of(g));
+  g.mul_(0.0);  // the caller's tensor is its own
+  REQUIRE(values(x.grad()) == std::vector<double>{5, 6});
+}
+
+TEST_CASE("With create_graph, .grad keeps a history and accumulation is out of place", "[accumulate_grad]") {
+  Tensor x = from_vector({1, 2}, {2}, f64(true));
+  (x * x).sum().backward({}, false, /*create_graph=*/true);
+  Tensor g1 = x.grad();
+  REQUIRE(g1.requires_grad());
+  REQUIRE(values(g1) == std::vector<double>{2, 4});
+  (x * x * x).sum().backward({}, false, /*create_graph=*/true);
+  Tensor g2 = x.grad();
+  REQUIRE_FALSE(g2.is_same(g1));  // a new tensor: g1 is part of a graph
+  REQUIRE(values(g1) == std::vector<double>{2, 4});
+  REQUIRE(values(g2) == std::vector<double>{2 + 3, 4 + 12});
+  // d/dx of the accumulated grad sum(2x + 3x^2) = 2 + 6x
+  REQUIRE(values(autograd::grad({g2.sum()}, {x})[0]) == std::vector<double>{8, 14});
+}
+
+TEST_CASE("Leaf hooks run before accumulation, in registration order", "[accumulate_grad]") {
+  Tensor x = from_vector({1, 2}, {2}, f64(true));
+  std::vector<int> order;
+  x.register_hook([&](const Tensor& g) {
+    order.push_back(1);
+    return g * 2.0;
+  });
+  x.register_hook([&](const Tensor& g) {
+    order.push_back(2);
+    return g + 1.0;
+  });
+  (x * 3.0).sum().backward();
+  REQUIRE(order == std::vector<int>{1, 2});
+  REQUIRE(values(x.grad()) == std::vector<double>{7, 7});
+}
+
+TEST_CASE("AccumulateGrad is one node per leaf, held weakly by the leaf", "[accumulate_grad]") {
+  Tensor x = from_vector({1, 2}, {2}, f64(true));
+  REQUIRE(autograd::impl::try_get_grad_accumulator(x) == nullptr);
+  Tensor a = x * 2.0;
+  auto acc = autograd::impl::try_get_grad_accumulator(x);
+  REQUIRE(acc != nullptr);
+  Tensor b = x * 3.0;
+  REQUIRE(autograd::impl::grad_accumulator(x) == acc);
+  REQUIRE(a.grad_fn()->next_edge(0).function == acc);
+  std::weak_ptr<autograd::Node> weak = acc;
+  acc.reset();
+  a.reset();
+  b.reset();
+  REQUIRE(weak.expired());  // the leaf does not keep its accumulator alive
+  REQUIRE(autograd::impl::grad_accumulator(from_vector({1}, {1}, kDouble)) == nullptr);  // no grad: none
+}
