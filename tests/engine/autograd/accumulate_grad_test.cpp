@@ -49,37 +49,26 @@ TEST_CASE("With create_graph, .grad keeps a history and accumulation is out of p
   REQUIRE(values(g2) == std::vector<double>{2 + 3, 4 + 12});
   // d/dx of the accumulated grad sum(2x + 3x^2) = 2 + 6x
   REQUIRE(values(autograd::grad({g2.sum()}, {x})[0]) == std::vector<double>{8, 14});
+  x.set_grad(Tensor());  // breaks the x -> .grad -> graph -> AccumulateGrad(x) cycle
 }
 
-TEST_CASE("Leaf hooks run before accumulation, in registration order", "[accumulate_grad]") {
-  Tensor x = from_vector({1, 2}, {2}, f64(true));
-  std::vector<int> order;
-  x.register_hook([&](const Tensor& g) {
-    order.push_back(1);
-    return g * 2.0;
-  });
-  x.register_hook([&](const Tensor& g) {
-    order.push_back(2);
-    return g + 1.0;
-  });
-  (x * 3.0).sum().backward();
-  REQUIRE(order == std::vector<int>{1, 2});
-  REQUIRE(values(x.grad()) == std::vector<double>{7, 7});
-}
-
-TEST_CASE("AccumulateGrad is one node per leaf, held weakly by the leaf", "[accumulate_grad]") {
-  Tensor x = from_vector({1, 2}, {2}, f64(true));
-  REQUIRE(autograd::impl::try_get_grad_accumulator(x) == nullptr);
-  Tensor a = x * 2.0;
-  auto acc = autograd::impl::try_get_grad_accumulator(x);
-  REQUIRE(acc != nullptr);
-  Tensor b = x * 3.0;
-  REQUIRE(autograd::impl::grad_accumulator(x) == acc);
-  REQUIRE(a.grad_fn()->next_edge(0).function == acc);
-  std::weak_ptr<autograd::Node> weak = acc;
-  acc.reset();
-  a.reset();
-  b.reset();
-  REQUIRE(weak.expired());  // the leaf does not keep its accumulator alive
-  REQUIRE(autograd::impl::grad_accumulator(from_vector({1}, {1}, kDouble)) == nullptr);  // no grad: none
+TEST_CASE("backward(create_graph) makes a cycle through .grad, as in PyTorch; resetting .grad breaks it",
+          "[accumulate_grad]") {
+  // PyTorch warns: "Using backward() with create_graph=True will create a reference cycle between
+  // the parameter and its gradient ... reset the .grad fields of your parameters to None after use".
+  const int64_t baseline = autograd::Node::live_count();
+  {
+    Tensor x = from_vector({1, 2}, {2}, f64(true));
+    (x * x).sum().backward();
+    REQUIRE(autograd::impl::try_get_grad_accumulator(x) == nullptr);  // freed with the graph
+    x.set_grad(Tensor());
+    (x * x).sum().backward({}, false, /*create_graph=*/true);
+    // x.grad's history ends at x's AccumulateGrad, which holds x: it outlives the forward graph.
+    std::weak_ptr<autograd::Node> acc = autograd::impl::try_get_grad_accumulator(x);
+    REQUIRE_FALSE(acc.expired());
+    REQUIRE(autograd::Node::live_count() > baseline);
+    x.set_grad(Tensor());
+    REQUIRE(acc.expired());
+  }
+  REQUIRE(autograd::Node::live_count() == baseline);
 }

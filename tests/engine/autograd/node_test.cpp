@@ -47,9 +47,9 @@ TEST_CASE("The engine runs nodes in decreasing sequence_nr order", "[node]") {
   Tensor loss = (a + b + c).sum();
   std::vector<std::string> order;
   for (const Tensor& t : {a, b, c}) {
-    auto fn = t.grad_fn();
-    fn->add_pre_hook([&order, fn](const autograd::variable_list& grads) {
-      order.push_back(fn->name());
+    // (The hook captures the name, not the node: a node holding itself would never be freed.)
+    t.grad_fn()->add_pre_hook([&order, name = t.grad_fn()->name()](const autograd::variable_list& grads) {
+      order.push_back(name);
       return grads;
     });
   }
