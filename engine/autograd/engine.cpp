@@ -183,19 +183,21 @@ variable_list Engine::execute(const edge_list& roots, const variable_list& grads
     }
     root_done = true;
 
-    bool run = true;
+    bool run = true, hooks_done = false;
     if (!task.exec_info.empty()) {
       auto it = task.exec_info.find(fn.get());
       const GraphTask::ExecInfo* info = it == task.exec_info.end() ? nullptr : &it->second;
       if (info != nullptr && !info->captures.empty()) {
-        variable_list hooked = fn->call_tensor_pre_hooks(inputs);
-        for (const auto& c : info->captures) task.captured_vars[c.output_idx] = hooked[c.input_idx];
+        // Captured after the tensor hooks, which run once even if the node runs too.
+        inputs = fn->call_tensor_pre_hooks(std::move(inputs));
+        hooks_done = true;
+        for (const auto& c : info->captures) task.captured_vars[c.output_idx] = inputs[c.input_idx];
       }
       run = info != nullptr && info->needed;
     }
     if (!run) continue;
 
-    inputs = fn->call_tensor_pre_hooks(std::move(inputs));
+    if (!hooks_done) inputs = fn->call_tensor_pre_hooks(std::move(inputs));
     for (const auto& hook : fn->pre_hooks()) inputs = hook(inputs);
     variable_list grad_inputs = inputs;  // kept only for post hooks
     if (fn->post_hooks().empty()) grad_inputs.clear();

@@ -162,3 +162,36 @@ TEST_CASE("Backward runs formulas without recording, unless create_graph", "[eng
   REQUIRE_FALSE(grad_mode_in_backward);
   REQUIRE_FALSE(x.grad().requires_grad());
 }
+
+TEST_CASE("A tensor hook runs once when its gradient is both captured and passed on", "[engine]") {
+  // grad() / backward(inputs=) with a non-leaf h and a leaf x behind it: h's gradient is
+  // captured (after its hooks) and also flows on to x.
+  int runs = 0;
+  auto times_ten = [&runs](const Tensor& g) {
+    ++runs;
+    return g * 10.0;
+  };
+  Tensor x = from_vector({1, 2}, {2}, f64(true));
+  Tensor h = x * 2.0;
+  h.register_hook(times_ten);
+  std::vector<Tensor> g = autograd::grad({(h * h).sum()}, {h, x});
+  REQUIRE(runs == 1);
+  REQUIRE(values(g[0]) == std::vector<double>{40, 80});   // 10 * 2h
+  REQUIRE(values(g[1]) == std::vector<double>{80, 160});  // 10 * 2h * 2
+
+  runs = 0;
+  Tensor x2 = from_vector({1, 2}, {2}, f64(true));
+  Tensor h2 = x2 * 2.0;
+  h2.register_hook(times_ten);
+  autograd::backward({(h2 * h2).sum()}, {}, false, false, {h2, x2});
+  REQUIRE(runs == 1);
+  REQUIRE(values(h2.grad()) == std::vector<double>{40, 80});
+  REQUIRE(values(x2.grad()) == std::vector<double>{80, 160});
+
+  // retain_grad is such a hook: it must not count the gradient twice.
+  Tensor x3 = from_vector({1, 2}, {2}, f64(true));
+  Tensor h3 = x3 * 2.0;
+  h3.retain_grad();
+  autograd::grad({(h3 * h3).sum()}, {h3, x3});
+  REQUIRE(values(h3.grad()) == std::vector<double>{4, 8});
+}
