@@ -24,8 +24,8 @@ Tensor if_needed(C c, size_t arg, const std::function<Tensor()>& f) { return c.n
 
 // Re-inserts reduced dims so a reduction's gradient broadcasts back (restore_reduced_dims).
 Tensor unsqueeze_reduced(const Tensor& g, const Shape& in_shape, const Shape& dims, bool keepdim) {
-  if (keepdim) return g;
   int64_t n = static_cast<int64_t>(in_shape.size());
+  if (keepdim || n == 0) return g;  // a 0-d input reduces to a 0-d result
   std::vector<bool> reduced(static_cast<size_t>(n), dims.empty());
   for (int64_t d : dims) reduced[d < 0 ? d + n : d] = true;
   Tensor r = g;
@@ -174,7 +174,7 @@ std::vector<Derivative> table() {
         const Shape& in = c.meta(0).shape;
         Shape dims = c.ints(1);
         int64_t n = 1;
-        if (dims.empty()) {
+        if (dims.empty() || in.empty()) {  // all elements (a 0-d input has one)
           n = shape_numel(in);
         } else {
           for (int64_t d : dims) n *= in[d < 0 ? d + static_cast<int64_t>(in.size()) : d];

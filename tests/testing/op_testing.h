@@ -17,6 +17,9 @@ namespace remat::testing {
 
 using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 
+// "[2, 3]" (for INFO messages; Catch does not find remat's operator<< for std::vector).
+inline std::string str(const Shape& s) { return detail::str(s); }
+
 // A CPU tensor with these row-major values.
 inline Tensor tensor(const std::vector<double>& values, const Shape& shape, ScalarType dtype = kFloat) {
   return from_vector(values, shape, TensorOptions().dtype(dtype));
