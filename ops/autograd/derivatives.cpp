@@ -56,10 +56,14 @@ Derivative non_differentiable(const char* op) {
 std::vector<Derivative> table() {
   return {
       // out = self + other
-      rule("aten::add", {}, {}, [](C c) -> G { return {sum_to(c.grad(), c.meta(0)), sum_to(c.grad(), c.meta(1))}; }),
+      rule("aten::add", {}, {}, [](C c) -> G {
+        return {if_needed(c, 0, [&] { return sum_to(c.grad(), c.meta(0)); }),
+                if_needed(c, 1, [&] { return sum_to(c.grad(), c.meta(1)); })};
+      }),
       // out = self - other
       rule("aten::sub", {}, {}, [](C c) -> G {
-        return {sum_to(c.grad(), c.meta(0)), if_needed(c, 1, [&] { return sum_to(neg(c.grad()), c.meta(1)); })};
+        return {if_needed(c, 0, [&] { return sum_to(c.grad(), c.meta(0)); }),
+                if_needed(c, 1, [&] { return sum_to(neg(c.grad()), c.meta(1)); })};
       }),
       // out = self * other
       rule("aten::mul", {0, 1}, {}, [](C c) -> G {
@@ -238,7 +242,9 @@ std::vector<Derivative> table() {
       rule("aten::triu", {}, {}, [](C c) -> G { return {triu(c.grad(), c.integer(1))}; }),
 
       // in-place: the gradient flows to self's old value and to the other operand
-      inplace(rule("aten::add_", {}, {}, [](C c) -> G { return {c.grad(), sum_to(c.grad(), c.meta(1))}; })),
+      inplace(rule("aten::add_", {}, {}, [](C c) -> G {
+        return {c.grad(), if_needed(c, 1, [&] { return sum_to(c.grad(), c.meta(1)); })};
+      })),
       inplace(rule("aten::add_.Scalar", {}, {}, [](C c) -> G { return {c.grad()}; })),
       inplace(rule("aten::mul_", {0, 1}, {}, [](C c) -> G {
         return {if_needed(c, 0, [&] { return mul(c.grad(), c.input(1)); }),

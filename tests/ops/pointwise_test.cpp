@@ -289,6 +289,11 @@ TEST_CASE("gradcheck: binary ops with broadcasting and strided inputs", "[pointw
   Tensor nog = randn_seeded({3, 4}, 7);
   REQUIRE(gradcheck1([](auto& x) { return mul(x[0], x[1]); }, {t, nog}));
   REQUIRE(gradcheck1([](auto& x) { return div(x[1], x[0]); }, {positive_leaf({3, 4}, 8), nog}));
+  REQUIRE(gradcheck1([](auto& x) { return add(x[0], x[1]); }, {t, nog}));
+  REQUIRE(gradcheck1([](auto& x) { return add(x[1], x[0]); }, {t, nog}));
+  REQUIRE(gradcheck1([](auto& x) { return sub(x[0], x[1]); }, {t, nog}));
+  REQUIRE(gradcheck1([](auto& x) { return sub(x[1], x[0]); }, {t, nog}));
+  REQUIRE(gradcheck1([](auto& x) { return add(x[0], x[1]); }, {r, nog}));
 }
 
 TEST_CASE("gradcheck: scalar ops and pow", "[pointwise][gradcheck]") {
@@ -470,6 +475,8 @@ TEST_CASE("in-place ops on non-leaf tensors rebase history; gradients are right"
     REQUIRE(gradcheck1([](auto& x) { Tensor h = mul(x[0], 1.0); h.add_(x[1]); return h; }, {leaf({2, 3}, 53), leaf({3}, 54)}));
     REQUIRE(gradcheck1([](auto& x) { Tensor h = sin(x[0]); h.mul_(x[1]); return h; }, {leaf({2, 3}, 55), leaf({2, 1}, 56)}));
     REQUIRE(gradcheck1([](auto& x) { Tensor h = add(x[0], 0.0); h.mul_(3.0); h.add_(-1.0); return h; }, {leaf({4}, 57)}));
+    Tensor k = randn_seeded({3}, 63);
+    REQUIRE(gradcheck1([k](auto& x) { Tensor h = mul(x[0], 2.0); h.add_(k); h.mul_(k); return h; }, {leaf({2, 3}, 64)}));
     REQUIRE(gradcheck1([](auto& x) { Tensor h = mul(x[0], 2.0); h.relu_(); return mul(h, x[0]); }, {leaf({5}, 58)}));
     Tensor c = randn_seeded({2, 3}, 62);
     REQUIRE(gradcheck1([c](auto& x) { Tensor h = add(x[0], 0.0); h.mul_(c); return h; }, {transposed_leaf({2, 3}, 59)}));
