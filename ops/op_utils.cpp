@@ -8,7 +8,7 @@ Tensor empty_from(TensorMeta meta) { return make_empty(std::move(meta.sizes), me
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = n; i-- > 0;) {  // from the last dim, so the error names the rightmost mismatch (as PyTorch)
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     REMAT_CHECK(da == db || da == 1 || db == 1, op, ": The size of tensor a (", da,
