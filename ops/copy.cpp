@@ -65,6 +65,7 @@ Tensor to_copy_meta(const Tensor& self, std::optional<ScalarType> dtype, std::op
 }
 
 void check_copy(const Tensor& self, const Tensor& src) {
+  check_no_internal_overlap("aten::copy_", self);
   Shape b = broadcast_shapes("aten::copy_", self.sizes(), src.sizes());
   REMAT_CHECK(b == self.sizes(), "aten::copy_: source of shape ", src.sizes(),
               " cannot be broadcast to the destination's shape ", self.sizes());

@@ -81,10 +81,12 @@ Tensor random_fill(const char* op, const Tensor& self, Generator* generator, con
 
 void check_uniform(const Tensor& self, double from, double to) {
   check_floating("aten::uniform_", self, "self");
+  check_no_internal_overlap("aten::uniform_", self);
   REMAT_CHECK(from <= to, "aten::uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
 }
 void check_normal(const Tensor& self, double std) {
   check_floating("aten::normal_", self, "self");
+  check_no_internal_overlap("aten::normal_", self);
   REMAT_CHECK(std >= 0.0, "aten::normal_: expects std >= 0.0, but found std ", std);
 }
 

@@ -53,6 +53,15 @@ void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
               toString(a.dtype()), " and ", toString(b.dtype()));
 }
 
+void check_no_internal_overlap(const char* op, const Tensor& self) {
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    REMAT_CHECK(self.sizes()[d] <= 1 || self.strides()[d] != 0, op,
+                ": unsupported operation: more than one element of the written-to tensor refers to a single "
+                "memory location. Please clone() the tensor before performing the operation. (shape ",
+                self.sizes(), ", strides ", self.strides(), ")");
+  }
+}
+
 Shape broadcast_strides(const Tensor& t, const Shape& sizes) {
   Shape strides(sizes.size(), 0);
   size_t offset = sizes.size() - static_cast<size_t>(t.dim());

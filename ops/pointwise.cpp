@@ -34,6 +34,7 @@ TensorMeta unary_meta(const char* op, const Tensor& a, bool floating_only) {
 // An in-place op writes into self: the other operand must broadcast to self's shape.
 void inplace_meta(const char* op, const Tensor& self, const Tensor& other) {
   TensorMeta m = binary_meta(op, self, other);
+  check_no_internal_overlap(op, self);
   REMAT_CHECK(m.sizes == self.sizes(), op, ": output with shape ", self.sizes(),
               " doesn't match the broadcast shape ", m.sizes);
   REMAT_CHECK(m.dtype == self.dtype() || isFloatingType(self.dtype()), op, ": result type ", toString(m.dtype),
@@ -385,6 +386,7 @@ Tensor inplace_binary_meta_mul(const Tensor& self, const Tensor& other) {
 template <class F>
 Tensor inplace_scalar_cpu(const char* op, const Tensor& self, const F& f) {
   check_defined(op, self, "self");
+  check_no_internal_overlap(op, self);
   if (self.numel() > 0 && !self.is_meta()) {
     auto loop = make_loop(self, {&self});
     REMAT_DISPATCH_NUMERIC_TYPES(self.dtype(), op, [&] {
@@ -398,6 +400,7 @@ Tensor inplace_scalar_cpu(const char* op, const Tensor& self, const F& f) {
 // self op= s writes into self: a fractional scalar cannot be stored in an integer tensor.
 void check_inplace_scalar(const char* op, const Tensor& self, double s) {
   check_defined(op, self, "self");
+  check_no_internal_overlap(op, self);
   REMAT_CHECK(isFloatingType(self.dtype()) || !is_fractional(s), op,
               ": result type Float can't be cast to the desired output type ", toString(self.dtype()),
               " (scalar ", s, ")");
@@ -424,6 +427,7 @@ Tensor mul__scalar_meta(const Tensor& self, double s) {
   return self;
 }
 Tensor relu__meta(const Tensor& self) {
+  check_no_internal_overlap("aten::relu_", self);
   self.impl()->bump_version();
   return self;
 }

@@ -286,6 +286,15 @@ TEST_CASE("copy error paths", "[copy][errors]") {
   REQUIRE_THROWS_WITH(zeros({3}).copy_(zeros({2, 3})),
                       Contains("aten::copy_") && Contains("[2, 3]") && Contains("cannot be broadcast") && Contains("[3]"));
   REQUIRE_THROWS_WITH(meta({3}).copy_(meta({2, 3})), Contains("aten::copy_"));
+  REQUIRE_THROWS_WITH(zeros({1, 3}).expand({2, 3}).copy_(ones({2, 3})),
+                      Contains("aten::copy_") && Contains("more than one element of the written-to tensor"));
+  // fill_ and zero_ are idempotent: an expanded destination is fine (as in PyTorch)
+  Tensor row = zeros({1, 3});
+  Tensor e = row.expand({2, 3});
+  e.fill_(4.0);
+  check_values(row, {4, 4, 4});
+  e.zero_();
+  check_values(row, {0, 0, 0});
   // Meta tensors have no data to copy out
   REQUIRE_THROWS_WITH(zeros({3}).copy_(meta({3})), Contains("aten::copy_") && Contains("Cannot copy out of meta tensor"));
   REQUIRE_THROWS_WITH(meta({3}).to(Device{kCPU}), Contains("aten::_to_copy") && Contains("Cannot copy out of meta tensor"));

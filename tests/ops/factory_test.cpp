@@ -232,6 +232,9 @@ TEST_CASE("factory error paths", "[factory][errors]") {
   REQUIRE_THROWS_WITH(rand({2}, TensorOptions().dtype(kLong).device(Device{kMeta})), Contains("aten::uniform_") && Contains("Long"));
   Tensor m = meta({2});
   REQUIRE_THROWS_WITH(normal_(m, 0.0, -1.0), Contains("aten::normal_") && Contains("std >= 0.0"));
+  Tensor expanded = zeros({1, 4}).expand({3, 4});
+  REQUIRE_THROWS_WITH(normal_(expanded), Contains("aten::normal_") && Contains("more than one element"));
+  REQUIRE_THROWS_WITH(uniform_(expanded), Contains("aten::uniform_") && Contains("more than one element"));
   REQUIRE_THROWS_WITH(uniform_(m, 2.0, 1.0), Contains("aten::uniform_") && Contains("from=2"));
   Tensor t = zeros({2});
   REQUIRE_THROWS_WITH(uniform_(t, 1.0, 0.0), Contains("aten::uniform_") && Contains("from=1") && Contains("to=0"));

@@ -440,6 +440,18 @@ TEST_CASE("in-place ops: error paths", "[pointwise][inplace][errors]") {
   REQUIRE_THROWS_WITH(meta({2}, kLong).mul_(1.5), Contains("aten::mul_.Scalar") && Contains("Long"));
   l.add_(2.0).mul_(3.0);  // integral scalars are fine
   check_values(l, {6, 6});
+  // writing into an expanded tensor (several elements at one address) is refused
+  Tensor e = zeros({1, 3}).expand({2, 3});
+  for (const auto& f : std::vector<std::function<void()>>{[&] { e.add_(ones({2, 3})); }, [&] { e.mul_(ones({3})); },
+                                                          [&] { e.add_(1.0); }, [&] { e.mul_(2.0); }, [&] { e.relu_(); }}) {
+    REQUIRE_THROWS_WITH(f(), Contains("unsupported operation: more than one element of the written-to tensor refers to "
+                                      "a single memory location") && Contains("strides [0, 1]"));
+  }
+  Tensor em = meta({1, 3}).expand({2, 3});
+  REQUIRE_THROWS_WITH(em.add_(1.0), Contains("aten::add_.Scalar") && Contains("more than one element"));
+  REQUIRE_THROWS_WITH(em.relu_(), Contains("aten::relu_") && Contains("more than one element"));
+  REQUIRE_THROWS_WITH(em.mul_(meta({3})), Contains("aten::mul_") && Contains("more than one element"));
+  zeros({3, 1}).expand({3, 1}).add_(1.0);  // size-1 dims may have any stride
   // autograd
   Tensor w = zeros({3}, TensorOptions().requires_grad(true));
   REQUIRE_THROWS_WITH(w.add_(ones({3})), Contains("a leaf Variable that requires grad is being used in an in-place operation"));

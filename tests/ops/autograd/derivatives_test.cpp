@@ -88,12 +88,13 @@ TEST_CASE("gradgradcheck: reductions, views, copies, matrix products, in-place",
 }
 
 namespace {
-// Records every tensor saved for backward while alive.
+// Records every tensor saved for backward while alive. It keeps (and packs) detached aliases:
+// packing a saved output itself would make a reference cycle output -> node -> output.
 struct SaveRecorder {
   std::vector<Tensor> saved;
   autograd::saved_tensors_hooks hooks{[this](const Tensor& t) -> std::any {
-                                        saved.push_back(t);
-                                        return t;
+                                        saved.push_back(t.detach());
+                                        return t.detach();
                                       },
                                       [](const std::any& a) { return std::any_cast<Tensor>(a); }};
 };
