@@ -61,10 +61,9 @@ void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
   const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1];
   const int64_t k = a.sizes()[a.dim() - 1];
   auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
-  // (The copy is made before its strides are read: argument evaluation order is unspecified.)
   GemmOperand ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
   if (!ga.t.defined()) {
-    a = contiguous_cpu(a);
+    a = contiguous_cpu(a);  // neither row- nor column-major (e.g. expanded): copy
     ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
   }
   GemmOperand gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
