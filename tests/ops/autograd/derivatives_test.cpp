@@ -13,8 +13,6 @@ using namespace remat::testing;
 using Catch::Contains;
 using autograd::gradcheck;
 using autograd::gradgradcheck;
-using Fn = autograd::GradcheckFn;
-using V = std::vector<Tensor>;
 
 TEST_CASE("fused backward kernels are differentiable in both arguments", "[derivatives][gradcheck]") {
   Tensor g = leaf({2, 3}, 1), x = leaf({2, 3}, 2);
@@ -225,6 +223,8 @@ TEST_CASE("a rule's saved tensors are freed after backward", "[derivatives]") {
 
 // ---- cases from the engine test suite (gradcheck of the first op set) ----
 namespace engine_suite {
+using Fn = autograd::GradcheckFn;
+using V = std::vector<Tensor>;
 namespace {
 
 // A float64 leaf with values uniform in [lo, hi).
