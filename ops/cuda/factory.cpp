@@ -30,14 +30,14 @@ Tensor random_fill_cuda(const char* op, const Tensor& self, Generator* generator
 }
 
 Tensor uniform__cuda(const Tensor& self, double from, double to, Generator* generator) {
-  check_uniform_args(from, to);
+  check_uniform(self, from, to);
   return random_fill_cuda("aten::uniform_", self, generator, [&](const Tensor& dst, uint64_t seed, uint64_t offset) {
     kc::uniform(dst.dtype(), dst.data_ptr(), dst.numel(), seed, offset, from, to, cuda_stream(dst.device()));
   });
 }
 
 Tensor normal__cuda(const Tensor& self, double mean, double std, Generator* generator) {
-  check_normal_args(std);
+  check_normal(self, std);
   return random_fill_cuda("aten::normal_", self, generator, [&](const Tensor& dst, uint64_t seed, uint64_t offset) {
     kc::normal(dst.dtype(), dst.data_ptr(), dst.numel(), seed, offset, mean, std, cuda_stream(dst.device()));
   });

@@ -76,6 +76,8 @@ TEST_CASE("Long and Bool sums, NaN in amax, empty inputs", "[reduction][gpu]") {
   CHECK(m[1] == 6.0);
   Tensor e = zeros({0, 3}, TensorOptions().device(cuda0()));
   CHECK(equal(sum(e, {0}).to(Device(kCPU)), zeros({3})));
+  std::vector<double> empty_mean = mean(e, {0}).to_vector();  // 0/0, as on CPU
+  CHECK(std::isnan(empty_mean[0]));
   REQUIRE_THROWS_WITH(amax(e, 0), Catch::Contains("Expected reduction dim 0 to have non-zero size"));
   REQUIRE_THROWS_WITH(mean(l.to(cuda0())), Catch::Contains("aten::mean: expected 'self' to have a floating point"));
   REQUIRE_THROWS_WITH(sum(l.to(cuda0()), {0, 0}), Catch::Contains("appears multiple times"));
