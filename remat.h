@@ -30,6 +30,7 @@
 #include "engine/autograd/saved_variable_hooks.h"
 #include "engine/autograd/variable.h"
 #include "engine/core/allocator.h"
+#include "engine/core/cuda_hooks.h"
 #include "engine/core/generator.h"
 #include "engine/core/ivalue.h"
 #include "engine/core/tensor.h"

@@ -6,9 +6,49 @@
 #include "kernels/cpu/pointwise.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
+#include "ops/meta.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
+
+// Meta functions, shared by every backend (declared in ops/meta.h).
+
+void check_triu(const Tensor& self) {
+  REMAT_CHECK(self.dim() >= 2, "aten::triu: input tensor must have at least 2 dimensions (got shape ", self.sizes(), ")");
+}
+
+void check_copy(const Tensor& self, const Tensor& src) {
+  check_no_internal_overlap("aten::copy_", self);
+  Shape b = broadcast_shapes("aten::copy_", self.sizes(), src.sizes());
+  REMAT_CHECK(b == self.sizes(), "aten::copy_: source of shape ", src.sizes(),
+              " cannot be broadcast to the destination's shape ", self.sizes());
+}
+
+TensorMeta cat_meta(const std::vector<Tensor>& tensors, int64_t dim) {
+  REMAT_CHECK(!tensors.empty(), "aten::cat: expected a non-empty list of Tensors");
+  const Tensor& first = tensors[0];
+  REMAT_CHECK(first.dim() > 0, "aten::cat: zero-dimensional tensor (at position 0) cannot be concatenated");
+  dim = maybe_wrap_dim(dim, first.dim(), "aten::cat");
+  Shape sizes = first.sizes();
+  sizes[dim] = 0;
+  ScalarType dtype = first.dtype();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    REMAT_CHECK(t.dim() == first.dim(), "aten::cat: Tensors must have same number of dimensions: got ",
+                first.dim(), " and ", t.dim(), " (tensor ", i, ")");
+    REMAT_CHECK(t.device() == first.device(), "aten::cat: Expected all tensors to be on the same device, but found ",
+                first.device(), " and ", t.device());
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      REMAT_CHECK(d == dim || t.sizes()[d] == first.sizes()[d], "aten::cat: Sizes of tensors must match except in dimension ",
+                  dim, ". Expected size ", first.sizes()[d], " but got size ", t.sizes()[d], " for tensor number ", i,
+                  " in the list.");
+    }
+    sizes[dim] += t.sizes()[dim];
+    dtype = promoteTypes(dtype, t.dtype());
+  }
+  return {sizes, dtype, first.device()};
+}
+
 namespace {
 
 namespace cpu = kernels::cpu;
@@ -64,13 +104,6 @@ Tensor to_copy_meta(const Tensor& self, std::optional<ScalarType> dtype, std::op
   return make_empty(self.sizes(), dtype.value_or(self.dtype()), device.value_or(Device{kMeta}));
 }
 
-void check_copy(const Tensor& self, const Tensor& src) {
-  check_no_internal_overlap("aten::copy_", self);
-  Shape b = broadcast_shapes("aten::copy_", self.sizes(), src.sizes());
-  REMAT_CHECK(b == self.sizes(), "aten::copy_: source of shape ", src.sizes(),
-              " cannot be broadcast to the destination's shape ", self.sizes());
-}
-
 Tensor copy__cpu(const Tensor& self, const Tensor& src) {
   check_copy(self, src);
   if (src.device() == self.device()) {
@@ -113,31 +146,6 @@ Tensor ones_like_cpu(const Tensor& self) {
 }
 Tensor like_meta(const Tensor& self) { return meta_like(self); }
 
-TensorMeta cat_meta(const std::vector<Tensor>& tensors, int64_t dim) {
-  REMAT_CHECK(!tensors.empty(), "aten::cat: expected a non-empty list of Tensors");
-  const Tensor& first = tensors[0];
-  REMAT_CHECK(first.dim() > 0, "aten::cat: zero-dimensional tensor (at position 0) cannot be concatenated");
-  dim = maybe_wrap_dim(dim, first.dim(), "aten::cat");
-  Shape sizes = first.sizes();
-  sizes[dim] = 0;
-  ScalarType dtype = first.dtype();
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor& t = tensors[i];
-    REMAT_CHECK(t.dim() == first.dim(), "aten::cat: Tensors must have same number of dimensions: got ",
-                first.dim(), " and ", t.dim(), " (tensor ", i, ")");
-    REMAT_CHECK(t.device() == first.device(), "aten::cat: Expected all tensors to be on the same device, but found ",
-                first.device(), " and ", t.device());
-    for (int64_t d = 0; d < t.dim(); ++d) {
-      REMAT_CHECK(d == dim || t.sizes()[d] == first.sizes()[d], "aten::cat: Sizes of tensors must match except in dimension ",
-                  dim, ". Expected size ", first.sizes()[d], " but got size ", t.sizes()[d], " for tensor number ", i,
-                  " in the list.");
-    }
-    sizes[dim] += t.sizes()[dim];
-    dtype = promoteTypes(dtype, t.dtype());
-  }
-  return {sizes, dtype, first.device()};
-}
-
 Tensor cat_cpu(const std::vector<Tensor>& tensors, int64_t dim) {
   TensorMeta m = cat_meta(tensors, dim);
   dim = maybe_wrap_dim(dim, tensors[0].dim(), "aten::cat");
@@ -159,7 +167,7 @@ Tensor cat_meta_kernel(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor triu_cpu(const Tensor& self, int64_t diagonal) {
-  REMAT_CHECK(self.dim() >= 2, "aten::triu: input tensor must have at least 2 dimensions (got shape ", self.sizes(), ")");
+  check_triu(self);
   Tensor out = clone_cpu(self);
   int64_t rows = self.sizes()[self.dim() - 2], cols = self.sizes()[self.dim() - 1];
   int64_t batch = self.numel() / std::max<int64_t>(rows * cols, 1);
@@ -172,7 +180,7 @@ Tensor triu_cpu(const Tensor& self, int64_t diagonal) {
   return out;
 }
 Tensor triu_meta(const Tensor& self, int64_t) {
-  REMAT_CHECK(self.dim() >= 2, "aten::triu: input tensor must have at least 2 dimensions (got shape ", self.sizes(), ")");
+  check_triu(self);
   return meta_like(self);
 }
 

@@ -7,6 +7,7 @@
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
 #include "ops/functions.h"
+#include "ops/meta.h"
 
 namespace remat {
 
@@ -62,6 +63,19 @@ Tensor randn(const Shape& size, TensorOptions options, Generator* generator) {
 }
 
 namespace ops {
+
+// Argument checks shared by every backend (declared in ops/meta.h).
+void check_uniform(const Tensor& self, double from, double to) {
+  check_floating("aten::uniform_", self, "self");
+  check_no_internal_overlap("aten::uniform_", self);
+  REMAT_CHECK(from <= to, "aten::uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
+}
+void check_normal(const Tensor& self, double std) {
+  check_floating("aten::normal_", self, "self");
+  check_no_internal_overlap("aten::normal_", self);
+  REMAT_CHECK(std >= 0.0, "aten::normal_: expects std >= 0.0, but found std ", std);
+}
+
 namespace {
 
 Generator& pick(Generator* g, Device d) { return g != nullptr ? *g : default_generator(d); }
@@ -77,17 +91,6 @@ Tensor random_fill(const char* op, const Tensor& self, Generator* generator, con
   if (!dst.is_same(self)) copy_into_cpu(self, dst);
   self.impl()->bump_version();
   return self;
-}
-
-void check_uniform(const Tensor& self, double from, double to) {
-  check_floating("aten::uniform_", self, "self");
-  check_no_internal_overlap("aten::uniform_", self);
-  REMAT_CHECK(from <= to, "aten::uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
-}
-void check_normal(const Tensor& self, double std) {
-  check_floating("aten::normal_", self, "self");
-  check_no_internal_overlap("aten::normal_", self);
-  REMAT_CHECK(std >= 0.0, "aten::normal_: expects std >= 0.0, but found std ", std);
 }
 
 Tensor uniform__cpu(const Tensor& self, double from, double to, Generator* generator) {

@@ -5,21 +5,14 @@
 #include "ops/composite.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
+#include "ops/meta.h"
 #include "ops/functions.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
-namespace {
 
-namespace cpu = kernels::cpu;
+// Meta functions and the GEMM operand layout, shared by every backend (declared in ops/meta.h).
 
-// How a strided 2-D operand [rows, cols] is passed to GEMM: row-major (trans=false, ld = stride
-// of rows) or as the transpose of a row-major matrix (trans=true, ld = stride of cols).
-struct GemmOperand {
-  Tensor t;  // the data (possibly a contiguous copy)
-  bool trans;
-  int64_t ld;
-};
 GemmOperand gemm_operand(const Tensor& m, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols) {
   // The stride of a size-1 dim is never used (and may be anything, e.g. 0 after expand): give it
   // a value BLAS accepts, so that every contiguous tensor is a valid operand.
@@ -31,7 +24,7 @@ GemmOperand gemm_operand(const Tensor& m, int64_t row_stride, int64_t col_stride
 }
 
 // op: the op named in errors (addmm checks its two matrices as mm does).
-TensorMeta mm_meta(const Tensor& a, const Tensor& b, const char* op = "aten::mm") {
+TensorMeta mm_meta(const Tensor& a, const Tensor& b, const char* op) {
   check_defined(op, a, "self");
   check_defined(op, b, "mat2");
   check_dim(op, a, 2, "self");
@@ -58,6 +51,20 @@ TensorMeta bmm_meta(const Tensor& a, const Tensor& b) {
   check_floating("aten::bmm", a, "self");
   return {{a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype(), d};
 }
+
+TensorMeta addmm_meta(const Tensor& bias, const Tensor& a, const Tensor& b) {
+  TensorMeta m = mm_meta(a, b, "aten::addmm");
+  check_defined("aten::addmm", bias, "self");
+  common_device("aten::addmm", {&bias, &a});
+  Shape s = broadcast_shapes("aten::addmm", bias.sizes(), m.sizes);
+  REMAT_CHECK(s == m.sizes, "aten::addmm: bias of shape ", bias.sizes(), " does not broadcast to the product's shape ",
+              m.sizes);
+  return m;
+}
+
+namespace {
+
+namespace cpu = kernels::cpu;
 
 // out[i] (+)= a[i] @ b[i] for each batch entry; out is contiguous.
 void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
@@ -109,15 +116,6 @@ Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-TensorMeta addmm_meta(const Tensor& bias, const Tensor& a, const Tensor& b) {
-  TensorMeta m = mm_meta(a, b, "aten::addmm");
-  check_defined("aten::addmm", bias, "self");
-  common_device("aten::addmm", {&bias, &a});
-  Shape s = broadcast_shapes("aten::addmm", bias.sizes(), m.sizes);
-  REMAT_CHECK(s == m.sizes, "aten::addmm: bias of shape ", bias.sizes(), " does not broadcast to the product's shape ",
-              m.sizes);
-  return m;
-}
 Tensor addmm_cpu(const Tensor& bias, const Tensor& a, const Tensor& b) {
   Tensor out = empty_from(addmm_meta(bias, a, b));
   copy_into_cpu(out, bias);

@@ -7,15 +7,13 @@
 #include "kernels/cpu/pointwise.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
+#include "ops/meta.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
-namespace {
-
-namespace cpu = kernels::cpu;
 
 // ---------------------------------------------------------------------------------------------
-// meta functions
+// meta functions (shared by every backend: declared in ops/meta.h)
 // ---------------------------------------------------------------------------------------------
 
 TensorMeta binary_meta(const char* op, const Tensor& a, const Tensor& b) {
@@ -40,6 +38,49 @@ void inplace_meta(const char* op, const Tensor& self, const Tensor& other) {
   REMAT_CHECK(m.dtype == self.dtype() || isFloatingType(self.dtype()), op, ": result type ", toString(m.dtype),
               " can't be cast to the desired output type ", toString(self.dtype()));
 }
+
+// A fractional (or non-finite) scalar cannot be applied to an integer tensor without promotion.
+bool is_fractional(double s) { return !std::isfinite(s) || s != std::trunc(s); }
+
+// tensor op scalar: the scalar does not promote a floating tensor (a "wrapped number"); an
+// integer tensor stays integral for an integral scalar and becomes float for a fractional one
+// (or for true division), as PyTorch's result_type does for a Python float.
+TensorMeta scalar_meta(const char* op, const Tensor& a, double s, bool true_div) {
+  check_defined(op, a, "self");
+  ScalarType dtype = a.dtype();
+  if (!isFloatingType(dtype)) dtype = true_div || is_fractional(s) ? kFloat : kLong;
+  return {a.sizes(), dtype, a.device()};
+}
+
+
+void check_gelu_approximate(const std::string& approximate) {
+  REMAT_CHECK(approximate == "none" || approximate == "tanh",
+              "aten::gelu: approximate argument must be either none or tanh (got '", approximate, "')");
+}
+
+void check_bool_mask(const char* op, const Tensor& mask) {
+  REMAT_CHECK(mask.dtype() == kBool, op, ": expected a boolean mask, but got mask with dtype ", toString(mask.dtype()));
+}
+
+TensorMeta where_meta(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_bool_mask("aten::where", cond);
+  Device device = common_device("aten::where", {&cond, &a, &b});
+  Shape s = broadcast_shapes("aten::where", broadcast_shapes("aten::where", cond.sizes(), a.sizes()), b.sizes());
+  return {s, promoteTypes(a.dtype(), b.dtype()), device};
+}
+
+TensorMeta masked_fill_meta(const Tensor& self, const Tensor& mask) {
+  check_bool_mask("aten::masked_fill", mask);
+  Device device = common_device("aten::masked_fill", {&self, &mask});
+  Shape s = broadcast_shapes("aten::masked_fill", self.sizes(), mask.sizes());
+  REMAT_CHECK(s == self.sizes(), "aten::masked_fill: mask of shape ", mask.sizes(),
+              " does not broadcast to the tensor's shape ", self.sizes());
+  return {self.sizes(), self.dtype(), device};
+}
+
+namespace {
+
+namespace cpu = kernels::cpu;
 
 Tensor meta_out(TensorMeta m) {
   m.device = Device{kMeta};
@@ -96,19 +137,6 @@ Tensor binary_meta_kernel_add(const Tensor& a, const Tensor& b) { return meta_ou
 Tensor binary_meta_kernel_sub(const Tensor& a, const Tensor& b) { return meta_out(binary_meta("aten::sub", a, b)); }
 Tensor binary_meta_kernel_mul(const Tensor& a, const Tensor& b) { return meta_out(binary_meta("aten::mul", a, b)); }
 Tensor binary_meta_kernel_div(const Tensor& a, const Tensor& b) { return meta_out(div_meta(a, b)); }
-
-// A fractional (or non-finite) scalar cannot be applied to an integer tensor without promotion.
-bool is_fractional(double s) { return !std::isfinite(s) || s != std::trunc(s); }
-
-// tensor op scalar: the scalar does not promote a floating tensor (a "wrapped number"); an
-// integer tensor stays integral for an integral scalar and becomes float for a fractional one
-// (or for true division), as PyTorch's result_type does for a Python float.
-TensorMeta scalar_meta(const char* op, const Tensor& a, double s, bool true_div = false) {
-  check_defined(op, a, "self");
-  ScalarType dtype = a.dtype();
-  if (!isFloatingType(dtype)) dtype = true_div || is_fractional(s) ? kFloat : kLong;
-  return {a.sizes(), dtype, a.device()};
-}
 
 template <class F>
 Tensor scalar_cpu(const char* op, const TensorMeta& meta, const Tensor& a, const F& f) {
@@ -185,11 +213,6 @@ REMAT_UNARY_CPU(sqrt, SqrtOp)
 REMAT_UNARY_CPU(rsqrt, RsqrtOp)
 REMAT_UNARY_CPU(abs, AbsOp)
 #undef REMAT_UNARY_CPU
-
-void check_gelu_approximate(const std::string& approximate) {
-  REMAT_CHECK(approximate == "none" || approximate == "tanh",
-              "aten::gelu: approximate argument must be either none or tanh (got '", approximate, "')");
-}
 
 constexpr double kSqrt1_2 = 0.70710678118654752440;
 constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
@@ -311,16 +334,6 @@ Tensor eq_meta(const Tensor& a, const Tensor& b) {
 // where, masked_fill
 // ---------------------------------------------------------------------------------------------
 
-void check_bool_mask(const char* op, const Tensor& mask) {
-  REMAT_CHECK(mask.dtype() == kBool, op, ": expected a boolean mask, but got mask with dtype ", toString(mask.dtype()));
-}
-
-TensorMeta where_meta(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  check_bool_mask("aten::where", cond);
-  Device device = common_device("aten::where", {&cond, &a, &b});
-  Shape s = broadcast_shapes("aten::where", broadcast_shapes("aten::where", cond.sizes(), a.sizes()), b.sizes());
-  return {s, promoteTypes(a.dtype(), b.dtype()), device};
-}
 Tensor where_cpu(const Tensor& cond, const Tensor& a, const Tensor& b) {
   TensorMeta m = where_meta(cond, a, b);
   Tensor out = empty_from(m);
@@ -334,14 +347,6 @@ Tensor where_cpu(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 Tensor where_meta_kernel(const Tensor& c, const Tensor& a, const Tensor& b) { return meta_out(where_meta(c, a, b)); }
 
-TensorMeta masked_fill_meta(const Tensor& self, const Tensor& mask) {
-  check_bool_mask("aten::masked_fill", mask);
-  Device device = common_device("aten::masked_fill", {&self, &mask});
-  Shape s = broadcast_shapes("aten::masked_fill", self.sizes(), mask.sizes());
-  REMAT_CHECK(s == self.sizes(), "aten::masked_fill: mask of shape ", mask.sizes(),
-              " does not broadcast to the tensor's shape ", self.sizes());
-  return {self.sizes(), self.dtype(), device};
-}
 Tensor masked_fill_cpu(const Tensor& self, const Tensor& mask, double value) {
   Tensor out = empty_from(masked_fill_meta(self, mask));
   auto loop = make_loop(out, {&self, &mask});

@@ -8,12 +8,12 @@
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
 #include "ops/functions.h"
+#include "ops/meta.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
-namespace {
 
-namespace cpu = kernels::cpu;
+// Meta functions, shared by every backend (declared in ops/meta.h).
 
 // Which dims are reduced (all when dims is None or empty, as PyTorch's sum(dim=[]) does).
 std::vector<bool> reduced_mask(const char* op, const Tensor& self, const std::optional<Shape>& dims) {
@@ -46,6 +46,15 @@ TensorMeta reduce_meta(const char* op, const Tensor& self, const std::optional<S
   ScalarType dtype = self.dtype() == kBool ? kLong : self.dtype();
   return {reduced_shape(self, mask, keepdim), dtype, self.device()};
 }
+
+void check_amax_nonempty(const Tensor& self, int64_t dim) {
+  REMAT_CHECK(self.numel() > 0, "aten::amax: Expected reduction dim ", dim, " to have non-zero size (input ",
+              self.sizes(), ")");
+}
+
+namespace {
+
+namespace cpu = kernels::cpu;
 
 template <class R>
 Tensor reduce_cpu(const char* op, const Tensor& self, const std::optional<Shape>& dims, bool keepdim, bool mean) {
@@ -96,8 +105,7 @@ Tensor mean_cpu(const Tensor& self, const std::optional<Shape>& dims, bool keepd
   return reduce_cpu<cpu::SumReducer>("aten::mean", self, dims, keepdim, true);
 }
 Tensor amax_cpu(const Tensor& self, int64_t dim, bool keepdim) {
-  REMAT_CHECK(self.numel() > 0, "aten::amax: Expected reduction dim ", dim, " to have non-zero size (input ",
-              self.sizes(), ")");
+  check_amax_nonempty(self, dim);
   return reduce_cpu<cpu::MaxReducer>("aten::amax", self, Shape{dim}, keepdim, false);
 }
 Tensor sum_meta(const Tensor& self, const std::optional<Shape>& dims, bool keepdim) {

@@ -1,0 +1,32 @@
+// Mirrors ATen/detail/CUDAHooksInterface.cpp (getCUDAHooks) and torch.cuda.is_available.
+#include "engine/core/cuda_hooks.h"
+
+#include <atomic>
+
+namespace remat {
+
+namespace {
+const CUDAHooksInterface& default_hooks() {
+  static const CUDAHooksInterface* hooks = new CUDAHooksInterface();  // never destroyed
+  return *hooks;
+}
+std::atomic<const CUDAHooksInterface*>& installed() {
+  static std::atomic<const CUDAHooksInterface*> hooks{nullptr};
+  return hooks;
+}
+}  // namespace
+
+const CUDAHooksInterface& cuda_hooks() {
+  const CUDAHooksInterface* h = installed().load(std::memory_order_acquire);
+  return h != nullptr ? *h : default_hooks();
+}
+
+const CUDAHooksInterface* set_cuda_hooks(const CUDAHooksInterface* hooks) {
+  return installed().exchange(hooks, std::memory_order_acq_rel);
+}
+
+bool cuda_is_available() { return cuda_hooks().is_available(); }
+int64_t cuda_device_count() { return cuda_hooks().device_count(); }
+void cuda_synchronize(int device) { cuda_hooks().synchronize(device); }
+
+}  // namespace remat

@@ -1,0 +1,73 @@
+// Mirrors ATen/native/cuda/ActivationThresholdKernel.cu, UnarySpecialOpsKernel.cu (sigmoid
+// backward), ActivationSiluKernel.cu and ActivationGeluKernel.cu: the fused backward kernels,
+// out = grad * f'(x), with the formulas of ops/pointwise.cpp's CPU kernels.
+#include "kernels/cuda/loops.cuh"
+#include "kernels/cuda/pointwise.h"
+
+namespace remat::kernels::cuda {
+
+namespace {
+
+constexpr double kSqrt1_2 = 0.70710678118654752440;
+constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
+constexpr double kKappa = 0.044715;
+
+template <class T, GradOp OP>
+struct GradFunctor {
+  double threshold;
+  __device__ __forceinline__ T operator()(T grad, T input) const {
+    using A = acc_t<T>;
+    const A g = to_acc(grad), x = to_acc(input);
+    if constexpr (OP == GradOp::Threshold) {
+      // forward: y = x > threshold ? x : 0 (relu: threshold 0, applied to relu's output)
+      return convert<T>(static_cast<double>(x) <= threshold ? A(0) : g);
+    } else if constexpr (OP == GradOp::Sigmoid) {
+      // forward: y = sigmoid(x), given y; dy/dx = y * (1 - y)
+      return convert<T>(g * x * (A(1) - x));
+    } else if constexpr (OP == GradOp::Tanh) {
+      // forward: y = tanh(x), given y; dy/dx = 1 - y^2
+      return convert<T>(g * (A(1) - x * x));
+    } else if constexpr (OP == GradOp::Silu) {
+      // forward: y = x * s, s = sigmoid(x); dy/dx = s * (1 + x * (1 - s))
+      A s = A(1) / (A(1) + m_exp(-x));
+      return convert<T>(g * s * (A(1) + x * (A(1) - s)));
+    } else if constexpr (OP == GradOp::GeluTanh) {
+      // forward: y = 0.5 x (1 + tanh(k (x + c x^3)))
+      A x2 = x * x;
+      A inner = A(kBeta) * (x + A(kKappa) * x2 * x);
+      A t = m_tanh(inner);
+      A dinner = A(kBeta) * (A(1) + A(3 * kKappa) * x2);
+      return convert<T>(g * (A(0.5) * (A(1) + t) + A(0.5) * x * (A(1) - t * t) * dinner));
+    } else {
+      // forward: y = x Phi(x); dy/dx = Phi(x) + x phi(x)
+      A cdf = A(0.5) * (A(1) + m_erf(x * A(kSqrt1_2)));
+      A pdf = m_exp(A(-0.5) * x * x) * A(0.39894228040143267794);  // 1/sqrt(2 pi)
+      return convert<T>(g * (cdf + x * pdf));
+    }
+  }
+};
+
+template <GradOp OP>
+void grad_typed(ScalarType dtype, const StridedLoop& loop, void* out, const void* grad, const void* x, double threshold,
+                cudaStream_t stream) {
+  REMAT_CUDA_DISPATCH_FLOATING(dtype, "backward", [&] {
+    launch_elementwise<scalar_t, scalar_t, scalar_t>(loop, out, {grad, x}, GradFunctor<scalar_t, OP>{threshold},
+                                                     stream);
+  });
+}
+
+}  // namespace
+
+void grad_map(GradOp op, ScalarType dtype, const StridedLoop& loop, void* out, const void* grad, const void* x,
+              double threshold, cudaStream_t stream) {
+  switch (op) {
+    case GradOp::Threshold: return grad_typed<GradOp::Threshold>(dtype, loop, out, grad, x, threshold, stream);
+    case GradOp::Sigmoid: return grad_typed<GradOp::Sigmoid>(dtype, loop, out, grad, x, threshold, stream);
+    case GradOp::Tanh: return grad_typed<GradOp::Tanh>(dtype, loop, out, grad, x, threshold, stream);
+    case GradOp::Silu: return grad_typed<GradOp::Silu>(dtype, loop, out, grad, x, threshold, stream);
+    case GradOp::Gelu: return grad_typed<GradOp::Gelu>(dtype, loop, out, grad, x, threshold, stream);
+    case GradOp::GeluTanh: return grad_typed<GradOp::GeluTanh>(dtype, loop, out, grad, x, threshold, stream);
+  }
+}
+
+}  // namespace remat::kernels::cuda

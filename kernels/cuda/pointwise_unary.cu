@@ -1,0 +1,114 @@
+// Mirrors ATen/native/cuda/UnaryOpsKernel.cu, ActivationGeluKernel.cu, PowKernel.cu: unary ops
+// and tensor-op-scalar ops (same formulas as kernels/cpu/pointwise.h and ops/pointwise.cpp).
+#include "kernels/cuda/loops.cuh"
+#include "kernels/cuda/pointwise.h"
+
+namespace remat::kernels::cuda {
+
+namespace {
+
+constexpr double kSqrt1_2 = 0.70710678118654752440;
+constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
+constexpr double kKappa = 0.044715;
+
+template <UnaryOp OP, class A>
+__device__ __forceinline__ A unary_fn(A x) {
+  if constexpr (OP == UnaryOp::Neg) return -x;
+  else if constexpr (OP == UnaryOp::Exp) return m_exp(x);
+  else if constexpr (OP == UnaryOp::Log) return m_log(x);
+  else if constexpr (OP == UnaryOp::Sin) return m_sin(x);
+  else if constexpr (OP == UnaryOp::Cos) return m_cos(x);
+  else if constexpr (OP == UnaryOp::Tanh) return m_tanh(x);
+  else if constexpr (OP == UnaryOp::Sigmoid) return A(1) / (A(1) + m_exp(-x));
+  else if constexpr (OP == UnaryOp::Relu) return x > A(0) ? x : A(0);
+  else if constexpr (OP == UnaryOp::Silu) return x / (A(1) + m_exp(-x));
+  else if constexpr (OP == UnaryOp::Sqrt) return m_sqrt(x);
+  else if constexpr (OP == UnaryOp::Rsqrt) return A(1) / m_sqrt(x);
+  else if constexpr (OP == UnaryOp::Abs) return m_abs(x);
+  else if constexpr (OP == UnaryOp::Gelu) return x * A(0.5) * (A(1) + m_erf(x * A(kSqrt1_2)));
+  else {  // GeluTanh
+    A inner = A(kBeta) * (x + A(kKappa) * x * x * x);
+    return A(0.5) * x * (A(1) + m_tanh(inner));
+  }
+}
+
+template <class T, UnaryOp OP>
+struct UnaryFunctor {
+  __device__ __forceinline__ T operator()(T x) const { return convert<T>(unary_fn<OP>(to_acc(x))); }
+};
+
+template <UnaryOp OP>
+void unary_typed(ScalarType dtype, const StridedLoop& loop, void* out, const void* in, cudaStream_t stream) {
+  if constexpr (OP == UnaryOp::Neg || OP == UnaryOp::Abs || OP == UnaryOp::Relu) {
+    REMAT_CUDA_DISPATCH_NUMERIC(dtype, "unary", [&] {
+      launch_elementwise<scalar_t, scalar_t>(loop, out, {in}, UnaryFunctor<scalar_t, OP>{}, stream);
+    });
+  } else {
+    REMAT_CUDA_DISPATCH_FLOATING(dtype, "unary", [&] {
+      launch_elementwise<scalar_t, scalar_t>(loop, out, {in}, UnaryFunctor<scalar_t, OP>{}, stream);
+    });
+  }
+}
+
+template <class T, ScalarOp OP>
+struct ScalarFunctor {
+  acc_t<T> s;
+  __device__ __forceinline__ T operator()(T x) const {
+    using A = acc_t<T>;
+    A v = to_acc(x);
+    if constexpr (OP == ScalarOp::Add) return convert<T>(v + s);
+    else if constexpr (OP == ScalarOp::Mul) return convert<T>(v * s);
+    else if constexpr (OP == ScalarOp::Div) return convert<T>(v / s);
+    else if constexpr (OP == ScalarOp::Square) return convert<T>(v * v);
+    else return convert<T>(m_pow(v, s));
+  }
+};
+
+template <ScalarOp OP>
+void scalar_typed(ScalarType dtype, const StridedLoop& loop, void* out, const void* in, double s, cudaStream_t stream) {
+  if constexpr (OP == ScalarOp::Pow || OP == ScalarOp::Square) {
+    REMAT_CUDA_DISPATCH_FLOATING(dtype, "pow", [&] {
+      ScalarFunctor<scalar_t, OP> f{static_cast<acc_t<scalar_t>>(s)};
+      launch_elementwise<scalar_t, scalar_t>(loop, out, {in}, f, stream);
+    });
+  } else {
+    REMAT_CUDA_DISPATCH_NUMERIC(dtype, "scalar op", [&] {
+      ScalarFunctor<scalar_t, OP> f{static_cast<acc_t<scalar_t>>(s)};
+      launch_elementwise<scalar_t, scalar_t>(loop, out, {in}, f, stream);
+    });
+  }
+}
+
+}  // namespace
+
+void unary(UnaryOp op, ScalarType dtype, const StridedLoop& loop, void* out, const void* in, cudaStream_t stream) {
+  switch (op) {
+    case UnaryOp::Neg: return unary_typed<UnaryOp::Neg>(dtype, loop, out, in, stream);
+    case UnaryOp::Exp: return unary_typed<UnaryOp::Exp>(dtype, loop, out, in, stream);
+    case UnaryOp::Log: return unary_typed<UnaryOp::Log>(dtype, loop, out, in, stream);
+    case UnaryOp::Sin: return unary_typed<UnaryOp::Sin>(dtype, loop, out, in, stream);
+    case UnaryOp::Cos: return unary_typed<UnaryOp::Cos>(dtype, loop, out, in, stream);
+    case UnaryOp::Tanh: return unary_typed<UnaryOp::Tanh>(dtype, loop, out, in, stream);
+    case UnaryOp::Sigmoid: return unary_typed<UnaryOp::Sigmoid>(dtype, loop, out, in, stream);
+    case UnaryOp::Relu: return unary_typed<UnaryOp::Relu>(dtype, loop, out, in, stream);
+    case UnaryOp::Silu: return unary_typed<UnaryOp::Silu>(dtype, loop, out, in, stream);
+    case UnaryOp::Sqrt: return unary_typed<UnaryOp::Sqrt>(dtype, loop, out, in, stream);
+    case UnaryOp::Rsqrt: return unary_typed<UnaryOp::Rsqrt>(dtype, loop, out, in, stream);
+    case UnaryOp::Abs: return unary_typed<UnaryOp::Abs>(dtype, loop, out, in, stream);
+    case UnaryOp::Gelu: return unary_typed<UnaryOp::Gelu>(dtype, loop, out, in, stream);
+    case UnaryOp::GeluTanh: return unary_typed<UnaryOp::GeluTanh>(dtype, loop, out, in, stream);
+  }
+}
+
+void scalar_op(ScalarOp op, ScalarType dtype, const StridedLoop& loop, void* out, const void* in, double s,
+               cudaStream_t stream) {
+  switch (op) {
+    case ScalarOp::Add: return scalar_typed<ScalarOp::Add>(dtype, loop, out, in, s, stream);
+    case ScalarOp::Mul: return scalar_typed<ScalarOp::Mul>(dtype, loop, out, in, s, stream);
+    case ScalarOp::Div: return scalar_typed<ScalarOp::Div>(dtype, loop, out, in, s, stream);
+    case ScalarOp::Pow: return scalar_typed<ScalarOp::Pow>(dtype, loop, out, in, s, stream);
+    case ScalarOp::Square: return scalar_typed<ScalarOp::Square>(dtype, loop, out, in, s, stream);
+  }
+}
+
+}  // namespace remat::kernels::cuda

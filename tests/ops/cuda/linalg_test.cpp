@@ -1,0 +1,109 @@
+// Tests ops/cuda/linalg.cpp: mm, bmm, addmm (and the matmul/linear composites over them) on CUDA
+// through cuBLAS against the CPU, with transposed and broadcast operands; TF32 off by default.
+#include <catch2/catch.hpp>
+
+#include "kernels/cuda/blas.h"
+#include "remat.h"
+#include "tests/testing/cuda.h"
+
+using namespace remat;
+using namespace remat::testing;
+
+namespace {
+Tolerance matmul_tolerance(ScalarType t) { return t == kDouble ? Tolerance{1e-10, 1e-10} : reduction_tolerance(t); }
+}  // namespace
+
+TEST_CASE("mm on CUDA matches the CPU for every operand layout and dtype", "[linalg][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  REQUIRE_FALSE(kernels::cuda::allow_tf32());
+  uint64_t seed = 1;
+  for (ScalarType dt : {kFloat, kDouble, kBFloat16, kHalf}) {
+    for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{64, 48, 80}, {1, 33, 17}, {37, 1, 5}, {129, 257, 65}}) {
+      Tensor a = random_cpu({m, k}, dt, ++seed), b = random_cpu({k, n}, dt, ++seed);
+      Tensor at = random_cpu({k, m}, dt, ++seed).t(), bt = random_cpu({n, k}, dt, ++seed).t();
+      for (const auto& [x, y] : {std::pair<Tensor, Tensor>{a, b}, {at, b}, {a, bt}, {at, bt}}) {
+        INFO(toString(dt) << " " << m << "x" << k << "x" << n << " strides " << str(x.strides()) << " " << str(y.strides()));
+        Tensor expected = mm(x.to(kDouble), y.to(kDouble)).to(dt);
+        CHECK(compare(mm(x.to(cuda0()), y.to(cuda0())), expected, matmul_tolerance(dt)) == "");
+      }
+    }
+  }
+  // An operand cuBLAS cannot read directly (both strides > 1) is copied first.
+  Tensor big = random_cpu({20, 30}, kFloat, 99);
+  Tensor odd = big.slice(0, 0, 20, 2).slice(1, 0, 30, 3);  // [10, 10], strides (60, 3)
+  Tensor w = random_cpu({10, 4}, kFloat, 98);
+  CHECK(compare(mm(big.to(cuda0()).slice(0, 0, 20, 2).slice(1, 0, 30, 3), w.to(cuda0())), mm(odd, w),
+                kF32Reduction) == "");
+}
+
+TEST_CASE("bmm, addmm, matmul and linear on CUDA match the CPU", "[linalg][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  for (ScalarType dt : {kFloat, kDouble, kBFloat16}) {
+    Tensor a = random_cpu({6, 17, 9}, dt, 11), b = random_cpu({6, 9, 13}, dt, 12);
+    CHECK(compare(bmm(a.to(cuda0()), b.to(cuda0())), bmm(a.to(kDouble), b.to(kDouble)).to(dt), matmul_tolerance(dt)) ==
+          "");
+    Tensor bt = b.transpose(1, 2).contiguous().transpose(1, 2);
+    CHECK(compare(bmm(a.to(cuda0()), bt.to(cuda0())), bmm(a.to(kDouble), b.to(kDouble)).to(dt),
+                  matmul_tolerance(dt)) == "");
+    Tensor bias = random_cpu({13}, dt, 13), x = random_cpu({17, 9}, dt, 14), w = random_cpu({9, 13}, dt, 15);
+    CHECK(compare(addmm(bias.to(cuda0()), x.to(cuda0()), w.to(cuda0())),
+                  addmm(bias.to(kDouble), x.to(kDouble), w.to(kDouble)).to(dt), matmul_tolerance(dt)) == "");
+    // Broadcast batch (a stride-0 batch operand through matmul's expand).
+    Tensor lhs = random_cpu({4, 5, 8}, dt, 16), rhs = random_cpu({8, 3}, dt, 17), rb = random_cpu({1, 8, 3}, dt, 18);
+    CHECK(compare(matmul(lhs.to(cuda0()), rhs.to(cuda0())), matmul(lhs.to(kDouble), rhs.to(kDouble)).to(dt),
+                  matmul_tolerance(dt)) == "");
+    CHECK(compare(matmul(lhs.to(cuda0()), rb.to(cuda0())), matmul(lhs.to(kDouble), rb.to(kDouble)).to(dt),
+                  matmul_tolerance(dt)) == "");
+    Tensor lw = random_cpu({7, 8}, dt, 19), lb = random_cpu({7}, dt, 20);
+    CHECK(compare(linear(lhs.to(cuda0()), lw.to(cuda0()), lb.to(cuda0())),
+                  linear(lhs.to(kDouble), lw.to(kDouble), lb.to(kDouble)).to(dt), matmul_tolerance(dt)) == "");
+  }
+}
+
+TEST_CASE("an empty inner dimension gives zeros (mm) and the bias (addmm)", "[linalg][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  auto opt = TensorOptions().device(cuda0());
+  Tensor a = empty({3, 0}, opt), b = empty({0, 4}, opt);
+  CHECK(equal(mm(a, b).to(Device(kCPU)), zeros({3, 4})));
+  CHECK(equal(addmm(ones({4}, opt), a, b).to(Device(kCPU)), ones({3, 4})));
+}
+
+TEST_CASE("TF32 can be allowed for float GEMMs", "[linalg][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  Tensor a = random_cpu({256, 256}, kFloat, 21), b = random_cpu({256, 256}, kFloat, 22);
+  Tensor expected = mm(a.to(kDouble), b.to(kDouble)).to(kFloat);
+  kernels::cuda::set_allow_tf32(true);
+  Tensor fast = mm(a.to(cuda0()), b.to(cuda0()));
+  kernels::cuda::set_allow_tf32(false);
+  // TF32 keeps 10 mantissa bits: close, within bf16-like tolerance.
+  CHECK(compare(fast, expected, Tolerance{1e-2, 1e-2}) == "");
+  CHECK(compare(mm(a.to(cuda0()), b.to(cuda0())), expected, kF32Reduction) == "");
+}
+
+TEST_CASE("matrix product errors on CUDA are the CPU's", "[linalg][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  auto opt = TensorOptions().device(cuda0());
+  REQUIRE_THROWS_WITH(mm(zeros({2, 3}, opt), zeros({4, 5}, opt)),
+                      Catch::Contains("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"));
+  REQUIRE_THROWS_WITH(mm(zeros({2, 3}, opt), zeros({3, 5})), Catch::Contains("Expected all tensors to be on the same device"));
+  REQUIRE_THROWS_WITH(bmm(zeros({2, 2, 3}, opt), zeros({3, 3, 5}, opt)),
+                      Catch::Contains("batch1 and batch2 must have same number of batches"));
+  REQUIRE_THROWS_WITH(mm(zeros({2, 3}, TensorOptions().dtype(kLong).device(cuda0())),
+                         zeros({3, 2}, TensorOptions().dtype(kLong).device(cuda0()))),
+                      Catch::Contains("floating point"));
+}
+
+TEST_CASE("gradcheck in float64 on CUDA for mm, bmm, addmm", "[linalg][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  Tensor a = random_cpu({3, 4}, kDouble, 31).to(cuda0()).requires_grad_();
+  Tensor b = random_cpu({4, 2}, kDouble, 32).to(cuda0()).requires_grad_();
+  Tensor bias = random_cpu({2}, kDouble, 33).to(cuda0()).requires_grad_();
+  CHECK(autograd::gradcheck([](const std::vector<Tensor>& in) { return std::vector<Tensor>{mm(in[0], in[1])}; },
+                            {a, b}));
+  CHECK(autograd::gradcheck(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{addmm(in[2], in[0], in[1])}; }, {a, b, bias}));
+  Tensor p = random_cpu({2, 3, 4}, kDouble, 34).to(cuda0()).requires_grad_();
+  Tensor q = random_cpu({2, 4, 2}, kDouble, 35).to(cuda0()).requires_grad_();
+  CHECK(autograd::gradcheck([](const std::vector<Tensor>& in) { return std::vector<Tensor>{bmm(in[0], in[1])}; },
+                            {p, q}));
+}

@@ -1,0 +1,134 @@
+// Tests ops/cuda/normalization.cpp: native_layer_norm and _fused_rms_norm on CUDA, forward
+// (output and statistics) and backward (input, weight and bias gradients), against a float64
+// host reference; warp-per-row (<= 1024 columns) and block-per-row kernels; gradcheck.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "remat.h"
+#include "tests/testing/cuda.h"
+
+using namespace remat;
+using namespace remat::testing;
+
+namespace {
+
+struct NormRef {
+  std::vector<double> y, mean, rstd, dx, dw, db;
+};
+
+// rows x cols, optional weight/bias (empty vectors: none); rms: RMSNorm.
+NormRef norm_ref(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b,
+                 const std::vector<double>& dy, int64_t rows, int64_t cols, double eps, bool rms) {
+  NormRef r;
+  r.y.resize(x.size());
+  r.dx.resize(x.size());
+  r.dw.assign(static_cast<size_t>(cols), 0.0);
+  r.db.assign(static_cast<size_t>(cols), 0.0);
+  for (int64_t i = 0; i < rows; ++i) {
+    const double* xr = &x[static_cast<size_t>(i * cols)];
+    double mean = 0, var = 0;
+    if (!rms) {
+      for (int64_t j = 0; j < cols; ++j) mean += xr[j];
+      mean /= static_cast<double>(cols);
+    }
+    for (int64_t j = 0; j < cols; ++j) var += (xr[j] - mean) * (xr[j] - mean);
+    var /= static_cast<double>(cols);
+    const double rstd = 1.0 / std::sqrt(var + eps);
+    r.mean.push_back(mean);
+    r.rstd.push_back(rstd);
+    double sum_g = 0, sum_gx = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      const double xhat = (xr[j] - mean) * rstd, wj = w.empty() ? 1.0 : w[j];
+      r.y[static_cast<size_t>(i * cols + j)] = xhat * wj + (b.empty() ? 0.0 : b[j]);
+      const double g = dy[static_cast<size_t>(i * cols + j)] * wj;
+      sum_g += g;
+      sum_gx += g * xhat;
+      r.dw[static_cast<size_t>(j)] += dy[static_cast<size_t>(i * cols + j)] * xhat;
+      r.db[static_cast<size_t>(j)] += dy[static_cast<size_t>(i * cols + j)];
+    }
+    for (int64_t j = 0; j < cols; ++j) {
+      const double xhat = (xr[j] - mean) * rstd, wj = w.empty() ? 1.0 : w[j];
+      const double g = dy[static_cast<size_t>(i * cols + j)] * wj;
+      r.dx[static_cast<size_t>(i * cols + j)] =
+          rstd * (g - (rms ? 0.0 : sum_g / static_cast<double>(cols)) - xhat * sum_gx / static_cast<double>(cols));
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("native_layer_norm and its backward on CUDA match a float64 reference", "[normalization][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  const double eps = 1e-5;
+  uint64_t seed = 1;
+  for (ScalarType dt : {kFloat, kDouble, kBFloat16}) {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{64, 96}, {7, 768}, {5, 3000}, {3, 1}}) {
+      for (bool affine : {true, false}) {
+        Tensor x = add(mul(random_cpu({rows, cols}, kDouble, ++seed), 2.0), 0.5).to(dt);
+        Tensor w = random_cpu({cols}, kDouble, ++seed).to(dt), b = random_cpu({cols}, kDouble, ++seed).to(dt);
+        Tensor dy = random_cpu({rows, cols}, kDouble, ++seed).to(dt);
+        NormRef r = norm_ref(x.to_vector(), affine ? w.to_vector() : std::vector<double>{},
+                             affine ? b.to_vector() : std::vector<double>{}, dy.to_vector(), rows, cols, eps, false);
+        Tensor gw = affine ? w.to(cuda0()) : Tensor(), gb = affine ? b.to(cuda0()) : Tensor();
+        auto [y, mean, rstd] = native_layer_norm(x.to(cuda0()), {cols}, gw, gb, eps);
+        INFO(toString(dt) << " " << rows << "x" << cols << " affine " << affine);
+        CHECK(mean.sizes() == Shape{rows, 1});
+        CHECK(mean.dtype() == (dt == kDouble ? kDouble : kFloat));
+        const Tolerance tol = reduction_tolerance(dt);
+        CHECK(compare(y.to_vector(), r.y, tol) == "");
+        CHECK(compare(mean.to_vector(), r.mean, tol) == "");
+        CHECK(compare(rstd.to_vector(), r.rstd, tol) == "");
+        auto [dx, dw, db] = native_layer_norm_backward(dy.to(cuda0()), x.to(cuda0()), {cols}, mean, rstd, gw, gb);
+        CHECK(compare(dx.to_vector(), r.dx, tol) == "");
+        CHECK(dw.defined() == affine);
+        CHECK(db.defined() == affine);
+        if (affine) {
+          CHECK(compare(dw.to_vector(), r.dw, tol) == "");
+          CHECK(compare(db.to_vector(), r.db, tol) == "");
+        }
+      }
+    }
+  }
+  auto opt = TensorOptions().device(cuda0());
+  REQUIRE_THROWS_WITH(native_layer_norm(zeros({2, 3}, opt), {4}, Tensor(), Tensor(), 1e-5),
+                      Catch::Contains("Given normalized_shape=[4], expected input with shape [*, 4]"));
+  REQUIRE_THROWS_WITH(native_layer_norm(zeros({2, 3}, opt), {3}, zeros({2}, opt), Tensor(), 1e-5),
+                      Catch::Contains("Expected weight to be of same shape as normalized_shape"));
+}
+
+TEST_CASE("_fused_rms_norm and its backward on CUDA match a float64 reference", "[normalization][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  const double eps = 1e-6;
+  uint64_t seed = 100;
+  for (ScalarType dt : {kFloat, kDouble, kBFloat16}) {
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{64, 96}, {4, 2048}}) {
+      Tensor x = random_cpu({2, rows / 2, cols}, kDouble, ++seed).to(dt);
+      Tensor w = random_cpu({cols}, kDouble, ++seed).to(dt);
+      Tensor dy = random_cpu({2, rows / 2, cols}, kDouble, ++seed).to(dt);
+      NormRef r = norm_ref(x.to_vector(), w.to_vector(), {}, dy.to_vector(), rows, cols, eps, true);
+      auto [y, rstd] = _fused_rms_norm(x.to(cuda0()), {cols}, w.to(cuda0()), eps);
+      INFO(toString(dt) << " " << rows << "x" << cols);
+      CHECK(rstd.sizes() == Shape{2, rows / 2, 1});
+      const Tolerance tol = reduction_tolerance(dt);
+      CHECK(compare(y.to_vector(), r.y, tol) == "");
+      CHECK(compare(rstd.to_vector(), r.rstd, tol) == "");
+      auto [dx, dw] = _fused_rms_norm_backward(dy.to(cuda0()), x.to(cuda0()), {cols}, rstd, w.to(cuda0()));
+      CHECK(compare(dx.to_vector(), r.dx, tol) == "");
+      CHECK(compare(dw.to_vector(), r.dw, tol) == "");
+    }
+  }
+}
+
+TEST_CASE("gradcheck in float64 on CUDA for layer_norm and rms_norm", "[normalization][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  Tensor x = random_cpu({3, 5}, kDouble, 7).to(cuda0()).requires_grad_();
+  Tensor w = random_cpu({5}, kDouble, 8).to(cuda0()).requires_grad_();
+  Tensor b = random_cpu({5}, kDouble, 9).to(cuda0()).requires_grad_();
+  CHECK(autograd::gradcheck(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{layer_norm(in[0], {5}, in[1], in[2])}; },
+      {x, w, b}));
+  CHECK(autograd::gradcheck(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{rms_norm(in[0], {5}, in[1])}; }, {x, w}));
+}
