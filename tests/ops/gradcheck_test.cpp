@@ -1,3 +1,4 @@
+// Mirrors test/test_autograd.py (test_gradcheck_*).
 // Tests ops/gradcheck.cpp: gradcheck accepts right derivatives and reports wrong ones.
 #include <catch2/catch.hpp>
 

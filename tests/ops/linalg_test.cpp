@@ -1,3 +1,4 @@
+// Mirrors test/test_linalg.py (mm).
 // Tests ops/linalg.cpp: mm with every operand layout the GEMM call has to handle.
 #include <catch2/catch.hpp>
 

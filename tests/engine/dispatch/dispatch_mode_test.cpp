@@ -1,3 +1,4 @@
+// Mirrors test/test_python_dispatch.py (TorchDispatchMode tests).
 // Tests engine/dispatch/dispatch_mode.cpp (the mode stack, DispatchModeGuard, the Python-key
 // fallback that calls the innermost mode, stashing, DisableDispatchModesGuard).
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// Mirrors test/test_ops_gradients.py (gradcheck / gradgradcheck of every op).
 // Tests ops/autograd/derivatives.cpp: gradcheck (finite differences in float64) of the rules of
 // the first op set, with broadcasting shapes and non-contiguous inputs, and gradgradcheck of
 // the rules whose backward is itself differentiated (create_graph).
