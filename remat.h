@@ -16,6 +16,13 @@
 //   nn/       modules, optimizers, a small GPT
 #pragma once
 
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/offload.h"
+#include "checkpoint/policies.h"
+#include "checkpoint/scope.h"
+#include "checkpoint/selective.h"
+#include "checkpoint/stats.h"
+#include "checkpoint/trace.h"
 #include "engine/autograd/autograd.h"
 #include "engine/autograd/custom_function.h"
 #include "engine/autograd/engine.h"
@@ -30,6 +37,15 @@
 #include "engine/dispatch/dispatcher.h"
 #include "engine/dispatch/library.h"
 #include "ops/autocast.h"
+#include "ops/custom_op.h"
+#include "nn/dropout.h"
+#include "nn/embedding.h"
+#include "nn/gpt.h"
+#include "nn/init.h"
+#include "nn/linear.h"
+#include "nn/module.h"
+#include "nn/normalization.h"
+#include "nn/transformer.h"
 #include "ops/functions.h"
 #include "ops/gradcheck.h"
 

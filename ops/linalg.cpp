@@ -30,15 +30,17 @@ GemmOperand gemm_operand(const Tensor& m, int64_t row_stride, int64_t col_stride
   return {Tensor(), false, 0};  // needs a copy
 }
 
-TensorMeta mm_meta(const Tensor& a, const Tensor& b) {
-  check_defined("aten::mm", a, "self");
-  check_defined("aten::mm", b, "mat2");
-  check_dim("aten::mm", a, 2, "self");
-  check_dim("aten::mm", b, 2, "mat2");
-  Device d = common_device("aten::mm", {&a, &b});
-  REMAT_CHECK(a.sizes()[1] == b.sizes()[0], "aten::mm: mat1 and mat2 shapes cannot be multiplied (", a.sizes()[0],
+// op: the op named in errors (addmm checks its two matrices as mm does).
+TensorMeta mm_meta(const Tensor& a, const Tensor& b, const char* op = "aten::mm") {
+  check_defined(op, a, "self");
+  check_defined(op, b, "mat2");
+  check_dim(op, a, 2, "self");
+  check_dim(op, b, 2, "mat2");
+  Device d = common_device(op, {&a, &b});
+  REMAT_CHECK(a.sizes()[1] == b.sizes()[0], op, ": mat1 and mat2 shapes cannot be multiplied (", a.sizes()[0],
               "x", a.sizes()[1], " and ", b.sizes()[0], "x", b.sizes()[1], ")");
-  check_same_dtype("aten::mm", a, b);
+  check_same_dtype(op, a, b);
+  check_floating(op, a, "self");
   return {{a.sizes()[0], b.sizes()[1]}, a.dtype(), d};
 }
 
@@ -53,6 +55,7 @@ TensorMeta bmm_meta(const Tensor& a, const Tensor& b) {
   REMAT_CHECK(a.sizes()[2] == b.sizes()[1], "aten::bmm: Expected size for first two dimensions of batch2 tensor to be: [",
               a.sizes()[0], ", ", a.sizes()[2], "] but got: [", b.sizes()[0], ", ", b.sizes()[1], "].");
   check_same_dtype("aten::bmm", a, b);
+  check_floating("aten::bmm", a, "self");
   return {{a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype(), d};
 }
 
@@ -62,10 +65,10 @@ void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
   const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1];
   const int64_t k = a.sizes()[a.dim() - 1];
   auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
-  // (The copy is made before its strides are read: argument evaluation order is unspecified.)
+  // The copy is made before its strides are read (argument evaluation order is unspecified).
   GemmOperand ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
   if (!ga.t.defined()) {
-    a = contiguous_cpu(a);
+    a = contiguous_cpu(a);  // neither row- nor column-major (e.g. expanded): copy
     ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
   }
   GemmOperand gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
@@ -96,20 +99,18 @@ void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
 }
 
 Tensor mm_cpu(const Tensor& a, const Tensor& b) {
-  check_floating("aten::mm", a, "self");
   Tensor out = empty_from(mm_meta(a, b));
   if (out.numel() > 0) batched_gemm(out, a, b, false);
   return out;
 }
 Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
-  check_floating("aten::bmm", a, "self");
   Tensor out = empty_from(bmm_meta(a, b));
   if (out.numel() > 0) batched_gemm(out, a, b, false);
   return out;
 }
 
 TensorMeta addmm_meta(const Tensor& bias, const Tensor& a, const Tensor& b) {
-  TensorMeta m = mm_meta(a, b);
+  TensorMeta m = mm_meta(a, b, "aten::addmm");
   check_defined("aten::addmm", bias, "self");
   common_device("aten::addmm", {&bias, &a});
   Shape s = broadcast_shapes("aten::addmm", bias.sizes(), m.sizes);
@@ -118,7 +119,6 @@ TensorMeta addmm_meta(const Tensor& bias, const Tensor& a, const Tensor& b) {
   return m;
 }
 Tensor addmm_cpu(const Tensor& bias, const Tensor& a, const Tensor& b) {
-  check_floating("aten::addmm", a, "mat1");
   Tensor out = empty_from(addmm_meta(bias, a, b));
   copy_into_cpu(out, bias);
   if (out.numel() > 0) batched_gemm(out, a, b, true);

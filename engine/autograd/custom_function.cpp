@@ -25,18 +25,24 @@ Tensor zeros_from_metadata(const InputMetadata& m) {
 void AutogradContext::save_for_backward(std::vector<Tensor> to_save) { to_save_ = std::move(to_save); }
 
 void AutogradContext::save_variables(const std::vector<Tensor>& outputs) {
+  // Take the list first: an output in it holds this context's node, and a pack hook that throws
+  // (checkpoint's early stop does) must not leave that reference cycle behind.
+  std::vector<Tensor> to_save = std::move(to_save_);
+  to_save_.clear();
   saved_variables_.clear();
   auto node = grad_fn_.lock();
-  for (const Tensor& t : to_save_) {
+  const std::string node_name = node ? node->name() : std::string();
+  SavingForNodeGuard saving(&node_name);
+  for (const Tensor& t : to_save) {
     bool is_output = false;
     for (const Tensor& o : outputs) is_output = is_output || (t.defined() && o.is_same(t));
     is_output = is_output && t.grad_fn() == node;
     saved_variables_.emplace_back(t, is_output);
   }
-  to_save_.clear();
 }
 
 std::vector<Tensor> AutogradContext::get_saved_variables() const {
+  if (provided_saved_) return *provided_saved_;
   REMAT_CHECK(!has_freed_buffers_, ERR_BACKWARD_TWICE);
   auto node = grad_fn_.lock();
   std::vector<Tensor> out;

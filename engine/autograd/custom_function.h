@@ -13,7 +13,9 @@
 //   Tensor y = MulTwo::apply(x)[0];
 #pragma once
 
+#include <any>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -34,6 +36,8 @@ struct AutogradContext {
   // Unpacks the saved tensors (throws once the graph has been freed).
   std::vector<Tensor> get_saved_variables() const;
   std::unordered_map<std::string, IValue> saved_data;
+  // C++ objects backward needs that are not IValues (a callable, captured state).
+  std::unordered_map<std::string, std::any> saved_objects;
   // Whether backward must compute the gradient of the i-th tensor input.
   bool needs_input_grad(size_t i) const;
   // Inputs that forward modified in place (their history moves to this node).
@@ -51,6 +55,11 @@ struct AutogradContext {
     return non_differentiable_.count(t.unsafeGetTensorImpl()) != 0;
   }
   bool materialize_grads() const { return materialize_grads_; }
+  // Tensors given to save_for_backward and not yet saved (custom-op wrappers read them).
+  const std::vector<Tensor>& pending_saved() const { return to_save_; }
+  // Makes get_saved_variables return these tensors as they are (no unpack): used to hand a
+  // legacy Function's backward the tensors a custom op already saved once.
+  void provide_saved_variables(std::vector<Tensor> tensors) { provided_saved_ = std::move(tensors); }
   std::weak_ptr<Node> grad_fn_;
 
  private:
@@ -58,6 +67,7 @@ struct AutogradContext {
   std::vector<SavedVariable> saved_variables_;
   std::unordered_set<TensorImpl*> dirty_;
   std::unordered_set<TensorImpl*> non_differentiable_;
+  std::optional<std::vector<Tensor>> provided_saved_;
   bool has_freed_buffers_ = false;
   bool materialize_grads_ = true;
 };
@@ -113,6 +123,11 @@ void extract_var(std::vector<bool>& is_var, std::vector<Tensor>& vars, const A& 
   if constexpr (std::is_same_v<std::decay_t<A>, Tensor>) {
     is_var.push_back(true);
     vars.push_back(a);
+  } else if constexpr (std::is_same_v<std::decay_t<A>, std::vector<Tensor>>) {
+    for (const Tensor& t : a) {  // each element of a tensor list is an input of its own
+      is_var.push_back(true);
+      vars.push_back(t);
+    }
   } else {
     is_var.push_back(false);
   }

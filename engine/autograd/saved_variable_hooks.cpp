@@ -11,7 +11,15 @@ struct HooksState {
   std::optional<std::string> disabled_error_message;
 };
 thread_local HooksState tls_hooks;
+thread_local const std::string* tls_saving_node = nullptr;
+const std::string kNoNode;
 }  // namespace
+
+const std::string& current_saving_node() { return tls_saving_node ? *tls_saving_node : kNoNode; }
+SavingForNodeGuard::SavingForNodeGuard(const std::string* node_name) : previous_(tls_saving_node) {
+  tls_saving_node = node_name;
+}
+SavingForNodeGuard::~SavingForNodeGuard() { tls_saving_node = previous_; }
 
 void SavedTensorDefaultHooks::push(PackHook pack, UnpackHook unpack) {
   if (tls_hooks.disabled_error_message) throw Error(*tls_hooks.disabled_error_message);

@@ -39,6 +39,20 @@ struct SavedTensorDefaultHooks {
   static void set_stack(std::vector<std::shared_ptr<SavedTensorHooks>> stack);
 };
 
+// The name of the node whose tensors are being saved right now ("MmBackward0"), so that a
+// pack hook can say what it packs (checkpoint traces); empty outside a save.
+const std::string& current_saving_node();
+class SavingForNodeGuard {
+ public:
+  explicit SavingForNodeGuard(const std::string* node_name);
+  ~SavingForNodeGuard();
+  SavingForNodeGuard(const SavingForNodeGuard&) = delete;
+  SavingForNodeGuard& operator=(const SavingForNodeGuard&) = delete;
+
+ private:
+  const std::string* previous_;
+};
+
 // RAII: `with torch.autograd.graph.saved_tensors_hooks(pack, unpack):`
 class saved_tensors_hooks {
  public:

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "engine/core/error.h"
 
@@ -15,18 +16,59 @@ void Allocator::copy_within(void* dst, const void* src, size_t n) { std::memcpy(
 
 namespace {
 
-// 64-byte alignment (a cache line; what AVX-512 loads like) for buffers worth vectorising;
-// small buffers take malloc's 16-byte alignment, which is much cheaper to get.
+// Every buffer is 64-byte aligned (a cache line; what AVX-512 loads like). This is also what
+// makes results bitwise reproducible: BLAS and vectorised loops pick their code path by
+// alignment, so the same computation on differently aligned buffers can differ in the last bit.
 constexpr size_t kAlignment = 64;
-constexpr size_t kSmallAllocation = 1024;
+
+// Small aligned blocks are recycled per thread (aligned_alloc is slow for them), in size
+// classes of 64 bytes up to 1 KiB.
+constexpr size_t kSmallLimit = 1024;
+constexpr size_t kClasses = kSmallLimit / kAlignment;
+constexpr size_t kMaxCachedPerClass = 256;
+
+struct SmallBlockCache {
+  std::vector<void*> free[kClasses];
+  ~SmallBlockCache();
+};
+thread_local bool tls_small_cache_destroyed = false;  // trivially destructible: readable at exit
+thread_local SmallBlockCache tls_small_cache;
+SmallBlockCache::~SmallBlockCache() {
+  for (auto& list : free)
+    for (void* p : list) std::free(p);
+  tls_small_cache_destroyed = true;
+}
+
+void* aligned_block(size_t nbytes) {
+  size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded <= kSmallLimit && !tls_small_cache_destroyed) {
+    auto& list = tls_small_cache.free[rounded / kAlignment - 1];
+    if (!list.empty()) {
+      void* p = list.back();
+      list.pop_back();
+      return p;
+    }
+  }
+  return std::aligned_alloc(kAlignment, rounded);
+}
+
+void free_block(void* p, size_t nbytes) {
+  size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded <= kSmallLimit && !tls_small_cache_destroyed) {
+    auto& list = tls_small_cache.free[rounded / kAlignment - 1];
+    if (list.size() < kMaxCachedPerClass) {
+      list.push_back(p);
+      return;
+    }
+  }
+  std::free(p);
+}
 
 class CPUAllocator final : public Allocator {
  public:
   void* allocate(Device, size_t nbytes) override {
     if (nbytes == 0) return nullptr;
-    void* p = nbytes <= kSmallAllocation
-                  ? std::malloc(nbytes)
-                  : std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
+    void* p = aligned_block(nbytes);
     REMAT_CHECK(p != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes (",
                 stats_.allocated.load(), " bytes already allocated)");
     stats_.on_alloc(static_cast<int64_t>(nbytes));
@@ -35,7 +77,7 @@ class CPUAllocator final : public Allocator {
   }
   void deallocate(Device, void* ptr, size_t nbytes) override {
     if (ptr == nullptr) return;
-    std::free(ptr);
+    free_block(ptr, nbytes);
     stats_.on_free(static_cast<int64_t>(nbytes));
     notify_allocation(Device{kCPU}, -static_cast<int64_t>(nbytes));
   }

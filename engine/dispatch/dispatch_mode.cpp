@@ -36,6 +36,8 @@ size_t DispatchModeTLS::size() { return tls_mode_stack.size(); }
 const std::vector<std::shared_ptr<DispatchMode>>& DispatchModeTLS::stack() { return tls_mode_stack; }
 
 DispatchModeGuard::DispatchModeGuard(std::shared_ptr<DispatchMode> mode) : mode_(mode) {
+  REMAT_CHECK(mode_ != nullptr, "DispatchModeGuard: cannot push a null dispatch mode");
+  mode_->enter();
   DispatchModeTLS::push(std::move(mode));
 }
 DispatchModeGuard::~DispatchModeGuard() {
@@ -47,6 +49,7 @@ DispatchModeGuard::~DispatchModeGuard() {
     }
   }
   sync_python_key();
+  mode_->exit();
 }
 
 StashDispatchModeGuard::StashDispatchModeGuard() : mode_(DispatchModeTLS::pop()) {}

@@ -25,6 +25,10 @@ class DispatchMode : public std::enable_shared_from_this<DispatchMode> {
   virtual ~DispatchMode();
   // Called for every op while this mode is the innermost one. Return the op's returns.
   virtual std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) = 0;
+  // Called when a DispatchModeGuard pushes / pops this mode (Python's __enter__ / __exit__;
+  // not when the dispatcher stashes it while it runs).
+  virtual void enter() {}
+  virtual void exit() {}
 };
 
 // The thread's stack of modes (innermost last). The Python key is in the thread's included

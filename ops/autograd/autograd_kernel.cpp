@@ -191,6 +191,7 @@ class AutogradKernel : public WrapperKernel {
     // 2. Save inputs now, before the kernel runs (checkpoint's early stop relies on this order).
     if (d_.inplace) check_inplace(d_, args[0].toTensor());
     if (saved_args_end_ > 0) {
+      SavingForNodeGuard saving(&node_name_);
       node->saved_inputs.resize(saved_args_end_);
       for (size_t a : d_.saved_args) {
         if (!args[a].isTensor()) continue;
@@ -231,6 +232,7 @@ class AutogradKernel : public WrapperKernel {
       }
     }
     if (!d_.saved_results.empty()) {
+      SavingForNodeGuard saving(&node_name_);
       node->saved_outputs.resize(out_index);
       for (size_t r : d_.saved_results) {
         REMAT_INTERNAL_ASSERT(r < nret && rets[r].isTensor());
@@ -267,18 +269,27 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, DispatchKeySet 
   IValue* args = stack->data() + (stack->size() - n);
   bool needs_grad = GradMode::is_enabled() && any_requires_grad(args, n);
   std::vector<Tensor> inputs;
-  if (needs_grad)
-    for (size_t i = 0; i < n; ++i)
+  if (needs_grad) {
+    for (size_t i = 0; i < n; ++i) {
       if (args[i].isTensor()) inputs.push_back(args[i].toTensor());
+      if (args[i].isTensorList())
+        for (const Tensor& t : args[i].toTensorListRef()) inputs.push_back(t);
+    }
+  }
   redispatch_below_autograd(op, ks, stack);
   if (!needs_grad || op.schema().is_mutable()) return;
   auto node = std::make_shared<NotImplementedNode>(op.name());
   node->set_next_edges(impl::collect_next_edges(inputs));
   const size_t nret = op.schema().returns().size();
-  for (size_t i = stack->size() - nret; i < stack->size(); ++i) {
-    if ((*stack)[i].isTensor() && isFloatingType((*stack)[i].toTensor().dtype()) &&
-        !op.schema().is_aliasing_return(i - (stack->size() - nret))) {
-      impl::set_history((*stack)[i].toTensor(), node);
+  const size_t first = stack->size() - nret;
+  for (size_t i = first; i < stack->size(); ++i) {
+    if (op.schema().is_aliasing_return(i - first)) continue;
+    IValue& r = (*stack)[i];
+    if (r.isTensor() && isFloatingType(r.toTensor().dtype())) {
+      impl::set_history(r.toTensor(), node);
+    } else if (r.isTensorList()) {
+      for (const Tensor& t : r.toTensorListRef())
+        if (t.defined() && isFloatingType(t.dtype())) impl::set_history(t, node);
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "ops/autograd/derivative.h"
+#include "ops/autograd/norm_backward.h"
 #include "ops/functions.h"
 
 namespace remat::ops::autograd {
@@ -24,8 +25,8 @@ Tensor if_needed(C c, size_t arg, const std::function<Tensor()>& f) { return c.n
 
 // Re-inserts reduced dims so a reduction's gradient broadcasts back (restore_reduced_dims).
 Tensor unsqueeze_reduced(const Tensor& g, const Shape& in_shape, const Shape& dims, bool keepdim) {
-  if (keepdim) return g;
   int64_t n = static_cast<int64_t>(in_shape.size());
+  if (keepdim || n == 0) return g;  // a 0-d input reduces to a 0-d result
   std::vector<bool> reduced(static_cast<size_t>(n), dims.empty());
   for (int64_t d : dims) reduced[d < 0 ? d + n : d] = true;
   Tensor r = g;
@@ -44,6 +45,11 @@ Derivative rule(const char* op, std::vector<size_t> saved_args, std::vector<size
 }
 Derivative inplace(Derivative d) {
   d.inplace = true;
+  return d;
+}
+// Outputs that never require grad (statistics, masks): no history, no gradient flows from them.
+Derivative with_non_differentiable_outputs(Derivative d, std::vector<size_t> outputs) {
+  d.non_differentiable_outputs = std::move(outputs);
   return d;
 }
 Derivative non_differentiable(const char* op) {
@@ -151,6 +157,42 @@ std::vector<Derivative> table() {
                 if_needed(c, 1, [&] { return mul(mul(c.grad(), g), mul(y, -2.0)); })};
       }),
 
+      // out = grad * s (1 + x (1 - s)),  s = sigmoid(x);  d/dx = grad * s (1 - s) (2 + x (1 - 2 s))
+      rule("aten::silu_backward", {0, 1}, {}, [](C c) -> G {
+        Tensor g = c.input(0), x = c.input(1);
+        return {if_needed(c, 0, [&] { return silu_backward(c.grad(), x); }),
+                if_needed(c, 1, [&] {
+                  Tensor s = sigmoid(x);
+                  Tensor ds = mul(s, add(neg(s), 1.0));  // s (1 - s)
+                  return mul(mul(c.grad(), g), mul(ds, add(mul(x, add(mul(s, -2.0), 1.0)), 2.0)));
+                })};
+      }),
+      // out = grad * gelu'(x)
+      //   none: gelu'(x) = Phi(x) + x phi(x);  gelu''(x) = phi(x) (2 - x^2)
+      //   tanh: gelu'(x) = (1 + t) / 2 + x (1 - t^2) k' / 2,  t = tanh(k),  k = b (x + a x^3),  k' = b (1 + 3 a x^2)
+      //         gelu''(x) = (1 - t^2) (k' + x (k'' - 2 t k'^2) / 2),  k'' = 6 a b x
+      rule("aten::gelu_backward", {0, 1}, {}, [](C c) -> G {
+        Tensor g = c.input(0), x = c.input(1);
+        const std::string& approximate = c.str(2);
+        return {if_needed(c, 0, [&] { return gelu_backward(c.grad(), x, approximate); }),
+                if_needed(c, 1, [&] {
+                  Tensor x2 = mul(x, x);
+                  Tensor second;
+                  if (approximate == "tanh") {
+                    const double a = 0.044715, b = 0.79788456080286535588;  // b = sqrt(2/pi)
+                    Tensor t = tanh(mul(add(x, mul(mul(x2, x), a)), b));
+                    Tensor k1 = mul(add(mul(x2, 3.0 * a), 1.0), b);
+                    Tensor k2 = mul(x, 6.0 * a * b);
+                    Tensor inner = add(k1, mul(mul(x, sub(k2, mul(mul(t, mul(k1, k1)), 2.0))), 0.5));
+                    second = mul(add(neg(mul(t, t)), 1.0), inner);
+                  } else {
+                    Tensor pdf = mul(exp(mul(x2, -0.5)), 0.39894228040143267794);  // 1/sqrt(2 pi)
+                    second = mul(pdf, add(neg(x2), 2.0));
+                  }
+                  return mul(mul(c.grad(), g), second);
+                })};
+      }),
+
       // out = self @ mat2
       rule("aten::mm", {0, 1}, {}, [](C c) -> G {
         return {if_needed(c, 0, [&] { return mm(c.grad(), transpose(c.input(1), 0, 1)); }),
@@ -178,7 +220,7 @@ std::vector<Derivative> table() {
         const Shape& in = c.meta(0).shape;
         Shape dims = c.ints(1);
         int64_t n = 1;
-        if (dims.empty()) {
+        if (dims.empty() || in.empty()) {  // all elements (a 0-d input has one)
           n = shape_numel(in);
         } else {
           for (int64_t d : dims) n *= in[d < 0 ? d + static_cast<int64_t>(in.size()) : d];
@@ -261,6 +303,92 @@ std::vector<Derivative> table() {
       inplace(rule("aten::normal_", {}, {}, [](C c) -> G { return {zeros_like(c.grad())}; })),
 
       // ---- normalisation, activations with state, losses, attention (ops/nn ops) ----
+
+      // out = softmax(self, dim)
+      rule("aten::softmax", {}, {0}, [](C c) -> G {
+        return {_softmax_backward_data(c.grad(), c.result(), c.integer(1))};
+      }),
+      // out = log_softmax(self, dim)
+      rule("aten::log_softmax", {}, {0}, [](C c) -> G {
+        return {_log_softmax_backward_data(c.grad(), c.result(), c.integer(1))};
+      }),
+      // out = y * (g - sum(g * y, dim))          (g = grad_output, y = softmax output)
+      rule("aten::_softmax_backward_data", {0, 1}, {}, [](C c) -> G {
+        Tensor g = c.input(0), y = c.input(1), gg = c.grad();
+        Shape dim{c.integer(2)};
+        return {if_needed(c, 0, [&] { return _softmax_backward_data(gg, y, dim[0]); }),
+                if_needed(c, 1, [&] {
+                  // d/dy: gg * (g - sum(g * y)) - g * sum(gg * y)
+                  return sub(mul(gg, sub(g, sum(mul(g, y), dim, true))), mul(g, sum(mul(gg, y), dim, true)));
+                })};
+      }),
+      // out = g - exp(y) * sum(g, dim)            (g = grad_output, y = log_softmax output)
+      rule("aten::_log_softmax_backward_data", {0, 1}, {}, [](C c) -> G {
+        Tensor g = c.input(0), y = c.input(1), gg = c.grad();
+        Shape dim{c.integer(2)};
+        return {if_needed(c, 0, [&] { return sub(gg, sum(mul(gg, exp(y)), dim, true)); }),
+                if_needed(c, 1, [&] { return neg(mul(mul(gg, exp(y)), sum(g, dim, true))); })};
+      }),
+      // out, mean, rstd = native_layer_norm(input, normalized_shape, weight, bias, eps)
+      with_non_differentiable_outputs(rule("aten::native_layer_norm", {0, 2, 3}, {1, 2}, [](C c) -> G {
+        auto [dx, dw, db] = native_layer_norm_backward(c.grad(0), c.input(0), c.ints(1), c.result(1), c.result(2),
+                                                       c.input(2), c.input(3));
+        return {dx, dw, db};
+      }), {1, 2}),
+      // (dx, dw, db) = native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias);
+      // mean and rstd get no gradient: input's accounts for them (ops/autograd/norm_backward.cpp)
+      rule("aten::native_layer_norm_backward", {0, 1, 3, 4, 5}, {}, [](C c) -> G {
+        NormDoubleBackward d = norm_double_backward(
+            /*center=*/true, c.input(0), c.input(1), c.ints(2), c.input(3), c.input(4), c.input(5), c.grad(0),
+            c.is_none(5) ? Tensor() : c.grad(1), c.is_none(6) ? Tensor() : c.grad(2), c.needs(0), c.needs(1),
+            c.needs(5));
+        return {d.grad_grad_out, d.grad_input, Tensor(), Tensor(), d.grad_weight, Tensor()};
+      }),
+      // out, rstd = _fused_rms_norm(input, normalized_shape, weight, eps)
+      with_non_differentiable_outputs(rule("aten::_fused_rms_norm", {0, 2}, {1}, [](C c) -> G {
+        auto [dx, dw] = _fused_rms_norm_backward(c.grad(0), c.input(0), c.ints(1), c.result(1), c.input(2));
+        return {dx, dw};
+      }), {1}),
+      // (dx, dw) = _fused_rms_norm_backward(grad_out, input, normalized_shape, rstd, weight)
+      rule("aten::_fused_rms_norm_backward", {0, 1, 3, 4}, {}, [](C c) -> G {
+        NormDoubleBackward d = norm_double_backward(
+            /*center=*/false, c.input(0), c.input(1), c.ints(2), Tensor(), c.input(3), c.input(4), c.grad(0),
+            c.is_none(4) ? Tensor() : c.grad(1), Tensor(), c.needs(0), c.needs(1), c.needs(4));
+        return {d.grad_grad_out, d.grad_input, Tensor(), d.grad_weight};
+      }),
+      // out, mask = native_dropout(input, p): out = input * mask * scale, scale = 1 / (1 - p) (0 for p = 1)
+      with_non_differentiable_outputs(rule("aten::native_dropout", {}, {1}, [](C c) -> G {
+        double p = c.scalar(1);
+        return {native_dropout_backward(c.grad(0), c.result(1), p == 1.0 ? 0.0 : 1.0 / (1.0 - p))};
+      }), {1}),
+      // out = grad_output * mask * scale
+      rule("aten::native_dropout_backward", {1}, {}, [](C c) -> G {
+        return {native_dropout_backward(c.grad(), c.input(1), c.scalar(2)), Tensor()};
+      }),
+      // out = weight[indices]
+      rule("aten::embedding", {1}, {}, [](C c) -> G {
+        return {if_needed(c, 0, [&] { return embedding_dense_backward(c.grad(), c.input(1), c.meta(0).shape[0]); }),
+                Tensor()};
+      }),
+      // out = zeros(num_weights, D); out[indices[i]] += grad_output[i]
+      rule("aten::embedding_dense_backward", {1}, {}, [](C c) -> G {
+        return {embedding(c.grad(), c.input(1)), Tensor()};
+      }),
+      // out = mean_i (logsumexp(self[i]) - self[i, target[i]])
+      rule("aten::cross_entropy", {0, 1}, {}, [](C c) -> G {
+        return {cross_entropy_backward(c.grad(), c.input(0), c.input(1)), Tensor()};
+      }),
+      // out = (softmax(self) - onehot(target)) * grad_output / N
+      rule("aten::cross_entropy_backward", {0, 1, 2}, {}, [](C c) -> G {
+        Tensor g = c.input(0), x = c.input(1), t = c.input(2), gg = c.grad();
+        double n = static_cast<double>(x.sizes()[0]);
+        return {if_needed(c, 0, [&] {
+                  // out is linear in grad_output: d/dg = sum(gg * out(g = 1))
+                  return reshape(sum(mul(gg, cross_entropy_backward(ones_like(g), x, t))), g.sizes());
+                }),
+                if_needed(c, 1, [&] { return mul(_softmax_backward_data(gg, softmax(x, 1), 1), div(g, n)); }),
+                Tensor()};
+      }),
 
       non_differentiable("aten::eq"),
       non_differentiable("aten::zeros_like"),

@@ -1,0 +1,346 @@
+// Mirrors torch/utils/checkpoint.py: _CheckpointFrame, _checkpoint_hook, _recomputation_hook
+// and _checkpoint_without_reentrant_generator.
+#include "checkpoint/frame.h"
+
+#include <atomic>
+#include <cstring>
+#include <sstream>
+
+#include "checkpoint/device_state.h"
+#include "checkpoint/scope.h"
+#include "checkpoint/selective.h"
+#include "checkpoint/stats.h"
+#include "checkpoint/trace.h"
+#include "engine/autograd/engine.h"
+#include "engine/autograd/grad_mode.h"
+#include "engine/autograd/saved_variable_hooks.h"
+#include "ops/functions.h"
+
+namespace remat::checkpoint_detail {
+
+using autograd::Engine;
+
+namespace {
+
+const char* const kDebugTip =
+    "\nTip: To see a more detailed error message, either pass `debug=True` to "
+    "`torch.utils.checkpoint.checkpoint(...)` (CheckpointOptions::debug in remat) or wrap the code block "
+    "with `set_checkpoint_debug_enabled(true)` to enable checkpoint-debug mode globally.";
+
+std::atomic<int64_t> g_next_frame_id{1};
+
+std::string describe(const Tensor& t) {
+  std::ostringstream os;
+  os << "Tensor" << t.sizes() << " " << toString(t.dtype());
+  if (!t.device().is_cpu()) os << " " << t.device();
+  return os.str();
+}
+
+// debug=True: logs every op (name and input shapes) of the forward and of the latest
+// recomputation, to print both when an unpack fails (PyTorch's LoggingTensorMode pair).
+class OpLogMode : public DispatchMode {
+ public:
+  std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
+    std::string line = op.name() + "(";
+    for (size_t i = 0; i < args.size(); ++i) line += (i ? ", " : "") + args[i].str();
+    log.push_back(line + ")");
+    return op.call(args);
+  }
+  std::vector<std::string> log;
+};
+
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i) out += "  " + std::to_string(i + 1) + ". " + lines[i] + "\n";
+  return out.empty() ? "  (none)\n" : out;
+}
+
+}  // namespace
+
+Handle::Handle(Tensor v, int64_t r) : value(std::move(v)), region(r), bytes(value.nbytes()) {
+  stats_detail::Update(region)->holder_bytes_held += bytes;
+}
+Handle::~Handle() {
+  if (bytes != 0) stats_detail::Update(region)->holder_bytes_held -= bytes;
+}
+Tensor Handle::take() {
+  if (bytes != 0) stats_detail::Update(region)->holder_bytes_held -= bytes;
+  bytes = 0;
+  return std::move(value);
+}
+
+std::string SavedTensorMetadata::str() const {
+  std::ostringstream os;
+  os << "{shape: " << sizes << ", dtype: " << toString(dtype) << ", device: " << device;
+  if (checksum) os << ", checksum: 0x" << std::hex << *checksum;
+  os << "}";
+  return os.str();
+}
+
+DeterminismCheck parse_determinism_check(const std::string& mode) {
+  if (mode == "default") return DeterminismCheck::Default;
+  if (mode == "none") return DeterminismCheck::None;
+  if (mode == "checksum") return DeterminismCheck::Checksum;
+  throw CheckpointError("torch.utils.checkpoint: determinism_check should be one of ['default', 'none', "
+                        "'checksum'], but got '" + mode + "'");
+}
+
+uint64_t tensor_checksum(const Tensor& t) {
+  // Values are read through to_vector (a raw host copy, no op dispatched), so the check adds
+  // no op calls that a dispatch mode (SAC) would see in forward but not in recomputation.
+  uint64_t h = 14695981039346656037ull;
+  for (double v : t.to_vector()) {
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    for (int i = 0; i < 8; ++i) {
+      h ^= (bits >> (8 * i)) & 0xffu;
+      h *= 1099511628211ull;
+    }
+  }
+  return h;
+}
+
+CheckpointFrame::CheckpointFrame(RecomputeFn recompute_fn, bool early_stop, DeterminismCheck check,
+                                 UnpackErrorCallback unpack_error_cb)
+    : id_(g_next_frame_id.fetch_add(1)), recompute_fn_(std::move(recompute_fn)), early_stop_(early_stop),
+      check_(check), unpack_error_cb_(std::move(unpack_error_cb)) {}
+
+void CheckpointFrame::save_inputs(const std::vector<Tensor>& inputs) {
+  saved_args_.clear();
+  for (const Tensor& t : inputs) saved_args_.emplace_back(t, /*is_output=*/false);
+}
+
+std::vector<Tensor> CheckpointFrame::get_inputs() const {
+  std::vector<Tensor> out;
+  out.reserve(saved_args_.size());
+  for (const autograd::SavedVariable& v : saved_args_) out.push_back(v.unpack());
+  return out;
+}
+
+SavedTensorMetadata CheckpointFrame::metadata_of(const Tensor& t) const {
+  SavedTensorMetadata m;
+  if (check_ == DeterminismCheck::None) return m;
+  m.sizes = t.sizes();
+  m.dtype = t.dtype();
+  m.device = t.device();
+  if (check_ == DeterminismCheck::Checksum && !t.is_meta()) m.checksum = tensor_checksum(t);
+  return m;
+}
+
+std::any CheckpointFrame::pack(const Tensor& x) {
+  auto holder = std::make_shared<Holder>();
+  weak_holders_.push_back(holder);
+  stats_detail::Update(id_)->tensors_packed += 1;
+  x_metadatas_.push_back(metadata_of(x));  // pack hooks run under no-grad
+  saved_by_.push_back(autograd::current_saving_node());
+  if (checkpoint_trace_enabled()) {
+    trace::emit("checkpoint #" + std::to_string(id_) + ": pack #" + std::to_string(weak_holders_.size() - 1) + " " +
+                (saved_by_.back().empty() ? std::string("?") : saved_by_.back()) + " " + describe(x) +
+                " -> holder (data not kept)");
+  }
+  return holder;
+}
+
+Tensor CheckpointFrame::unpack(const std::any& packed) {
+  auto holder = std::any_cast<std::shared_ptr<Holder>>(packed);
+  if (!unpack_error_cb_) return unpack_impl(holder);
+  try {
+    return unpack_impl(holder);
+  } catch (const CheckpointError& e) {
+    unpack_error_cb_(e);
+    throw;
+  }
+}
+
+Tensor CheckpointFrame::unpack_impl(const std::shared_ptr<Holder>& holder) {
+  int64_t gid = Engine::current_graph_task_id();
+  if (gid == -1) gid = Engine::new_graph_task_id();  // unpacked outside backward: a fresh id
+
+  if (!is_recomputed_[gid]) {
+    std::vector<Tensor> args = get_inputs();
+    if (checkpoint_trace_enabled()) {
+      trace::emit("checkpoint #" + std::to_string(id_) + ": recompute start (graph task " + std::to_string(gid) +
+                  ", " + std::to_string(weak_holders_.size()) + " saved tensors to refill, early_stop=" +
+                  (early_stop_ ? "true" : "false") + ")");
+    }
+    bool stopped_early = false;
+    try {
+      std::weak_ptr<CheckpointFrame> self = weak_from_this();
+      autograd::saved_tensors_hooks recomputation(
+          [self, gid](const Tensor& x) { return self.lock()->recompute_pack(x, gid); },
+          [](const std::any& p) { return std::any_cast<Tensor>(p); });
+      autograd::EnableGradGuard enable_grad;
+      recompute_fn_(args);
+    } catch (const StopRecomputation&) {
+      stopped_early = true;
+    }
+    is_recomputed_[gid] = true;
+    stats_detail::Update(id_)->recomputations += 1;
+    if (checkpoint_trace_enabled()) {
+      trace::emit("checkpoint #" + std::to_string(id_) + ": recompute " +
+                  (stopped_early ? "stopped early: the last needed tensor was refilled (" : "ran to the end (") +
+                  std::to_string(recomp_counter_[gid]) + " tensors saved)");
+    }
+    check_recomputed_tensors_match(gid);
+  }
+
+  auto it = holder->handles.find(gid);
+  REMAT_INTERNAL_ASSERT(it != holder->handles.end(), "checkpoint: holder was not refilled by recomputation");
+  if (it->second == nullptr) {
+    throw CheckpointError(
+        "torch.utils.checkpoint: Unpack is being triggered for a tensor that was already unpacked once. If you "
+        "are calling ctx.saved_tensors in backward, make sure to do so only once. Otherwise please open an "
+        "issue with details on your use case.");
+  }
+  Tensor ret = it->second->take();
+  it->second = nullptr;  // freed as soon as it is used, even with retain_graph
+  if (checkpoint_trace_enabled()) {
+    size_t idx = 0;
+    for (size_t i = 0; i < weak_holders_.size(); ++i)
+      if (weak_holders_[i].lock() == holder) idx = i;
+    trace::emit("checkpoint #" + std::to_string(id_) + ": unpack #" + std::to_string(idx) + " " + saved_by_[idx] +
+                " (graph task " + std::to_string(gid) + ") <- recomputed " + describe(ret));
+  }
+  return ret;
+}
+
+std::any CheckpointFrame::recompute_pack(const Tensor& x, int64_t gid) {
+  Tensor kept = x.requires_grad() ? detach(x) : x;
+  size_t recomp_idx = recomp_counter_[gid]++;
+  if (recomp_idx >= weak_holders_.size()) {
+    REMAT_INTERNAL_ASSERT(!early_stop_, "checkpoint: recomputation saved more tensors with early stop on");
+    if (!forward_completed) {
+      // grad() inside the checkpointed forward with early stop off: tolerated (Rule 6).
+      ignore_saved_mismatch_ = true;
+      return kept;
+    }
+    throw CheckpointError(
+        "torch.utils.checkpoint: trying to save more tensors during recomputation than during the original "
+        "forward pass.\nNumber of tensors saved during forward: " +
+        std::to_string(weak_holders_.size()) + std::string(kDebugTip));
+  }
+  // The holder may be gone: a backward inside the forward may have freed it already.
+  if (auto holder = weak_holders_[recomp_idx].lock()) {
+    auto it = holder->handles.find(gid);
+    REMAT_INTERNAL_ASSERT(it == holder->handles.end() || it->second == nullptr);
+    holder->handles[gid] = std::make_shared<Handle>(kept, id_);
+  }
+  if (early_stop_ && recomp_counter_[gid] == weak_holders_.size()) throw StopRecomputation{};
+  return kept;
+}
+
+void CheckpointFrame::check_recomputed_tensors_match(int64_t gid) {
+  if (ignore_saved_mismatch_) return;
+  if (weak_holders_.size() != recomp_counter_[gid]) {
+    throw CheckpointError(
+        "torch.utils.checkpoint: A different number of tensors was saved during the original forward and "
+        "recomputation.\nNumber of tensors saved during forward: " +
+        std::to_string(weak_holders_.size()) + "\nNumber of tensors saved during recomputation: " +
+        std::to_string(recomp_counter_[gid]) + "." + kDebugTip);
+  }
+  if (check_ == DeterminismCheck::None) return;
+  std::string mismatched;
+  std::string first_value_mismatch;
+  for (size_t idx = 0; idx < weak_holders_.size(); ++idx) {
+    auto holder = weak_holders_[idx].lock();
+    if (!holder) continue;
+    auto it = holder->handles.find(gid);
+    REMAT_INTERNAL_ASSERT(it != holder->handles.end() && it->second != nullptr);
+    SavedTensorMetadata recomputed = metadata_of(it->second->value);
+    const SavedTensorMetadata& saved = x_metadatas_[idx];
+    if (!saved.same_metadata(recomputed)) {
+      mismatched += "tensor at position " + std::to_string(idx) + " (saved by " + saved_by_[idx] +
+                    "):\nsaved metadata: " + saved.str() + "\nrecomputed metadata: " + recomputed.str() + "\n";
+    } else if (first_value_mismatch.empty() && saved.checksum != recomputed.checksum) {
+      first_value_mismatch = "tensor at position " + std::to_string(idx) + " (saved by " + saved_by_[idx] +
+                             "): checksum in forward " + saved.str() + ", after recomputation " + recomputed.str();
+    }
+  }
+  if (!mismatched.empty()) {
+    throw CheckpointError(
+        "torch.utils.checkpoint: Recomputed values for the following tensors have different metadata than "
+        "during the forward pass.\n" +
+        mismatched + kDebugTip);
+  }
+  if (!first_value_mismatch.empty()) {
+    throw CheckpointError(
+        "remat checkpoint: determinism_check='checksum': recomputed values differ from the forward pass "
+        "(a nondeterministic kernel, or global state that changed between forward and backward). First "
+        "tensor whose values differ: " +
+        first_value_mismatch);
+  }
+}
+
+std::vector<Tensor> checkpoint_without_reentrant(const CheckpointFn& fn, const std::vector<Tensor>& inputs,
+                                                 const CheckpointOptions& options) {
+  DeterminismCheck check = parse_determinism_check(options.determinism_check);
+  bool debug = debug_override().value_or(options.debug);
+
+  std::function<CheckpointContexts()> context_fn = options.context_fn;
+  CheckpointFrame::UnpackErrorCallback unpack_error_cb;
+  if (debug) {
+    if (context_fn) throw CheckpointError("torch.utils.checkpoint: debug=True is incompatible with non-default context_fn");
+    auto fwd_log = std::make_shared<OpLogMode>();
+    auto recompute_log = std::make_shared<OpLogMode>();
+    context_fn = [fwd_log, recompute_log] { return CheckpointContexts{fwd_log, recompute_log}; };
+    unpack_error_cb = [fwd_log, recompute_log](const CheckpointError& e) {
+      throw CheckpointError(
+          std::string("An error happened while unpacking tensors; dumping logs of latest computation because you "
+                      "passed `debug=True` to `torch.utils.checkpoint.checkpoint()`.\n\nOperations executed during "
+                      "the original forward:\n\n") +
+          join_lines(fwd_log->log) + "\nOperations executed during recomputation:\n\n" + join_lines(recompute_log->log) +
+          "\nERROR: Detected non-determinism while running activation checkpointing\n\n" + e.what());
+    };
+  }
+
+  CheckpointContexts contexts;
+  if (context_fn) contexts = context_fn();
+  CapturedDeviceState state = CapturedDeviceState::capture(inputs, options.preserve_rng_state);
+  // An explicit option wins over set_checkpoint_early_stop, which wins over the default (true).
+  bool early_stop = options.early_stop ? *options.early_stop : early_stop_override().value_or(true);
+
+  std::shared_ptr<DispatchMode> recompute_mode = contexts.recompute;
+  bool log_recompute = debug;
+  auto accounting = std::make_shared<std::shared_ptr<DispatchMode>>();  // set once the frame has its id
+  std::vector<std::string> scope_path = current_scope_names();  // the rerun sees the forward's scopes
+  auto frame = std::make_shared<CheckpointFrame>(
+      [fn, state, recompute_mode, log_recompute, accounting, scope_path](const std::vector<Tensor>& args) {
+        RestoreDeviceStateGuard restore(state);
+        std::vector<std::unique_ptr<remat::scope>> scopes;
+        for (const std::string& name : scope_path) scopes.push_back(std::make_unique<remat::scope>(name));
+        if (log_recompute) static_cast<OpLogMode&>(*recompute_mode).log.clear();
+        // Accounting outside, the recompute context (SAC's cached mode) inside: replayed calls
+        // never reach the accounting mode, recomputed ones do.
+        DispatchModeGuard count(*accounting);
+        std::unique_ptr<DispatchModeGuard> mode;
+        if (recompute_mode) mode = std::make_unique<DispatchModeGuard>(recompute_mode);
+        fn(args);
+      },
+      early_stop, check, unpack_error_cb);
+  *accounting = stats_detail::make_recompute_accounting_mode(frame->id());
+  sac_detail::bind_region(contexts, frame->id());
+
+  if (!autograd::GradMode::is_enabled()) return fn(inputs);
+
+  frame->save_inputs(inputs);
+  if (checkpoint_trace_enabled()) {
+    trace::emit("checkpoint #" + std::to_string(frame->id()) + ": forward (non-reentrant, early_stop=" +
+                (early_stop ? "true" : "false") + ", " + std::to_string(inputs.size()) + " inputs saved)");
+  }
+  std::vector<Tensor> outputs;
+  {
+    autograd::saved_tensors_hooks hooks([frame](const Tensor& x) { return frame->pack(x); },
+                                        [frame](const std::any& p) { return frame->unpack(p); });
+    std::unique_ptr<DispatchModeGuard> mode;
+    if (contexts.forward) mode = std::make_unique<DispatchModeGuard>(contexts.forward);
+    outputs = fn(inputs);
+  }
+  frame->forward_completed = true;
+  if (checkpoint_trace_enabled()) {
+    trace::emit("checkpoint #" + std::to_string(frame->id()) + ": forward done, " + std::to_string(frame->num_saved()) +
+                " saved tensors dropped");
+  }
+  return outputs;
+}
+
+}  // namespace remat::checkpoint_detail

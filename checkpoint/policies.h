@@ -1,0 +1,38 @@
+// remat's policy helpers for selective checkpointing (no PyTorch counterpart; torchtitan's
+// _get_custom_policy and Megatron's selective recompute are the models).
+//
+//   o.context_fn = [] { return create_selective_checkpoint_contexts(policies::save_matmuls()); };
+//   // torchtitan's default: save every other mm
+//   o.context_fn = [] { return create_selective_checkpoint_contexts(policies::save_every_other({"aten::mm"})); };
+//   // the seed's example: save matmuls except the MLP's fc2, whose output backward never needs
+//   policies::compose({policies::recompute_scopes({"*.mlp.fc2"}), policies::save_matmuls()})
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "checkpoint/selective.h"
+
+namespace remat::policies {
+
+// MUST_SAVE the listed ops, PREFER_RECOMPUTE the rest.
+PolicyFn save_ops(const std::vector<std::string>& ops);
+// aten::mm, aten::bmm, aten::addmm (matmul and linear decompose into these).
+PolicyFn save_matmuls();
+// Of the listed ops, MUST_SAVE the calls with an even index in the region (0, 2, 4, ...) and
+// recompute the odd ones: torchtitan's "save every other mm".
+PolicyFn save_every_other(const std::vector<std::string>& ops);
+// MUST_RECOMPUTE every call under a scope matching one of the globs; PREFER_SAVE elsewhere
+// (combine with compose to decide the rest).
+PolicyFn recompute_scopes(const std::vector<std::string>& globs);
+// MUST_SAVE every call under a matching scope; PREFER_RECOMPUTE elsewhere.
+PolicyFn save_scopes(const std::vector<std::string>& globs);
+// PREFER_SAVE everything (each region keeps all op outputs; no recomputation).
+PolicyFn save_all();
+// PREFER_RECOMPUTE everything (the same as vanilla checkpoint).
+PolicyFn recompute_all();
+// Asks each policy in order; the first decisive answer (MUST_*) wins; if none is decisive, the
+// first policy's answer.
+PolicyFn compose(std::vector<PolicyFn> policies);
+
+}  // namespace remat::policies

@@ -1,0 +1,61 @@
+// Mirrors torch/utils/checkpoint.py's selective activation checkpointing (SAC):
+// CheckpointPolicy, SelectiveCheckpointContext, _CachingTorchDispatchMode,
+// _CachedTorchDispatchMode and create_selective_checkpoint_contexts.
+//
+//   CheckpointOptions o;
+//   o.context_fn = [] { return create_selective_checkpoint_contexts({"aten::mm"}); };
+//   Tensor y = checkpoint(block, x, o);   // mm outputs are kept; everything else recomputed
+//
+// Two layers (the seed's point): vanilla checkpoint still drops every saved tensor and reruns
+// the region on first unpack; underneath, a dispatch mode sees each op call. In forward the
+// caching mode asks the policy once per call and stores the outputs it should save under
+// (op, index); in the rerun the cached mode returns those outputs instead of running the op.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint.h"
+#include "engine/dispatch/dispatcher.h"
+
+namespace remat {
+
+// MUST_* and PREFER_* behave alike in eager execution; MUST_* answers are "decisive" for
+// policies::compose.
+enum class CheckpointPolicy { MUST_SAVE, PREFER_SAVE, MUST_RECOMPUTE, PREFER_RECOMPUTE };
+const char* toString(CheckpointPolicy p);
+inline bool is_save(CheckpointPolicy p) { return p == CheckpointPolicy::MUST_SAVE || p == CheckpointPolicy::PREFER_SAVE; }
+
+struct SelectiveCheckpointContext {
+  bool is_recompute = false;  // always false when the policy is asked (it is asked in forward only)
+  std::string scope;          // module/scope path of this call, e.g. "layers.3.mlp.fc2"
+  int64_t index = 0;          // occurrence of this op in this region: 0, 1, 2, ...
+};
+
+using PolicyFn = std::function<CheckpointPolicy(const SelectiveCheckpointContext&, const OperatorHandle&,
+                                                const std::vector<IValue>&)>;
+using BoolPolicyFn =
+    std::function<bool(const SelectiveCheckpointContext&, const OperatorHandle&, const std::vector<IValue>&)>;
+
+// true -> MUST_SAVE, false -> PREFER_RECOMPUTE (PyTorch's _policy_from_bool).
+PolicyFn policy_from_bool(BoolPolicyFn fn);
+
+CheckpointContexts create_selective_checkpoint_contexts(PolicyFn policy, bool allow_cache_entry_mutation = false);
+CheckpointContexts create_selective_checkpoint_contexts(BoolPolicyFn policy, bool allow_cache_entry_mutation = false);
+// Saves the listed ops (MUST_SAVE), recomputes the rest. Every name must be a registered op:
+// an unknown one throws, naming it and the closest registered names (PyTorch silently matches
+// nothing for `aten.mm` vs `aten.mm.default`; remat does not).
+CheckpointContexts create_selective_checkpoint_contexts(const std::vector<std::string>& ops_to_save,
+                                                        bool allow_cache_entry_mutation = false);
+
+namespace sac_detail {
+// Lets a checkpoint frame tell its selective modes which region they serve (for stats and
+// traces). No-op for other modes.
+void bind_region(const CheckpointContexts& contexts, int64_t region);
+// Ops SAC never counts or shows to a policy (PyTorch's SAC_IGNORED_OPS).
+bool is_ignored(const OperatorHandle& op);
+}  // namespace sac_detail
+
+}  // namespace remat

@@ -1,0 +1,137 @@
+// Recompute accounting (see stats.h).
+#include "checkpoint/stats.h"
+
+#include <mutex>
+
+namespace remat {
+
+void CheckpointRegionStats::add(const CheckpointRegionStats& o) {
+  recomputations += o.recomputations;
+  tensors_packed += o.tensors_packed;
+  ops_recomputed += o.ops_recomputed;
+  ops_replayed += o.ops_replayed;
+  flops_recomputed += o.flops_recomputed;
+  bytes_recomputed += o.bytes_recomputed;
+  sac_tensors_saved += o.sac_tensors_saved;
+  sac_bytes_saved += o.sac_bytes_saved;
+  sac_bytes_held += o.sac_bytes_held;
+  sac_bytes_held_peak += o.sac_bytes_held_peak;
+  holder_bytes_held += o.holder_bytes_held;
+  holder_bytes_held_peak += o.holder_bytes_held_peak;
+  for (const auto& [k, v] : o.recomputed_by_op) recomputed_by_op[k] += v;
+  for (const auto& [k, v] : o.replayed_by_op) replayed_by_op[k] += v;
+}
+
+namespace {
+struct Registry {
+  std::mutex mutex;
+  std::map<int64_t, CheckpointRegionStats> regions;
+};
+Registry& registry() {
+  static Registry* r = new Registry();
+  return *r;
+}
+}  // namespace
+
+CheckpointStats checkpoint_stats() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.mutex);
+  CheckpointStats out;
+  for (const auto& [id, s] : r.regions) {
+    out.regions.push_back(s);
+    out.total.add(s);
+  }
+  return out;
+}
+
+void reset_checkpoint_stats() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.mutex);
+  // Gauges of regions still alive keep their current values; counters restart.
+  for (auto it = r.regions.begin(); it != r.regions.end();) {
+    CheckpointRegionStats& s = it->second;
+    if (s.sac_bytes_held == 0 && s.holder_bytes_held == 0) {
+      it = r.regions.erase(it);
+      continue;
+    }
+    CheckpointRegionStats fresh;
+    fresh.region = s.region;
+    fresh.sac_bytes_held = fresh.sac_bytes_held_peak = s.sac_bytes_held;
+    fresh.holder_bytes_held = fresh.holder_bytes_held_peak = s.holder_bytes_held;
+    s = fresh;
+    ++it;
+  }
+}
+
+namespace stats_detail {
+
+Update::Update(int64_t region) {
+  registry().mutex.lock();
+  s = &registry().regions[region];
+  s->region = region;
+}
+Update::~Update() {
+  if (s->sac_bytes_held > s->sac_bytes_held_peak) s->sac_bytes_held_peak = s->sac_bytes_held;
+  if (s->holder_bytes_held > s->holder_bytes_held_peak) s->holder_bytes_held_peak = s->holder_bytes_held;
+  registry().mutex.unlock();
+}
+
+int64_t bytes_of(const std::vector<IValue>& values) {
+  int64_t n = 0;
+  for (const IValue& v : values) {
+    if (v.isTensor()) n += v.toTensor().nbytes();
+    else if (v.isTensorList())
+      for (const Tensor& t : v.toTensorListRef()) n += t.defined() ? t.nbytes() : 0;
+  }
+  return n;
+}
+
+double op_flops(const OperatorHandle& op, const std::vector<IValue>& args, const std::vector<IValue>& outputs) {
+  const std::string& name = op.name();
+  auto t = [&](size_t i) -> const Tensor& { return args.at(i).toTensor(); };
+  if (name == "aten::mm" && args.size() >= 2) {
+    return 2.0 * t(0).size(0) * t(0).size(1) * t(1).size(1);
+  }
+  if (name == "aten::addmm" && args.size() >= 3) {
+    return 2.0 * t(1).size(0) * t(1).size(1) * t(2).size(1);
+  }
+  if (name == "aten::bmm" && args.size() >= 2) {
+    return 2.0 * t(0).size(0) * t(0).size(1) * t(0).size(2) * t(1).size(2);
+  }
+  double n = 0;
+  for (const IValue& v : outputs) {
+    if (v.isTensor()) n += static_cast<double>(v.toTensor().numel());
+    else if (v.isTensorList())
+      for (const Tensor& x : v.toTensorListRef()) n += x.defined() ? static_cast<double>(x.numel()) : 0;
+  }
+  return n;
+}
+
+namespace {
+class RecomputeAccountingMode : public DispatchMode {
+ public:
+  explicit RecomputeAccountingMode(int64_t region) : region_(region) {}
+  std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
+    std::vector<IValue> out = op.call(args);
+    if (op.name() == "aten::detach") return out;  // bookkeeping, not recomputation
+    double flops = op_flops(op, args, out);
+    int64_t bytes = bytes_of(out);
+    Update s(region_);
+    s->ops_recomputed += 1;
+    s->flops_recomputed += flops;
+    s->bytes_recomputed += bytes;
+    s->recomputed_by_op[op.name()] += 1;
+    return out;
+  }
+
+ private:
+  int64_t region_;
+};
+}  // namespace
+
+std::shared_ptr<DispatchMode> make_recompute_accounting_mode(int64_t region) {
+  return std::make_shared<RecomputeAccountingMode>(region);
+}
+
+}  // namespace stats_detail
+}  // namespace remat

@@ -1,0 +1,68 @@
+// Mirrors ATen/native/LossNLL.cpp + SoftMax.cpp as one fused kernel pair (cross_entropy on class
+// indices, mean reduction): the forward keeps one log-sum-exp per row, never the softmax; the
+// backward recomputes the softmax from the logits.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/pointwise.h"
+
+namespace remat::kernels::cpu {
+
+namespace detail {
+// max and log(sum(exp(x - max))) of one row, in A.
+template <class T, class A>
+void row_logsumexp(const T* x, int64_t C, A* max_out, A* log_sum_out) {
+  A max = -std::numeric_limits<A>::infinity();
+  for (int64_t c = 0; c < C; ++c) max = std::max(max, A(x[c]));
+  A sum = 0;
+  for (int64_t c = 0; c < C; ++c) sum += std::exp(A(x[c]) - max);
+  *max_out = max;
+  *log_sum_out = std::log(sum);
+}
+}  // namespace detail
+
+// forward: loss = (1/N) sum_i (logsumexp(x[i, :]) - x[i, t_i])   (logits [N, C], targets in [0, C))
+// Row losses are summed in row order in double, so the result does not depend on threads.
+template <class T, class A = acc_t<T>>
+double cross_entropy_forward(const T* logits, const int64_t* targets, int64_t N, int64_t C) {
+  std::vector<A> row_loss(static_cast<size_t>(N));
+  parallel_for(0, N, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const T* x = logits + i * C;
+      A max, log_sum;
+      detail::row_logsumexp<T, A>(x, C, &max, &log_sum);
+      row_loss[static_cast<size_t>(i)] = (max - A(x[targets[i]])) + log_sum;
+    }
+  });
+  double total = 0;
+  for (A l : row_loss) total += static_cast<double>(l);
+  return total / static_cast<double>(N);  // N == 0: NaN, as PyTorch's mean over no rows
+}
+
+// forward (above): loss = mean_i (logsumexp(x[i, :]) - x[i, t_i])
+// backward: dx[i, c] = (softmax(x[i, :])[c] - [c == t_i]) * dloss / N
+template <class T, class A = acc_t<T>>
+void cross_entropy_backward(T* dlogits, const T* logits, const int64_t* targets, double grad_loss, int64_t N,
+                            int64_t C) {
+  const A scale = A(grad_loss / static_cast<double>(N));
+  parallel_for(0, N, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const T* x = logits + i * C;
+      T* dx = dlogits + i * C;
+      A max, log_sum;
+      detail::row_logsumexp<T, A>(x, C, &max, &log_sum);
+      for (int64_t c = 0; c < C; ++c) {
+        A p = std::exp((A(x[c]) - max) - log_sum);
+        dx[c] = T((c == targets[i] ? p - A(1) : p) * scale);
+      }
+    }
+  });
+}
+
+}  // namespace remat::kernels::cpu

@@ -1,0 +1,119 @@
+// Mirrors ATen/native/cpu/SoftMaxKernel.cpp: softmax and log_softmax over one dim, and their
+// backward kernels, computed in acc_t (float for BFloat16/Half).
+//
+// A contiguous tensor is seen as [outer, dim_size, inner]: the softmax dim has stride inner.
+// inner == 1 (the last dim, the common case) walks one row at a time; inner > 1 processes a
+// whole [dim_size, inner] slab with per-column running values, so every pass reads memory in
+// order.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/pointwise.h"
+
+namespace remat::kernels::cpu {
+
+// Rows per parallel task so that one task touches about kGrainSize elements.
+inline int64_t rows_grain(int64_t row_len) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(row_len, 1)); }
+
+// forward: y = exp(x - max) / sum(exp(x - max))          (log: y = (x - max) - log(sum))
+template <class T>
+void softmax_forward(T* out, const T* in, int64_t outer, int64_t dim_size, int64_t inner, bool log) {
+  using A = acc_t<T>;
+  if (inner == 1) {
+    parallel_for(0, outer, rows_grain(dim_size), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const T* x = in + r * dim_size;
+        T* y = out + r * dim_size;
+        A max = -std::numeric_limits<A>::infinity();
+        for (int64_t k = 0; k < dim_size; ++k) max = std::max(max, A(x[k]));
+        A sum = 0;
+        for (int64_t k = 0; k < dim_size; ++k) sum += std::exp(A(x[k]) - max);
+        if (log) {
+          // (x - max) - log(sum), not x - (max + log(sum)): the shift would round at large max
+          A log_sum = std::log(sum);
+          for (int64_t k = 0; k < dim_size; ++k) y[k] = T((A(x[k]) - max) - log_sum);
+        } else {
+          A inv = A(1) / sum;
+          for (int64_t k = 0; k < dim_size; ++k) y[k] = T(std::exp(A(x[k]) - max) * inv);
+        }
+      }
+    });
+    return;
+  }
+  const int64_t slab = dim_size * inner;
+  parallel_for(0, outer, rows_grain(slab), [&](int64_t b, int64_t e) {
+    std::vector<A> max(static_cast<size_t>(inner)), sum(static_cast<size_t>(inner));
+    for (int64_t o = b; o < e; ++o) {
+      const T* x = in + o * slab;
+      T* y = out + o * slab;
+      std::fill(max.begin(), max.end(), -std::numeric_limits<A>::infinity());
+      std::fill(sum.begin(), sum.end(), A(0));
+      for (int64_t k = 0; k < dim_size; ++k)
+        for (int64_t i = 0; i < inner; ++i) max[i] = std::max(max[i], A(x[k * inner + i]));
+      for (int64_t k = 0; k < dim_size; ++k)
+        for (int64_t i = 0; i < inner; ++i) sum[i] += std::exp(A(x[k * inner + i]) - max[i]);
+      if (log) {
+        for (int64_t i = 0; i < inner; ++i) sum[i] = std::log(sum[i]);
+        for (int64_t k = 0; k < dim_size; ++k)
+          for (int64_t i = 0; i < inner; ++i) y[k * inner + i] = T((A(x[k * inner + i]) - max[i]) - sum[i]);
+      } else {
+        for (int64_t i = 0; i < inner; ++i) sum[i] = A(1) / sum[i];
+        for (int64_t k = 0; k < dim_size; ++k)
+          for (int64_t i = 0; i < inner; ++i) y[k * inner + i] = T(std::exp(A(x[k * inner + i]) - max[i]) * sum[i]);
+      }
+    }
+  });
+}
+
+// forward: y = softmax(x)      backward: dx = y * (dy - sum(dy * y))
+// forward: y = log_softmax(x)  backward: dx = dy - exp(y) * sum(dy)
+template <class T>
+void softmax_backward(T* grad_in, const T* grad_out, const T* out, int64_t outer, int64_t dim_size, int64_t inner,
+                      bool log) {
+  using A = acc_t<T>;
+  if (inner == 1) {
+    parallel_for(0, outer, rows_grain(dim_size), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const T* dy = grad_out + r * dim_size;
+        const T* y = out + r * dim_size;
+        T* dx = grad_in + r * dim_size;
+        A dot = 0;
+        if (log) {
+          for (int64_t k = 0; k < dim_size; ++k) dot += A(dy[k]);
+          for (int64_t k = 0; k < dim_size; ++k) dx[k] = T(A(dy[k]) - std::exp(A(y[k])) * dot);
+        } else {
+          for (int64_t k = 0; k < dim_size; ++k) dot += A(dy[k]) * A(y[k]);
+          for (int64_t k = 0; k < dim_size; ++k) dx[k] = T(A(y[k]) * (A(dy[k]) - dot));
+        }
+      }
+    });
+    return;
+  }
+  const int64_t slab = dim_size * inner;
+  parallel_for(0, outer, rows_grain(slab), [&](int64_t b, int64_t e) {
+    std::vector<A> dot(static_cast<size_t>(inner));
+    for (int64_t o = b; o < e; ++o) {
+      const T* dy = grad_out + o * slab;
+      const T* y = out + o * slab;
+      T* dx = grad_in + o * slab;
+      std::fill(dot.begin(), dot.end(), A(0));
+      for (int64_t k = 0; k < dim_size; ++k)
+        for (int64_t i = 0; i < inner; ++i)
+          dot[i] += log ? A(dy[k * inner + i]) : A(dy[k * inner + i]) * A(y[k * inner + i]);
+      for (int64_t k = 0; k < dim_size; ++k) {
+        for (int64_t i = 0; i < inner; ++i) {
+          int64_t at = k * inner + i;
+          dx[at] = log ? T(A(dy[at]) - std::exp(A(y[at])) * dot[i]) : T(A(y[at]) * (A(dy[at]) - dot[i]));
+        }
+      }
+    }
+  });
+}
+
+}  // namespace remat::kernels::cpu
