@@ -33,7 +33,9 @@ struct ReplaceSin : DispatchMode {
   std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
     if (op.name() == "aten::sin") {
       const Tensor& x = args[0].toTensor();
-      return {full(x.sizes(), 7.0, x.dtype())};
+      std::vector<IValue> replaced;  // (not a braced list: GCC 12 -O1 warns on the variant copy)
+      replaced.emplace_back(full(x.sizes(), 7.0, x.dtype()));
+      return replaced;
     }
     return op.call(args);
   }
