@@ -1,3 +1,4 @@
+// Mirrors test/test_autograd.py (requires_grad, hooks, retain_grad, in-place on leaves and non-leaves).
 // Tests engine/autograd/variable.cpp (requires_grad, leaves, grad_fn, set_history /
 // rebase_history of in-place ops, tensor hooks, retain_grad, .grad assignment).
 #include <catch2/catch.hpp>
