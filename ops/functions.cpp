@@ -34,6 +34,8 @@ Tensor pow(T a, double e) { REMAT_OP(WithScalar, "aten::pow"); return op.call(a,
 Tensor eq(T a, T b) { REMAT_OP(Binary, "aten::eq"); return op.call(a, b); }
 Tensor where(T c, T a, T b) { REMAT_OP(Tensor(T, T, T), "aten::where"); return op.call(c, a, b); }
 Tensor masked_fill(T a, T mask, double v) { REMAT_OP(Tensor(T, T, double), "aten::masked_fill"); return op.call(a, mask, v); }
+Tensor maximum(T a, T b) { REMAT_OP(Binary, "aten::maximum"); return op.call(a, b); }
+Tensor minimum(T a, T b) { REMAT_OP(Binary, "aten::minimum"); return op.call(a, b); }
 Tensor triu(T a, int64_t k) { REMAT_OP(Tensor(T, int64_t), "aten::triu"); return op.call(a, k); }
 
 #define REMAT_UNARY_FN(NAME) \
@@ -195,6 +197,21 @@ Tensor& uniform_(Tensor& self, double from, double to, Generator* g) {
 Tensor& normal_(Tensor& self, double mean, double std, Generator* g) {
   REMAT_OP(Tensor(T, double, double, Generator*), "aten::normal_");
   op.call(self, mean, std, g);
+  return self;
+}
+Tensor& addcmul_(Tensor& self, T t1, T t2, double value) {
+  REMAT_OP(Tensor(T, T, T, double), "aten::addcmul_");
+  op.call(self, t1, t2, value);
+  return self;
+}
+Tensor& addcdiv_(Tensor& self, T t1, T t2, double value) {
+  REMAT_OP(Tensor(T, T, T, double), "aten::addcdiv_");
+  op.call(self, t1, t2, value);
+  return self;
+}
+Tensor& lerp_(Tensor& self, T end, double weight) {
+  REMAT_OP(Tensor(T, T, double), "aten::lerp_.Scalar");
+  op.call(self, end, weight);
   return self;
 }
 

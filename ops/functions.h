@@ -54,6 +54,8 @@ Tensor gelu(const Tensor& a, const std::string& approximate = "none");
 Tensor eq(const Tensor& a, const Tensor& b);  // bool
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor masked_fill(const Tensor& a, const Tensor& mask, double value);
+Tensor maximum(const Tensor& a, const Tensor& b);  // elementwise; NaN propagates
+Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor triu(const Tensor& a, int64_t diagonal = 0);
 
 // backward kernels (called by derivative formulas; public like PyTorch's)
@@ -137,5 +139,9 @@ Tensor& fill_(Tensor& self, double value);
 Tensor& copy_(Tensor& self, const Tensor& src);
 Tensor& uniform_(Tensor& self, double from = 0.0, double to = 1.0, Generator* generator = nullptr);
 Tensor& normal_(Tensor& self, double mean = 0.0, double std = 1.0, Generator* generator = nullptr);
+// self += value * tensor1 * tensor2;  self += value * tensor1 / tensor2;  self += weight * (end - self)
+Tensor& addcmul_(Tensor& self, const Tensor& tensor1, const Tensor& tensor2, double value = 1.0);
+Tensor& addcdiv_(Tensor& self, const Tensor& tensor1, const Tensor& tensor2, double value = 1.0);
+Tensor& lerp_(Tensor& self, const Tensor& end, double weight);
 
 }  // namespace remat

@@ -21,6 +21,10 @@ struct GemmOperand {
   int64_t ld;
 };
 GemmOperand gemm_operand(const Tensor& m, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols) {
+  // The stride of a size-1 dim is never used (and may be anything, e.g. 0 after expand): give it
+  // a value BLAS accepts, so that every contiguous tensor is a valid operand.
+  if (cols == 1) col_stride = 1;
+  if (rows == 1) row_stride = std::max<int64_t>(cols, 1);
   if (col_stride == 1 && row_stride >= std::max<int64_t>(cols, 1)) return {m, false, row_stride};
   if (row_stride == 1 && col_stride >= std::max<int64_t>(rows, 1)) return {m, true, col_stride};
   return {Tensor(), false, 0};  // needs a copy
@@ -61,6 +65,7 @@ void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
   const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1];
   const int64_t k = a.sizes()[a.dim() - 1];
   auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
+  // The copy is made before its strides are read (argument evaluation order is unspecified).
   GemmOperand ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
   if (!ga.t.defined()) {
     a = contiguous_cpu(a);  // neither row- nor column-major (e.g. expanded): copy
@@ -71,6 +76,7 @@ void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
     b = contiguous_cpu(b);
     gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
   }
+  REMAT_INTERNAL_ASSERT(ga.t.defined() && gb.t.defined());
   const int64_t sa = a.dim() == 3 ? a.strides()[0] : 0, sb = b.dim() == 3 ? b.strides()[0] : 0;
   REMAT_DISPATCH_FLOATING_TYPES(out.dtype(), "aten::mm", [&] {
     const scalar_t* pa = a.data_ptr<scalar_t>();

@@ -22,6 +22,8 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("eq(Tensor self, Tensor other) -> Tensor", {kPointwise});
   m.def("where(Tensor condition, Tensor self, Tensor other) -> Tensor", {kPointwise});
   m.def("masked_fill(Tensor self, Tensor mask, float value) -> Tensor", {kPointwise});
+  m.def("maximum(Tensor self, Tensor other) -> Tensor", {kPointwise});
+  m.def("minimum(Tensor self, Tensor other) -> Tensor", {kPointwise});
 
   // ---- pointwise unary ----
   for (const char* name : {"neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "silu", "sqrt",
@@ -47,6 +49,10 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)");
   m.def("uniform_(Tensor(a!) self, float from=0., float to=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
   m.def("normal_(Tensor(a!) self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
+  // the optimizers' updates (ops/pointwise_ops.cpp)
+  m.def("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, float value=1) -> Tensor(a!)");
+  m.def("addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, float value=1) -> Tensor(a!)");
+  m.def("lerp_.Scalar(Tensor(a!) self, Tensor end, float weight) -> Tensor(a!)");
 
   // ---- matrix products ----
   m.def("mm(Tensor self, Tensor mat2) -> Tensor");

@@ -35,6 +35,17 @@ Tensor unsqueeze_reduced(const Tensor& g, const Shape& in_shape, const Shape& di
   return r;
 }
 
+// maximum / minimum: each input gets the gradient where it is the result, half of it on ties
+// (PyTorch's where(self == other, grad / 2, grad).masked_fill_(self < other, 0)).
+std::vector<Tensor> extremum_grads(const BackwardContext& c) {
+  Tensor a = c.input(0), b = c.input(1), out = c.result(), g = c.grad();
+  Tensor ties = eq(a, b), zero = zeros_like(g), half = mul(g, 0.5);
+  auto grad_of = [&](const Tensor& x, size_t arg) {
+    return c.needs(arg) ? sum_to(where(ties, half, where(eq(out, x), g, zero)), c.meta(arg)) : Tensor();
+  };
+  return {grad_of(a, 0), grad_of(b, 1)};
+}
+
 Derivative rule(const char* op, std::vector<size_t> saved_args, std::vector<size_t> saved_results, Formula f) {
   Derivative d;
   d.op = op;
@@ -139,6 +150,10 @@ std::vector<Derivative> table() {
       }),
       // out = masked_fill(self, mask, value)
       rule("aten::masked_fill", {1}, {}, [](C c) -> G { return {masked_fill(c.grad(), c.input(1), 0.0), Tensor()}; }),
+      // out = maximum(self, other): the gradient goes to the larger input, split evenly on ties
+      rule("aten::maximum", {0, 1}, {0}, [](C c) -> G { return extremum_grads(c); }),
+      // out = minimum(self, other): the same with the smaller input
+      rule("aten::minimum", {0, 1}, {0}, [](C c) -> G { return extremum_grads(c); }),
       // fused backward kernels, differentiated for double backward
       // out = grad * (self > threshold)
       rule("aten::threshold_backward", {1}, {}, [](C c) -> G {
@@ -300,6 +315,27 @@ std::vector<Derivative> table() {
         return {zeros_like(c.grad()), if_needed(c, 1, [&] { return sum_to(c.grad(), c.meta(1)); })};
       })),
       inplace(rule("aten::uniform_", {}, {}, [](C c) -> G { return {zeros_like(c.grad())}; })),
+      // self += value * t1 * t2
+      inplace(rule("aten::addcmul_", {1, 2}, {}, [](C c) -> G {
+        double v = c.scalar(3);
+        return {c.grad(), if_needed(c, 1, [&] { return sum_to(mul(c.grad(), mul(c.input(2), v)), c.meta(1)); }),
+                if_needed(c, 2, [&] { return sum_to(mul(c.grad(), mul(c.input(1), v)), c.meta(2)); })};
+      })),
+      // self += value * t1 / t2
+      inplace(rule("aten::addcdiv_", {1, 2}, {}, [](C c) -> G {
+        double v = c.scalar(3);
+        return {c.grad(), if_needed(c, 1, [&] { return sum_to(div(mul(c.grad(), v), c.input(2)), c.meta(1)); }),
+                if_needed(c, 2, [&] {
+                  // d/dt2 = -value * t1 / t2^2
+                  Tensor t2 = c.input(2);
+                  return sum_to(mul(c.grad(), div(mul(c.input(1), -v), mul(t2, t2))), c.meta(2));
+                })};
+      })),
+      // self = self + weight * (end - self)
+      inplace(rule("aten::lerp_.Scalar", {}, {}, [](C c) -> G {
+        double w = c.scalar(2);
+        return {mul(c.grad(), 1.0 - w), if_needed(c, 1, [&] { return sum_to(mul(c.grad(), w), c.meta(1)); })};
+      })),
       inplace(rule("aten::normal_", {}, {}, [](C c) -> G { return {zeros_like(c.grad())}; })),
 
       // ---- normalisation, activations with state, losses, attention (ops/nn ops) ----

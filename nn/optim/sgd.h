@@ -1,0 +1,51 @@
+// Mirrors torch/optim/sgd.py (torch.optim.SGD, the single-tensor path) and
+// torch/csrc/api/include/torch/optim/sgd.h (SGDOptions): stochastic gradient descent with
+// optional momentum, dampening, Nesterov momentum, L2 weight decay and maximize.
+//
+// Per parameter p with gradient g (PyTorch's rule, step by step):
+//   g = maximize ? -g : g
+//   if weight_decay != 0:  g = g + weight_decay * p
+//   if momentum != 0:
+//     buf = first step ? clone(g) : momentum * buf + (1 - dampening) * g
+//     g = nesterov ? g + momentum * buf : buf
+//   p = p - lr * g
+#pragma once
+
+#include <unordered_map>
+
+#include "nn/optim/optimizer.h"
+
+namespace remat::optim {
+
+struct SGDOptions : public OptimizerOptions {
+  explicit SGDOptions(double lr = 1e-3) : lr_(lr) {}
+  std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<SGDOptions>(*this); }
+  double get_lr() const override { return lr_; }
+  void set_lr(double lr) override { lr_ = lr; }
+
+  REMAT_ARG(double, lr);
+  REMAT_ARG(double, momentum) = 0;
+  REMAT_ARG(double, dampening) = 0;
+  REMAT_ARG(double, weight_decay) = 0;
+  REMAT_ARG(bool, nesterov) = false;
+  REMAT_ARG(bool, maximize) = false;
+};
+
+class SGD : public Optimizer {
+ public:
+  SGD(const std::vector<OptimizerParamGroup>& param_groups, SGDOptions defaults = SGDOptions());
+  SGD(std::vector<Tensor> params, SGDOptions defaults = SGDOptions());
+
+  void step() override;
+
+  // The momentum buffer of p (undefined before its first step with momentum).
+  Tensor momentum_buffer(const Tensor& p) const;
+
+ protected:
+  void validate(const OptimizerOptions& options) const override;
+
+ private:
+  std::unordered_map<const TensorImpl*, Tensor> momentum_buffers_;
+};
+
+}  // namespace remat::optim
