@@ -106,3 +106,14 @@ TEST_CASE("AccumulateGrad is one node per leaf, held weakly by the leaf", "[accu
   REQUIRE(weak.expired());  // the leaf does not keep its accumulator alive
   REQUIRE(autograd::impl::grad_accumulator(from_vector({1}, {1}, kDouble)) == nullptr);  // no grad: none
 }
+
+TEST_CASE("A first gradient that is an expanded view is copied, so later accumulation stays right", "[accumulate_grad]") {
+  // sum's backward hands AccumulateGrad an expanded (stride-0) gradient; stealing it as .grad
+  // would make the next in-place accumulation write one element many times.
+  Tensor x = from_vector({1, 2, 3}, {3}, f64(true));
+  x.sum().backward();
+  REQUIRE(x.grad().is_contiguous());
+  REQUIRE(values(x.grad()) == std::vector<double>{1, 1, 1});
+  (x * from_vector({1, 2, 3}, {3}, kDouble)).sum().backward();
+  REQUIRE(values(x.grad()) == std::vector<double>{2, 3, 4});
+}
