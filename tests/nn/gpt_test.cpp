@@ -78,9 +78,38 @@ TEST_CASE("GPT's loss decreases over a few AdamW steps on a fixed batch", "[gpt]
     out.loss.backward();
     opt.step();
   }
+  // Starts near ln(17): nanoGPT's small init gives nearly uniform predictions.
+  CHECK(losses[0] == Approx(std::log(17.0)).margin(0.1));
   for (double l : losses) CHECK(std::isfinite(l));
   INFO("losses " << ::Catch::Detail::stringify(losses));
-  CHECK(losses.back() < 0.8 * losses.front());
+  for (size_t i = 1; i < losses.size(); ++i) CHECK(losses[i] < losses[i - 1]);
+  CHECK(losses.back() < losses.front() - 0.4);
+}
+
+TEST_CASE("GPT is initialised as nanoGPT: N(0, 0.02), zero biases, scaled residual projections", "[gpt]") {
+  nn::GPT model(small_config());
+  // The sample standard deviation of n normal draws has a standard error of sigma / sqrt(2 n):
+  // allow 5 of them.
+  auto check_std = [](const Tensor& t, double sigma) {
+    std::vector<double> v = t.to_vector();
+    double m = 0, s = 0;
+    for (double x : v) m += x / static_cast<double>(v.size());
+    for (double x : v) s += (x - m) * (x - m) / static_cast<double>(v.size());
+    CHECK(std::sqrt(s) == Approx(sigma).epsilon(5.0 / std::sqrt(2.0 * static_cast<double>(v.size()))));
+  };
+  check_std(model.wte->weight, 0.02);
+  check_std(model.wpe->weight, 0.02);
+  check_std(model.blocks[0]->attn->qkv->weight, 0.02);
+  check_std(model.blocks[1]->mlp->fc1->weight, 0.02);
+  const double residual = 0.02 / std::sqrt(8.0);  // 2 * n_layer = 8
+  check_std(model.blocks[2]->mlp->fc2->weight, residual);
+  check_std(model.blocks[3]->attn->proj->weight, residual);
+  CHECK(equal(model.blocks[0]->mlp->fc2->bias, zeros({16})));
+  CHECK(equal(model.blocks[0]->attn->qkv->bias, zeros({48})));
+  // Norms start as the identity; the same seed gives the same weights.
+  CHECK(equal(model.ln_f->named_parameters()[0].second, ones({16})));
+  nn::GPT again(small_config());
+  for (size_t i = 0; i < model.parameters().size(); ++i) CHECK(equal(model.parameters()[i], again.parameters()[i]));
 }
 
 TEST_CASE("non-reentrant checkpointing strategies give bitwise identical gradients", "[gpt][checkpoint]") {
