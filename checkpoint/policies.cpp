@@ -75,6 +75,10 @@ PolicyFn recompute_all() {
   };
 }
 
+bool is_view_op(const OperatorHandle& op) {
+  return op.hasSchema() && !op.schema().is_mutable() && op.schema().is_aliasing_return(0);
+}
+
 PolicyFn compose(std::vector<PolicyFn> policies) {
   REMAT_CHECK(!policies.empty(), "policies::compose: no policies given");
   return [policies](const SelectiveCheckpointContext& ctx, const OperatorHandle& op, const std::vector<IValue>& args) {

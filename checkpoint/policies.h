@@ -31,6 +31,10 @@ PolicyFn save_scopes(const std::vector<std::string>& globs);
 PolicyFn save_all();
 // PREFER_RECOMPUTE everything (the same as vanilla checkpoint).
 PolicyFn recompute_all();
+// A view op's output aliases its input: caching it keeps the input's storage alive (policies
+// that save "everything" usually want to skip views).
+bool is_view_op(const OperatorHandle& op);
+
 // Asks each policy in order; the first decisive answer (MUST_*) wins; if none is decisive, the
 // first policy's answer.
 PolicyFn compose(std::vector<PolicyFn> policies);

@@ -47,7 +47,7 @@ namespace {
 
 enum class CastPolicy { LowerPrecision, Float32 };
 
-// The autocast kernel: cast floating tensor arguments on an autocast-enabled device, then call
+// The autocast kernel: cast float/bf16/half tensor arguments on an autocast-enabled device, then call
 // the op again with Autocast excluded (so autograd, modes and backends see the cast inputs).
 template <CastPolicy policy>
 void autocast_kernel(const OperatorHandle& op, DispatchKeySet, Stack* stack) {
@@ -58,7 +58,8 @@ void autocast_kernel(const OperatorHandle& op, DispatchKeySet, Stack* stack) {
     if (!v.isTensor()) continue;
     const Tensor& t = v.toTensor();
     DeviceType dev = t.device().type;
-    if (!isFloatingType(t.dtype()) || !is_autocast_enabled(dev)) continue;
+    // Only float, bf16 and half are eligible: float64 tensors are left alone (PyTorch's is_eligible).
+    if (!isFloatingType(t.dtype()) || t.dtype() == kDouble || !is_autocast_enabled(dev)) continue;
     ScalarType target = policy == CastPolicy::Float32 ? kFloat : get_autocast_dtype(dev);
     if (t.dtype() != target) v = IValue(t.to(target));
   }

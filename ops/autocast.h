@@ -5,7 +5,7 @@
 //     Tensor p = softmax(y, -1);   // runs in float32 }
 //
 // While enabled for a device type, the Autocast dispatch key is in the thread's included set;
-// its kernel casts an op's floating inputs on that device to the op's autocast dtype (the
+// its kernel casts an op's float/bf16/half inputs on that device to the op's autocast dtype (the
 // lower-precision list: mm, bmm, matmul, addmm, linear; the float32 list: softmax, log_softmax,
 // layer_norm, rms_norm, cross_entropy), then calls the op again below Autocast. The casts are
 // ordinary _to_copy calls, so autograd records them.

@@ -47,18 +47,25 @@ Tensor copy_to_device(const Tensor& contiguous_src, Device device) {
 Tensor to_copy_cpu(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device) {
   ScalarType dt = dtype.value_or(self.dtype());
   Device dev = device.value_or(self.device());
+  if (dev.is_meta()) return make_empty(self.sizes(), dt, dev);
   Tensor converted = make_empty(self.sizes(), dt, self.device());
   copy_into_cpu(converted, self);
   if (dev == self.device()) return converted;
-  if (dev.is_meta()) return make_empty(self.sizes(), dt, dev);
   return copy_to_device(converted, dev);
 }
 
+void check_no_copy_out_of_meta(const char* op, const Tensor& src, Device dst) {
+  REMAT_CHECK(!src.is_meta() || dst.is_meta(), op, ": Cannot copy out of meta tensor; no data! (a meta tensor of shape ",
+              src.sizes(), " copied to ", dst, ")");
+}
+
 Tensor to_copy_meta(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device) {
+  check_no_copy_out_of_meta("aten::_to_copy", self, device.value_or(Device{kMeta}));
   return make_empty(self.sizes(), dtype.value_or(self.dtype()), device.value_or(Device{kMeta}));
 }
 
 void check_copy(const Tensor& self, const Tensor& src) {
+  check_no_internal_overlap("aten::copy_", self);
   Shape b = broadcast_shapes("aten::copy_", self.sizes(), src.sizes());
   REMAT_CHECK(b == self.sizes(), "aten::copy_: source of shape ", src.sizes(),
               " cannot be broadcast to the destination's shape ", self.sizes());
@@ -82,6 +89,7 @@ Tensor copy__cpu(const Tensor& self, const Tensor& src) {
 
 Tensor copy__meta(const Tensor& self, const Tensor& src) {
   check_copy(self, src);
+  check_no_copy_out_of_meta("aten::copy_", src, self.device());
   self.impl()->bump_version();
   return self;
 }

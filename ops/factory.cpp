@@ -79,27 +79,40 @@ Tensor random_fill(const char* op, const Tensor& self, Generator* generator, con
   return self;
 }
 
-Tensor uniform__cpu(const Tensor& self, double from, double to, Generator* generator) {
+void check_uniform(const Tensor& self, double from, double to) {
+  check_floating("aten::uniform_", self, "self");
+  check_no_internal_overlap("aten::uniform_", self);
   REMAT_CHECK(from <= to, "aten::uniform_: expects to return a [from, to) range, but found from=", from, " > to=", to);
+}
+void check_normal(const Tensor& self, double std) {
+  check_floating("aten::normal_", self, "self");
+  check_no_internal_overlap("aten::normal_", self);
+  REMAT_CHECK(std >= 0.0, "aten::normal_: expects std >= 0.0, but found std ", std);
+}
+
+Tensor uniform__cpu(const Tensor& self, double from, double to, Generator* generator) {
+  check_uniform(self, from, to);
   return random_fill("aten::uniform_", self, generator, [&](auto* p, uint64_t seed, uint64_t offset) {
     kernels::cpu::uniform_kernel(p, self.numel(), seed, offset, from, to);
   });
 }
 
 Tensor normal__cpu(const Tensor& self, double mean, double std, Generator* generator) {
-  REMAT_CHECK(std >= 0.0, "aten::normal_: expects std >= 0.0, but found std ", std);
+  check_normal(self, std);
   return random_fill("aten::normal_", self, generator, [&](auto* p, uint64_t seed, uint64_t offset) {
     kernels::cpu::normal_kernel(p, self.numel(), seed, offset, mean, std);
   });
 }
 
 // On Meta there are no values; the generator still advances so offsets match a real run.
-Tensor uniform__meta(const Tensor& self, double, double, Generator* generator) {
+Tensor uniform__meta(const Tensor& self, double from, double to, Generator* generator) {
+  check_uniform(self, from, to);
   if (generator != nullptr) generator->reserve();
   self.impl()->bump_version();
   return self;
 }
-Tensor normal__meta(const Tensor& self, double, double, Generator* generator) {
+Tensor normal__meta(const Tensor& self, double, double std, Generator* generator) {
+  check_normal(self, std);
   if (generator != nullptr) generator->reserve();
   self.impl()->bump_version();
   return self;

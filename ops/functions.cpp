@@ -175,6 +175,8 @@ Tensor _to_copy(T a, std::optional<ScalarType> dtype, std::optional<Device> devi
 }
 Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
   REMAT_OP(Tensor(const std::vector<Tensor>&, int64_t), "aten::cat");
+  // With no tensor there is no backend to dispatch to: say what is wrong instead.
+  REMAT_CHECK(!ts.empty(), "aten::cat: expected a non-empty list of Tensors");
   return op.call(ts, dim);
 }
 

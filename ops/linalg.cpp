@@ -21,20 +21,26 @@ struct GemmOperand {
   int64_t ld;
 };
 GemmOperand gemm_operand(const Tensor& m, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols) {
+  // The stride of a size-1 dim is never used (and may be anything, e.g. 0 after expand): give it
+  // a value BLAS accepts, so that every contiguous tensor is a valid operand.
+  if (cols == 1) col_stride = 1;
+  if (rows == 1) row_stride = std::max<int64_t>(cols, 1);
   if (col_stride == 1 && row_stride >= std::max<int64_t>(cols, 1)) return {m, false, row_stride};
   if (row_stride == 1 && col_stride >= std::max<int64_t>(rows, 1)) return {m, true, col_stride};
   return {Tensor(), false, 0};  // needs a copy
 }
 
-TensorMeta mm_meta(const Tensor& a, const Tensor& b) {
-  check_defined("aten::mm", a, "self");
-  check_defined("aten::mm", b, "mat2");
-  check_dim("aten::mm", a, 2, "self");
-  check_dim("aten::mm", b, 2, "mat2");
-  Device d = common_device("aten::mm", {&a, &b});
-  REMAT_CHECK(a.sizes()[1] == b.sizes()[0], "aten::mm: mat1 and mat2 shapes cannot be multiplied (", a.sizes()[0],
+// op: the op named in errors (addmm checks its two matrices as mm does).
+TensorMeta mm_meta(const Tensor& a, const Tensor& b, const char* op = "aten::mm") {
+  check_defined(op, a, "self");
+  check_defined(op, b, "mat2");
+  check_dim(op, a, 2, "self");
+  check_dim(op, b, 2, "mat2");
+  Device d = common_device(op, {&a, &b});
+  REMAT_CHECK(a.sizes()[1] == b.sizes()[0], op, ": mat1 and mat2 shapes cannot be multiplied (", a.sizes()[0],
               "x", a.sizes()[1], " and ", b.sizes()[0], "x", b.sizes()[1], ")");
-  check_same_dtype("aten::mm", a, b);
+  check_same_dtype(op, a, b);
+  check_floating(op, a, "self");
   return {{a.sizes()[0], b.sizes()[1]}, a.dtype(), d};
 }
 
@@ -49,6 +55,7 @@ TensorMeta bmm_meta(const Tensor& a, const Tensor& b) {
   REMAT_CHECK(a.sizes()[2] == b.sizes()[1], "aten::bmm: Expected size for first two dimensions of batch2 tensor to be: [",
               a.sizes()[0], ", ", a.sizes()[2], "] but got: [", b.sizes()[0], ", ", b.sizes()[1], "].");
   check_same_dtype("aten::bmm", a, b);
+  check_floating("aten::bmm", a, "self");
   return {{a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype(), d};
 }
 
@@ -58,6 +65,7 @@ void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
   const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1];
   const int64_t k = a.sizes()[a.dim() - 1];
   auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
+  // The copy is made before its strides are read (argument evaluation order is unspecified).
   GemmOperand ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
   if (!ga.t.defined()) {
     a = contiguous_cpu(a);  // neither row- nor column-major (e.g. expanded): copy
@@ -68,6 +76,7 @@ void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
     b = contiguous_cpu(b);
     gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
   }
+  REMAT_INTERNAL_ASSERT(ga.t.defined() && gb.t.defined());
   const int64_t sa = a.dim() == 3 ? a.strides()[0] : 0, sb = b.dim() == 3 ? b.strides()[0] : 0;
   REMAT_DISPATCH_FLOATING_TYPES(out.dtype(), "aten::mm", [&] {
     const scalar_t* pa = a.data_ptr<scalar_t>();
@@ -90,20 +99,18 @@ void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
 }
 
 Tensor mm_cpu(const Tensor& a, const Tensor& b) {
-  check_floating("aten::mm", a, "self");
   Tensor out = empty_from(mm_meta(a, b));
   if (out.numel() > 0) batched_gemm(out, a, b, false);
   return out;
 }
 Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
-  check_floating("aten::bmm", a, "self");
   Tensor out = empty_from(bmm_meta(a, b));
   if (out.numel() > 0) batched_gemm(out, a, b, false);
   return out;
 }
 
 TensorMeta addmm_meta(const Tensor& bias, const Tensor& a, const Tensor& b) {
-  TensorMeta m = mm_meta(a, b);
+  TensorMeta m = mm_meta(a, b, "aten::addmm");
   check_defined("aten::addmm", bias, "self");
   common_device("aten::addmm", {&bias, &a});
   Shape s = broadcast_shapes("aten::addmm", bias.sizes(), m.sizes);
@@ -112,7 +119,6 @@ TensorMeta addmm_meta(const Tensor& bias, const Tensor& a, const Tensor& b) {
   return m;
 }
 Tensor addmm_cpu(const Tensor& bias, const Tensor& a, const Tensor& b) {
-  check_floating("aten::addmm", a, "mat1");
   Tensor out = empty_from(addmm_meta(bias, a, b));
   copy_into_cpu(out, bias);
   if (out.numel() > 0) batched_gemm(out, a, b, true);

@@ -8,7 +8,7 @@ Tensor empty_from(TensorMeta meta) { return make_empty(std::move(meta.sizes), me
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = n; i-- > 0;) {  // from the last dim, so the error names the rightmost mismatch (as PyTorch)
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     REMAT_CHECK(da == db || da == 1 || db == 1, op, ": The size of tensor a (", da,
@@ -51,6 +51,15 @@ void check_floating(const char* op, const Tensor& t, const char* name) {
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
   REMAT_CHECK(a.dtype() == b.dtype(), op, ": expected both arguments to have the same dtype, but got ",
               toString(a.dtype()), " and ", toString(b.dtype()));
+}
+
+void check_no_internal_overlap(const char* op, const Tensor& self) {
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    REMAT_CHECK(self.sizes()[d] <= 1 || self.strides()[d] != 0, op,
+                ": unsupported operation: more than one element of the written-to tensor refers to a single "
+                "memory location. Please clone() the tensor before performing the operation. (shape ",
+                self.sizes(), ", strides ", self.strides(), ")");
+  }
 }
 
 Shape broadcast_strides(const Tensor& t, const Shape& sizes) {

@@ -30,6 +30,9 @@ void check_defined(const char* op, const Tensor& t, const char* name);
 void check_dim(const char* op, const Tensor& t, int64_t dim, const char* name);
 void check_floating(const char* op, const Tensor& t, const char* name);
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b);
+// A tensor written in place must not have two elements at one address (an expanded tensor), as
+// PyTorch's assert_no_internal_overlap. (fill_ and zero_ skip this: they are idempotent.)
+void check_no_internal_overlap(const char* op, const Tensor& self);
 
 // Iteration space of out with each input broadcast to out's sizes (stride 0 where broadcast).
 kernels::cpu::LoopShape make_loop(const Tensor& out, std::initializer_list<const Tensor*> inputs);

@@ -34,6 +34,7 @@ TensorMeta unary_meta(const char* op, const Tensor& a, bool floating_only) {
 // An in-place op writes into self: the other operand must broadcast to self's shape.
 void inplace_meta(const char* op, const Tensor& self, const Tensor& other) {
   TensorMeta m = binary_meta(op, self, other);
+  check_no_internal_overlap(op, self);
   REMAT_CHECK(m.sizes == self.sizes(), op, ": output with shape ", self.sizes(),
               " doesn't match the broadcast shape ", m.sizes);
   REMAT_CHECK(m.dtype == self.dtype() || isFloatingType(self.dtype()), op, ": result type ", toString(m.dtype),
@@ -74,30 +75,44 @@ void binary_into(const char* op, const Tensor& out, const Tensor& a, const Tenso
 }
 
 template <class Op>
-Tensor binary_cpu(const char* op, const Tensor& a, const Tensor& b) {
-  Tensor out = empty_from(binary_meta(op, a, b));
+Tensor binary_cpu(const char* op, const TensorMeta& meta, const Tensor& a, const Tensor& b) {
+  Tensor out = empty_from(meta);
   binary_into<Op>(op, out, a, b);
   return out;
 }
 
-Tensor add_cpu(const Tensor& a, const Tensor& b) { return binary_cpu<cpu::AddOp>("aten::add", a, b); }
-Tensor sub_cpu(const Tensor& a, const Tensor& b) { return binary_cpu<cpu::SubOp>("aten::sub", a, b); }
-Tensor mul_cpu(const Tensor& a, const Tensor& b) { return binary_cpu<cpu::MulOp>("aten::mul", a, b); }
-Tensor div_cpu(const Tensor& a, const Tensor& b) { return binary_cpu<cpu::DivOp>("aten::div", a, b); }
+// div is true division: integer inputs give a float result (PyTorch's div, rounding_mode=None).
+TensorMeta div_meta(const Tensor& a, const Tensor& b) {
+  TensorMeta m = binary_meta("aten::div", a, b);
+  if (!isFloatingType(m.dtype)) m.dtype = kFloat;
+  return m;
+}
+
+Tensor add_cpu(const Tensor& a, const Tensor& b) { return binary_cpu<cpu::AddOp>("aten::add", binary_meta("aten::add", a, b), a, b); }
+Tensor sub_cpu(const Tensor& a, const Tensor& b) { return binary_cpu<cpu::SubOp>("aten::sub", binary_meta("aten::sub", a, b), a, b); }
+Tensor mul_cpu(const Tensor& a, const Tensor& b) { return binary_cpu<cpu::MulOp>("aten::mul", binary_meta("aten::mul", a, b), a, b); }
+Tensor div_cpu(const Tensor& a, const Tensor& b) { return binary_cpu<cpu::DivOp>("aten::div", div_meta(a, b), a, b); }
 Tensor binary_meta_kernel_add(const Tensor& a, const Tensor& b) { return meta_out(binary_meta("aten::add", a, b)); }
 Tensor binary_meta_kernel_sub(const Tensor& a, const Tensor& b) { return meta_out(binary_meta("aten::sub", a, b)); }
 Tensor binary_meta_kernel_mul(const Tensor& a, const Tensor& b) { return meta_out(binary_meta("aten::mul", a, b)); }
-Tensor binary_meta_kernel_div(const Tensor& a, const Tensor& b) { return meta_out(binary_meta("aten::div", a, b)); }
+Tensor binary_meta_kernel_div(const Tensor& a, const Tensor& b) { return meta_out(div_meta(a, b)); }
 
-// tensor op scalar: the scalar does not promote a floating tensor (a "wrapped number").
-TensorMeta scalar_meta(const char* op, const Tensor& a) {
+// A fractional (or non-finite) scalar cannot be applied to an integer tensor without promotion.
+bool is_fractional(double s) { return !std::isfinite(s) || s != std::trunc(s); }
+
+// tensor op scalar: the scalar does not promote a floating tensor (a "wrapped number"); an
+// integer tensor stays integral for an integral scalar and becomes float for a fractional one
+// (or for true division), as PyTorch's result_type does for a Python float.
+TensorMeta scalar_meta(const char* op, const Tensor& a, double s, bool true_div = false) {
   check_defined(op, a, "self");
-  return {a.sizes(), a.dtype() == kBool ? kLong : a.dtype(), a.device()};
+  ScalarType dtype = a.dtype();
+  if (!isFloatingType(dtype)) dtype = true_div || is_fractional(s) ? kFloat : kLong;
+  return {a.sizes(), dtype, a.device()};
 }
 
 template <class F>
-Tensor scalar_cpu(const char* op, const Tensor& a, const F& f) {
-  Tensor out = empty_from(scalar_meta(op, a));
+Tensor scalar_cpu(const char* op, const TensorMeta& meta, const Tensor& a, const F& f) {
+  Tensor out = empty_from(meta);
   Tensor ac = cast_cpu(a, out.dtype());
   auto loop = make_loop(out, {&ac});
   REMAT_DISPATCH_NUMERIC_TYPES(out.dtype(), op, [&] {
@@ -108,29 +123,44 @@ Tensor scalar_cpu(const char* op, const Tensor& a, const F& f) {
 }
 
 Tensor add_scalar_cpu(const Tensor& a, double s) {
-  return scalar_cpu("aten::add.Scalar", a, [s](auto x) { return x + static_cast<decltype(x)>(s); });
+  return scalar_cpu("aten::add.Scalar", scalar_meta("aten::add.Scalar", a, s), a,
+                    [s](auto x) { return x + static_cast<decltype(x)>(s); });
 }
 Tensor mul_scalar_cpu(const Tensor& a, double s) {
-  return scalar_cpu("aten::mul.Scalar", a, [s](auto x) { return x * static_cast<decltype(x)>(s); });
+  return scalar_cpu("aten::mul.Scalar", scalar_meta("aten::mul.Scalar", a, s), a,
+                    [s](auto x) { return x * static_cast<decltype(x)>(s); });
 }
 Tensor div_scalar_cpu(const Tensor& a, double s) {
-  return scalar_cpu("aten::div.Scalar", a, [s](auto x) { return x / static_cast<decltype(x)>(s); });
+  return scalar_cpu("aten::div.Scalar", scalar_meta("aten::div.Scalar", a, s, /*true_div=*/true), a,
+                    [s](auto x) { return x / static_cast<decltype(x)>(s); });
+}
+TensorMeta pow_meta(const Tensor& a, double e) {
+  check_defined("aten::pow", a, "self");
+  check_floating("aten::pow", a, "self");
+  return scalar_meta("aten::pow", a, e);
 }
 Tensor pow_cpu(const Tensor& a, double e) {
-  check_floating("aten::pow", a, "self");
-  if (e == 2.0) return scalar_cpu("aten::pow", a, [](auto x) { return x * x; });
-  return scalar_cpu("aten::pow", a, [e](auto x) { return std::pow(x, static_cast<decltype(x)>(e)); });
+  TensorMeta m = pow_meta(a, e);
+  if (e == 2.0) return scalar_cpu("aten::pow", m, a, [](auto x) { return x * x; });
+  return scalar_cpu("aten::pow", m, a, [e](auto x) { return std::pow(x, static_cast<decltype(x)>(e)); });
 }
-Tensor scalar_meta_kernel(const Tensor& a, double) { return meta_out(scalar_meta("aten::scalar_op", a)); }
+Tensor add_scalar_meta(const Tensor& a, double s) { return meta_out(scalar_meta("aten::add.Scalar", a, s)); }
+Tensor mul_scalar_meta(const Tensor& a, double s) { return meta_out(scalar_meta("aten::mul.Scalar", a, s)); }
+Tensor div_scalar_meta(const Tensor& a, double s) { return meta_out(scalar_meta("aten::div.Scalar", a, s, true)); }
+Tensor pow_meta_kernel(const Tensor& a, double e) { return meta_out(pow_meta(a, e)); }
 
 // ---------------------------------------------------------------------------------------------
 // unary ops
 // ---------------------------------------------------------------------------------------------
 
+// neg, abs and relu also take integer tensors; the others need a floating point one.
+template <class Op>
+constexpr bool kFloatingOnly = !std::is_same_v<Op, cpu::NegOp> && !std::is_same_v<Op, cpu::AbsOp> &&
+                               !std::is_same_v<Op, cpu::ReluOp>;
+
 template <class Op>
 Tensor unary_cpu(const char* op, const Tensor& a) {
-  Tensor out = empty_from(unary_meta(op, a, /*floating_only=*/!std::is_same_v<Op, cpu::NegOp> &&
-                                                   !std::is_same_v<Op, cpu::AbsOp> && !std::is_same_v<Op, cpu::ReluOp>));
+  Tensor out = empty_from(unary_meta(op, a, kFloatingOnly<Op>));
   if (out.numel() == 0) return out;
   auto loop = make_loop(out, {&a});
   REMAT_DISPATCH_NUMERIC_TYPES(out.dtype(), op, [&] {
@@ -141,7 +171,7 @@ Tensor unary_cpu(const char* op, const Tensor& a) {
 
 #define REMAT_UNARY_CPU(NAME, OP)                                                   \
   Tensor NAME##_cpu(const Tensor& a) { return unary_cpu<cpu::OP>("aten::" #NAME, a); } \
-  Tensor NAME##_meta(const Tensor& a) { return meta_out(unary_meta("aten::" #NAME, a, false)); }
+  Tensor NAME##_meta(const Tensor& a) { return meta_out(unary_meta("aten::" #NAME, a, kFloatingOnly<cpu::OP>)); }
 REMAT_UNARY_CPU(neg, NegOp)
 REMAT_UNARY_CPU(exp, ExpOp)
 REMAT_UNARY_CPU(log, LogOp)
@@ -356,6 +386,7 @@ Tensor inplace_binary_meta_mul(const Tensor& self, const Tensor& other) {
 template <class F>
 Tensor inplace_scalar_cpu(const char* op, const Tensor& self, const F& f) {
   check_defined(op, self, "self");
+  check_no_internal_overlap(op, self);
   if (self.numel() > 0 && !self.is_meta()) {
     auto loop = make_loop(self, {&self});
     REMAT_DISPATCH_NUMERIC_TYPES(self.dtype(), op, [&] {
@@ -366,20 +397,37 @@ Tensor inplace_scalar_cpu(const char* op, const Tensor& self, const F& f) {
   self.impl()->bump_version();
   return self;
 }
+// self op= s writes into self: a fractional scalar cannot be stored in an integer tensor.
+void check_inplace_scalar(const char* op, const Tensor& self, double s) {
+  check_defined(op, self, "self");
+  check_no_internal_overlap(op, self);
+  REMAT_CHECK(isFloatingType(self.dtype()) || !is_fractional(s), op,
+              ": result type Float can't be cast to the desired output type ", toString(self.dtype()),
+              " (scalar ", s, ")");
+}
 Tensor add__scalar_cpu(const Tensor& self, double s) {
+  check_inplace_scalar("aten::add_.Scalar", self, s);
   return inplace_scalar_cpu("aten::add_.Scalar", self, [s](auto x) { return x + static_cast<decltype(x)>(s); });
 }
 Tensor mul__scalar_cpu(const Tensor& self, double s) {
+  check_inplace_scalar("aten::mul_.Scalar", self, s);
   return inplace_scalar_cpu("aten::mul_.Scalar", self, [s](auto x) { return x * static_cast<decltype(x)>(s); });
 }
 Tensor relu__cpu(const Tensor& self) {
   return inplace_scalar_cpu("aten::relu_", self, [](auto x) { return x > decltype(x)(0) ? x : decltype(x)(0); });
 }
-Tensor inplace_scalar_meta(const Tensor& self, double) {
+Tensor add__scalar_meta(const Tensor& self, double s) {
+  check_inplace_scalar("aten::add_.Scalar", self, s);
+  self.impl()->bump_version();
+  return self;
+}
+Tensor mul__scalar_meta(const Tensor& self, double s) {
+  check_inplace_scalar("aten::mul_.Scalar", self, s);
   self.impl()->bump_version();
   return self;
 }
 Tensor relu__meta(const Tensor& self) {
+  check_no_internal_overlap("aten::relu_", self);
   self.impl()->bump_version();
   return self;
 }
@@ -428,7 +476,10 @@ REMAT_LIBRARY_IMPL(aten, Meta, m) {
   m.impl("sub", REMAT_FN(binary_meta_kernel_sub));
   m.impl("mul", REMAT_FN(binary_meta_kernel_mul));
   m.impl("div", REMAT_FN(binary_meta_kernel_div));
-  for (const char* name : {"add.Scalar", "mul.Scalar", "div.Scalar", "pow"}) m.impl(name, REMAT_FN(scalar_meta_kernel));
+  m.impl("add.Scalar", REMAT_FN(add_scalar_meta));
+  m.impl("mul.Scalar", REMAT_FN(mul_scalar_meta));
+  m.impl("div.Scalar", REMAT_FN(div_scalar_meta));
+  m.impl("pow", REMAT_FN(pow_meta_kernel));
   m.impl("neg", REMAT_FN(neg_meta));
   m.impl("exp", REMAT_FN(exp_meta));
   m.impl("log", REMAT_FN(log_meta));
@@ -452,8 +503,8 @@ REMAT_LIBRARY_IMPL(aten, Meta, m) {
   m.impl("masked_fill", REMAT_FN(masked_fill_meta_kernel));
   m.impl("add_", REMAT_FN(inplace_binary_meta_add));
   m.impl("mul_", REMAT_FN(inplace_binary_meta_mul));
-  m.impl("add_.Scalar", REMAT_FN(inplace_scalar_meta));
-  m.impl("mul_.Scalar", REMAT_FN(inplace_scalar_meta));
+  m.impl("add_.Scalar", REMAT_FN(add__scalar_meta));
+  m.impl("mul_.Scalar", REMAT_FN(mul__scalar_meta));
   m.impl("relu_", REMAT_FN(relu__meta));
 }
 

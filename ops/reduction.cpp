@@ -1,5 +1,6 @@
 // Mirrors ATen/native/ReduceOps.cpp (sum, mean, amax) and ExpandUtils (sum_to_size).
 #include <algorithm>
+#include <limits>
 
 #include "engine/dispatch/library.h"
 #include "kernels/cpu/reduce.h"
@@ -20,6 +21,7 @@ std::vector<bool> reduced_mask(const char* op, const Tensor& self, const std::op
   if (dims && !dims->empty()) {
     for (int64_t d : *dims) {
       int64_t w = maybe_wrap_dim(d, self.dim(), op);
+      if (self.dim() == 0) continue;  // dim 0 (or -1) of a 0-d tensor: nothing to reduce
       REMAT_CHECK(!mask[w], op, ": dim ", w, " appears multiple times in the list of dims");
       mask[w] = true;
     }
@@ -73,7 +75,11 @@ Tensor reduce_cpu(const char* op, const Tensor& self, const std::optional<Shape>
     }
   }
   if (self.numel() == 0) {
-    fill_(out, 0.0);
+    // The sum of no elements is 0; their mean is 0/0 = NaN. A raw fill: no op call.
+    double empty_value = mean ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+    REMAT_DISPATCH_NUMERIC_TYPES(m.dtype, op, [&] {
+      std::fill_n(out.data_ptr<scalar_t>(), out.numel(), static_cast<scalar_t>(empty_value));
+    });
     return out;
   }
   double scale = mean ? 1.0 / static_cast<double>(red_n) : 1.0;

@@ -157,6 +157,8 @@ Tensor expand_kernel(const Tensor& self, const Shape& size) {
     }
     int64_t cur = self.sizes()[i - offset];
     int64_t want = size[i] == -1 ? cur : size[i];
+    REMAT_CHECK(want >= 0, "aten::expand: The expanded size of the tensor (", want, ") is not allowed at dimension ",
+                i, ": sizes must be non-negative, or -1 to keep a size.  Target sizes: ", size);
     REMAT_CHECK(cur == want || cur == 1, "aten::expand: The expanded size of the tensor (", want,
                 ") must match the existing size (", cur, ") at non-singleton dimension ", i,
                 ".  Target sizes: ", size, ".  Tensor sizes: ", self.sizes());

@@ -109,8 +109,12 @@ void validate_outputs(const Node& fn, variable_list& grads) {
     if (!e.is_valid() || !g.defined()) continue;
     const InputMetadata& meta = e.function->input_metadata(e.input_nr);
     if (g.sizes() != meta.shape) {
-      // A gradient that broadcasts to the input's shape is summed back (PyTorch does the same).
+      // A gradient of a shape the input broadcasts to is summed back (PyTorch does the same).
       bool expandable = g.dim() >= static_cast<int64_t>(meta.shape.size());
+      for (size_t d = 1; expandable && d <= meta.shape.size(); ++d) {
+        int64_t want = meta.shape[meta.shape.size() - d], got = g.sizes()[g.sizes().size() - d];
+        expandable = want == got || want == 1;
+      }
       REMAT_CHECK(expandable, "Function ", fn.name(), " returned an invalid gradient at index ", i,
                   " - got ", g.sizes(), " but expected shape compatible with ", meta.shape);
       g = ops_by_name::sum_to_size(g, meta.shape);
@@ -179,19 +183,21 @@ variable_list Engine::execute(const edge_list& roots, const variable_list& grads
     }
     root_done = true;
 
-    bool run = true;
+    bool run = true, hooks_done = false;
     if (!task.exec_info.empty()) {
       auto it = task.exec_info.find(fn.get());
       const GraphTask::ExecInfo* info = it == task.exec_info.end() ? nullptr : &it->second;
       if (info != nullptr && !info->captures.empty()) {
-        variable_list hooked = fn->call_tensor_pre_hooks(inputs);
-        for (const auto& c : info->captures) task.captured_vars[c.output_idx] = hooked[c.input_idx];
+        // Captured after the tensor hooks, which run once even if the node runs too.
+        inputs = fn->call_tensor_pre_hooks(std::move(inputs));
+        hooks_done = true;
+        for (const auto& c : info->captures) task.captured_vars[c.output_idx] = inputs[c.input_idx];
       }
       run = info != nullptr && info->needed;
     }
     if (!run) continue;
 
-    inputs = fn->call_tensor_pre_hooks(std::move(inputs));
+    if (!hooks_done) inputs = fn->call_tensor_pre_hooks(std::move(inputs));
     for (const auto& hook : fn->pre_hooks()) inputs = hook(inputs);
     variable_list grad_inputs = inputs;  // kept only for post hooks
     if (fn->post_hooks().empty()) grad_inputs.clear();

@@ -2,6 +2,8 @@
 #include "engine/dispatch/function_schema.h"
 
 #include <cctype>
+#include <cmath>
+#include <iomanip>
 #include <sstream>
 
 namespace remat {
@@ -38,18 +40,33 @@ bool FunctionSchema::is_aliasing_return(size_t i) const {
 
 namespace {
 
+// A float default as PyTorch prints one: "0." for integral values, else the shortest decimal
+// that parses back to the same double (so str() round-trips through parse_schema exactly).
+std::string float_str(double d) {
+  if (std::isfinite(d) && std::abs(d) < 1e10 && d == static_cast<double>(static_cast<int64_t>(d)))
+    return (std::signbit(d) && d == 0 ? "-" : "") + std::to_string(static_cast<int64_t>(d)) + ".";
+  std::ostringstream os;
+  for (int precision = 6; precision <= 17; ++precision) {
+    os.str("");
+    os << std::setprecision(precision) << d;
+    if (std::stod(os.str()) == d) break;
+  }
+  return os.str();
+}
+
 std::string arg_str(const Argument& a, bool with_name) {
   std::string t = a.type;
   if (a.alias_info) {
-    // "Tensor(a!)" or, for optionals, "Tensor(a!)?"
-    std::string base = a.is_optional() ? t.substr(0, t.size() - 1) : t;
-    t = base + "(" + a.alias_info->set + (a.alias_info->is_write ? "!" : "") + ")" +
-        (a.is_optional() ? "?" : "");
+    // The annotation follows the base type: "Tensor(a!)", "Tensor(a!)?", "Tensor(a)[]".
+    size_t base_end = t.find_first_of("[?");
+    if (base_end == std::string::npos) base_end = t.size();
+    t = t.substr(0, base_end) + "(" + a.alias_info->set + (a.alias_info->is_write ? "!" : "") + ")" +
+        t.substr(base_end);
   }
   if (with_name && !a.name.empty()) t += " " + a.name;
   if (a.default_value) {
     const IValue& d = *a.default_value;
-    std::string v = d.isBool() ? (d.toBool() ? "True" : "False") : d.str();
+    std::string v = d.isBool() ? (d.toBool() ? "True" : "False") : d.isDouble() ? float_str(d.toDouble()) : d.str();
     t += "=" + v;
   }
   return t;

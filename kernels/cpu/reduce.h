@@ -41,9 +41,12 @@ struct SumReducer {
   template <class M> static auto eigen(const M& m) { return m.sum(); }
 };
 struct MaxReducer {
-  template <class A> static A identity() { return -std::numeric_limits<A>::infinity(); }
+  // -inf, or the lowest value for integer types (which have no infinity)
+  template <class A> static A identity() {
+    return std::numeric_limits<A>::has_infinity ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::lowest();
+  }
   template <class A> static A combine(A a, A b) { return (a > b || a != a) ? a : b; }  // NaN wins
-  template <class M> static auto eigen(const M& m) { return m.maxCoeff(); }
+  template <class M> static auto eigen(const M& m) { return m.template maxCoeff<Eigen::PropagateNaN>(); }
 };
 
 // Combines the reduced elements starting at in (one output element), in a fixed order.

@@ -25,8 +25,8 @@ Tensor if_needed(C c, size_t arg, const std::function<Tensor()>& f) { return c.n
 
 // Re-inserts reduced dims so a reduction's gradient broadcasts back (restore_reduced_dims).
 Tensor unsqueeze_reduced(const Tensor& g, const Shape& in_shape, const Shape& dims, bool keepdim) {
-  if (keepdim) return g;
   int64_t n = static_cast<int64_t>(in_shape.size());
+  if (keepdim || n == 0) return g;  // a 0-d input reduces to a 0-d result
   std::vector<bool> reduced(static_cast<size_t>(n), dims.empty());
   for (int64_t d : dims) reduced[d < 0 ? d + n : d] = true;
   Tensor r = g;
@@ -73,10 +73,14 @@ Derivative non_differentiable(const char* op) {
 std::vector<Derivative> table() {
   return {
       // out = self + other
-      rule("aten::add", {}, {}, [](C c) -> G { return {sum_to(c.grad(), c.meta(0)), sum_to(c.grad(), c.meta(1))}; }),
+      rule("aten::add", {}, {}, [](C c) -> G {
+        return {if_needed(c, 0, [&] { return sum_to(c.grad(), c.meta(0)); }),
+                if_needed(c, 1, [&] { return sum_to(c.grad(), c.meta(1)); })};
+      }),
       // out = self - other
       rule("aten::sub", {}, {}, [](C c) -> G {
-        return {sum_to(c.grad(), c.meta(0)), if_needed(c, 1, [&] { return sum_to(neg(c.grad()), c.meta(1)); })};
+        return {if_needed(c, 0, [&] { return sum_to(c.grad(), c.meta(0)); }),
+                if_needed(c, 1, [&] { return sum_to(neg(c.grad()), c.meta(1)); })};
       }),
       // out = self * other
       rule("aten::mul", {0, 1}, {}, [](C c) -> G {
@@ -168,6 +172,42 @@ std::vector<Derivative> table() {
                 if_needed(c, 1, [&] { return mul(mul(c.grad(), g), mul(y, -2.0)); })};
       }),
 
+      // out = grad * s (1 + x (1 - s)),  s = sigmoid(x);  d/dx = grad * s (1 - s) (2 + x (1 - 2 s))
+      rule("aten::silu_backward", {0, 1}, {}, [](C c) -> G {
+        Tensor g = c.input(0), x = c.input(1);
+        return {if_needed(c, 0, [&] { return silu_backward(c.grad(), x); }),
+                if_needed(c, 1, [&] {
+                  Tensor s = sigmoid(x);
+                  Tensor ds = mul(s, add(neg(s), 1.0));  // s (1 - s)
+                  return mul(mul(c.grad(), g), mul(ds, add(mul(x, add(mul(s, -2.0), 1.0)), 2.0)));
+                })};
+      }),
+      // out = grad * gelu'(x)
+      //   none: gelu'(x) = Phi(x) + x phi(x);  gelu''(x) = phi(x) (2 - x^2)
+      //   tanh: gelu'(x) = (1 + t) / 2 + x (1 - t^2) k' / 2,  t = tanh(k),  k = b (x + a x^3),  k' = b (1 + 3 a x^2)
+      //         gelu''(x) = (1 - t^2) (k' + x (k'' - 2 t k'^2) / 2),  k'' = 6 a b x
+      rule("aten::gelu_backward", {0, 1}, {}, [](C c) -> G {
+        Tensor g = c.input(0), x = c.input(1);
+        const std::string& approximate = c.str(2);
+        return {if_needed(c, 0, [&] { return gelu_backward(c.grad(), x, approximate); }),
+                if_needed(c, 1, [&] {
+                  Tensor x2 = mul(x, x);
+                  Tensor second;
+                  if (approximate == "tanh") {
+                    const double a = 0.044715, b = 0.79788456080286535588;  // b = sqrt(2/pi)
+                    Tensor t = tanh(mul(add(x, mul(mul(x2, x), a)), b));
+                    Tensor k1 = mul(add(mul(x2, 3.0 * a), 1.0), b);
+                    Tensor k2 = mul(x, 6.0 * a * b);
+                    Tensor inner = add(k1, mul(mul(x, sub(k2, mul(mul(t, mul(k1, k1)), 2.0))), 0.5));
+                    second = mul(add(neg(mul(t, t)), 1.0), inner);
+                  } else {
+                    Tensor pdf = mul(exp(mul(x2, -0.5)), 0.39894228040143267794);  // 1/sqrt(2 pi)
+                    second = mul(pdf, add(neg(x2), 2.0));
+                  }
+                  return mul(mul(c.grad(), g), second);
+                })};
+      }),
+
       // out = self @ mat2
       rule("aten::mm", {0, 1}, {}, [](C c) -> G {
         return {if_needed(c, 0, [&] { return mm(c.grad(), transpose(c.input(1), 0, 1)); }),
@@ -195,7 +235,7 @@ std::vector<Derivative> table() {
         const Shape& in = c.meta(0).shape;
         Shape dims = c.ints(1);
         int64_t n = 1;
-        if (dims.empty()) {
+        if (dims.empty() || in.empty()) {  // all elements (a 0-d input has one)
           n = shape_numel(in);
         } else {
           for (int64_t d : dims) n *= in[d < 0 ? d + static_cast<int64_t>(in.size()) : d];
@@ -259,7 +299,9 @@ std::vector<Derivative> table() {
       rule("aten::triu", {}, {}, [](C c) -> G { return {triu(c.grad(), c.integer(1))}; }),
 
       // in-place: the gradient flows to self's old value and to the other operand
-      inplace(rule("aten::add_", {}, {}, [](C c) -> G { return {c.grad(), sum_to(c.grad(), c.meta(1))}; })),
+      inplace(rule("aten::add_", {}, {}, [](C c) -> G {
+        return {c.grad(), if_needed(c, 1, [&] { return sum_to(c.grad(), c.meta(1)); })};
+      })),
       inplace(rule("aten::add_.Scalar", {}, {}, [](C c) -> G { return {c.grad()}; })),
       inplace(rule("aten::mul_", {0, 1}, {}, [](C c) -> G {
         return {if_needed(c, 0, [&] { return mul(c.grad(), c.input(1)); }),

@@ -1,0 +1,93 @@
+// Activation memory of remat's GPT, derived from the shapes (no measurement).
+//
+// Notation: B batch, T sequence, C model width, H heads, V vocabulary, L layers, e bytes per
+// element (4 for f32). A = B*T*C*e (one [B, T, C] activation), S = B*H*T*T*e (one attention
+// score tensor), N = B*T*4 (one LayerNorm mean or rstd row, always f32), M = T*T (the causal
+// mask, one byte per element).
+//
+// What one block's ops save for backward (remat's derivative rules, in forward order):
+//   ln1 native_layer_norm  input x, mean, rstd          A + 2N
+//   qkv addmm              ln1's output                 A
+//   q @ k^T  bmm           contiguous copies of q, k^T  2A   (matmul reshapes the strided views)
+//   masked_fill            the causal mask              M
+//   softmax                its output                   S    (scores x V's bmm saves the same tensor)
+//   scores x V  bmm        a contiguous copy of v       A
+//   proj addmm             the re-laid-out attention    A
+//   ln2 native_layer_norm  input h, mean, rstd          A + 2N
+//   fc1 addmm              ln2's output                 A
+//   gelu                   fc1's output                 4A
+//   fc2 addmm              gelu's output                4A
+//   -------------------------------------------------------------
+//   a block, no checkpointing:           16A + S + 4N + M
+//
+// A checkpointed block keeps only its input (A); a selective one keeps its input plus the
+// outputs its policy caches:
+//   save every matmul:                    A + (3A + S + A + A + 4A + A)   = 11A + S
+//   every other linear mm + attention out: A + (3A + A + 4A)              = 9A
+//   every matmul but mlp.fc2:              A + (3A + S + A + A + 4A)       = 10A + S
+//   Megatron (recompute the core only):    A + (A+2N) + 3A + A + (A+2N) + 4A + 4A = 15A + 4N
+// Outside the blocks every strategy keeps the same: ln_f's input, mean and rstd (A + 2N),
+// lm_head's input (A), the logits cross_entropy saves (B*T*V*e), the position indices wpe
+// saves (8T) and the loss (e).
+//
+// Korthikanti et al. (Reducing Activation Recomputation in Large Transformer Models, 2022) give
+// s*b*h*(34 + 5*a*s/h) bytes per layer for 16-bit activations with dropout; printed beside
+// for reference (it counts dropout masks and 2-byte activations, so it is not remat's figure).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace remat::bench {
+
+struct ModelShape {
+  int64_t batch, seq, embd, heads, vocab, layers;
+  int64_t bytes_per_element = 4;
+};
+
+struct BlockTerms {
+  double A, S, N, M;
+};
+
+inline BlockTerms terms(const ModelShape& m) {
+  const double e = static_cast<double>(m.bytes_per_element);
+  return {static_cast<double>(m.batch * m.seq * m.embd) * e,
+          static_cast<double>(m.batch * m.heads * m.seq * m.seq) * e,
+          static_cast<double>(m.batch * m.seq) * 4.0,
+          static_cast<double>(m.seq * m.seq)};
+}
+
+// Bytes one block keeps after forward under a strategy (by the table above).
+inline double block_bytes(const std::string& strategy, const ModelShape& m, int64_t block_index) {
+  BlockTerms t = terms(m);
+  const double none = 16 * t.A + t.S + 4 * t.N + t.M;
+  if (strategy == "none") return none;
+  if (strategy == "full" || strategy == "full-reentrant") return t.A;
+  if (strategy == "every2") return block_index % 2 == 0 ? t.A : none;
+  if (strategy == "sac-mm") return 11 * t.A + t.S;
+  if (strategy == "sac-titan") return 9 * t.A;
+  if (strategy == "sac-no-fc2") return 10 * t.A + t.S;
+  if (strategy == "sac-megatron") return 15 * t.A + 4 * t.N;
+  return -1;
+}
+
+inline double outside_blocks_bytes(const ModelShape& m) {
+  BlockTerms t = terms(m);
+  const double e = static_cast<double>(m.bytes_per_element);
+  return 2 * t.A + 2 * t.N + static_cast<double>(m.batch * m.seq * m.vocab) * e + 8.0 * static_cast<double>(m.seq) + e;
+}
+
+inline double predicted_activation_bytes(const std::string& strategy, const ModelShape& m) {
+  double total = outside_blocks_bytes(m);
+  for (int64_t i = 0; i < m.layers; ++i) total += block_bytes(strategy, m, i);
+  return total;
+}
+
+// s*b*h*(34 + 5*a*s/h) per layer (16-bit activations), times the layer count.
+inline double korthikanti_bytes(const ModelShape& m) {
+  const double s = static_cast<double>(m.seq), b = static_cast<double>(m.batch), h = static_cast<double>(m.embd);
+  const double a = static_cast<double>(m.heads);
+  return s * b * h * (34.0 + 5.0 * a * s / h) * static_cast<double>(m.layers);
+}
+
+}  // namespace remat::bench

@@ -1,0 +1,88 @@
+// Strategy definitions for bench/memory_vs_recompute.
+#include "bench/strategies.h"
+
+#include <memory>
+#include <sstream>
+
+namespace remat::bench {
+
+namespace {
+bool is_op(const OperatorHandle& op, const char* name) { return op.name() == name; }
+bool is_linear_matmul(const OperatorHandle& op) { return is_op(op, "aten::mm") || is_op(op, "aten::addmm"); }
+}  // namespace
+
+PolicyFn titan_policy() {
+  // torchtitan's default SAC policy saves every other mm and the SDPA op's output. remat's
+  // attention is a composite, so "the SDPA output" is its second bmm (scores x V). The policy
+  // object is created per checkpoint call (context_fn), so the counter runs per block.
+  auto linear_calls = std::make_shared<int64_t>(0);
+  return [linear_calls](const SelectiveCheckpointContext& ctx, const OperatorHandle& op, const std::vector<IValue>&) {
+    if (is_linear_matmul(op)) {
+      return (*linear_calls)++ % 2 == 0 ? CheckpointPolicy::MUST_SAVE : CheckpointPolicy::PREFER_RECOMPUTE;
+    }
+    if (is_op(op, "aten::bmm") && ctx.index == 1) return CheckpointPolicy::MUST_SAVE;
+    return CheckpointPolicy::PREFER_RECOMPUTE;
+  };
+}
+
+PolicyFn no_fc2_policy() {
+  return policies::compose({policies::recompute_scopes({"*.mlp.fc2"}), policies::save_matmuls()});
+}
+
+PolicyFn megatron_policy() {
+  // Megatron-LM's "selective" recompute: keep what backward needs, recompute only the attention
+  // core (scores, mask, softmax, dropout, scores x V). Outputs backward never reads (the
+  // projections' outputs feeding residual adds, the adds themselves) are recomputed too, and
+  // views are never cached (a cached view would keep its base alive).
+  return [](const SelectiveCheckpointContext& ctx, const OperatorHandle& op, const std::vector<IValue>&) {
+    if (scope_matches("*.attn.core", ctx.scope)) return CheckpointPolicy::MUST_RECOMPUTE;
+    if (scope_matches("*.attn.proj", ctx.scope) || scope_matches("*.mlp.fc2", ctx.scope))
+      return CheckpointPolicy::MUST_RECOMPUTE;
+    if (policies::is_view_op(op) || is_op(op, "aten::add")) return CheckpointPolicy::PREFER_RECOMPUTE;
+    return CheckpointPolicy::PREFER_SAVE;
+  };
+}
+
+std::vector<Strategy> all_strategies() {
+  using AC = nn::ActivationCheckpointing;
+  auto sac = [](std::function<PolicyFn()> make) {
+    return AC::selective(std::function<CheckpointContexts()>([make] {
+      return create_selective_checkpoint_contexts(make());
+    }));
+  };
+  return {
+      {"none", "no checkpointing", AC::none(), false},
+      {"full", "every block, non-reentrant", AC::full(false), false},
+      {"full-reentrant", "every block, reentrant", AC::full(true), true},
+      {"every2", "blocks 0, 2, ... (non-reentrant)", AC::every_nth(2, false), false},
+      {"sac-mm", "SAC: save every matmul", sac(policies::save_matmuls), false},
+      {"sac-titan", "SAC: every other linear mm + attention out", sac(titan_policy), false},
+      {"sac-no-fc2", "SAC: every matmul but mlp.fc2 (by scope)", sac(no_fc2_policy), false},
+      {"sac-megatron", "SAC: recompute only the attention core", sac(megatron_policy), false},
+  };
+}
+
+std::vector<Strategy> select_strategies(const std::string& csv) {
+  std::vector<Strategy> all = all_strategies(), out;
+  std::stringstream ss(csv);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    if (name.empty()) continue;
+    bool found = false;
+    for (const Strategy& s : all) {
+      if (s.name == name) {
+        out.push_back(s);
+        found = true;
+      }
+    }
+    if (!found) {
+      std::string known;
+      for (const Strategy& s : all) known += (known.empty() ? "" : ", ") + s.name;
+      throw Error("unknown strategy '" + name + "'; known: " + known);
+    }
+  }
+  REMAT_CHECK(!out.empty(), "--strategies: no strategy selected");
+  return out;
+}
+
+}  // namespace remat::bench

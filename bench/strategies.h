@@ -1,0 +1,30 @@
+// The checkpointing strategies the memory-vs-recompute benchmark compares, each with the
+// closed-form activation memory it should leave after a GPT forward (see activation_model.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "remat.h"
+
+namespace remat::bench {
+
+struct Strategy {
+  std::string name;         // command-line name
+  std::string description;  // one line for the table
+  nn::ActivationCheckpointing checkpointing;
+  bool reentrant = false;
+};
+
+// The eight strategies, in table order.
+std::vector<Strategy> all_strategies();
+// Looks names up (comma-separated); throws listing the known names.
+std::vector<Strategy> select_strategies(const std::string& csv);
+
+// Policies used above, exposed for tests.
+PolicyFn titan_policy();     // every other linear-layer matmul, plus the attention output
+PolicyFn no_fc2_policy();    // every matmul except the MLP's fc2
+PolicyFn megatron_policy();  // save what backward needs except the attention core
+
+}  // namespace remat::bench

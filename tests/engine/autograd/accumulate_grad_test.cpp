@@ -1,0 +1,74 @@
+// Tests engine/autograd/accumulate_grad.cpp (AccumulateGrad: first gradient, in-place
+// accumulation, create_graph accumulation, leaf hooks).
+#include <catch2/catch.hpp>
+
+#include "remat.h"
+#include "tests/testing/counting_mode.h"
+
+using namespace remat;
+using remat::testing::CountingMode;
+using remat::testing::f64;
+using remat::testing::values;
+
+TEST_CASE("The first gradient is stolen when nothing else holds it; later ones add in place", "[accumulate_grad]") {
+  Tensor x = from_vector({1, 2}, {2}, f64(true));
+  auto mode = std::make_shared<CountingMode>();
+  {
+    DispatchModeGuard g(mode);
+    (x * 3.0).sum().backward();
+  }
+  REQUIRE(mode->count("aten::clone") == 0);  // the gradient buffer became .grad without a copy
+  Tensor first = x.grad();
+  void* buffer = first.data_ptr();
+  (x * 4.0).sum().backward();
+  REQUIRE(x.grad().is_same(first));  // same tensor, updated in place
+  REQUIRE(x.grad().data_ptr() == buffer);
+  REQUIRE(values(first) == std::vector<double>{7, 7});
+}
+
+TEST_CASE("A gradient someone else holds is copied into .grad", "[accumulate_grad]") {
+  Tensor x = from_vector({1, 2}, {2}, f64(true));
+  Tensor g = from_vector({5, 6}, {2}, kDouble);
+  x.backward(g);  // the root gradient of a leaf goes straight to its AccumulateGrad
+  REQUIRE(values(x.grad()) == std::vector<double>{5, 6});
+  REQUIRE_FALSE(x.grad().is_alias_of(g));
+  g.mul_(0.0);  // the caller's tensor is its own
+  REQUIRE(values(x.grad()) == std::vector<double>{5, 6});
+}
+
+TEST_CASE("With create_graph, .grad keeps a history and accumulation is out of place", "[accumulate_grad]") {
+  Tensor x = from_vector({1, 2}, {2}, f64(true));
+  (x * x).sum().backward({}, false, /*create_graph=*/true);
+  Tensor g1 = x.grad();
+  REQUIRE(g1.requires_grad());
+  REQUIRE(values(g1) == std::vector<double>{2, 4});
+  (x * x * x).sum().backward({}, false, /*create_graph=*/true);
+  Tensor g2 = x.grad();
+  REQUIRE_FALSE(g2.is_same(g1));  // a new tensor: g1 is part of a graph
+  REQUIRE(values(g1) == std::vector<double>{2, 4});
+  REQUIRE(values(g2) == std::vector<double>{2 + 3, 4 + 12});
+  // d/dx of the accumulated grad sum(2x + 3x^2) = 2 + 6x
+  REQUIRE(values(autograd::grad({g2.sum()}, {x})[0]) == std::vector<double>{8, 14});
+  x.set_grad(Tensor());  // breaks the x -> .grad -> graph -> AccumulateGrad(x) cycle
+}
+
+TEST_CASE("backward(create_graph) makes a cycle through .grad, as in PyTorch; resetting .grad breaks it",
+          "[accumulate_grad]") {
+  // PyTorch warns: "Using backward() with create_graph=True will create a reference cycle between
+  // the parameter and its gradient ... reset the .grad fields of your parameters to None after use".
+  const int64_t baseline = autograd::Node::live_count();
+  {
+    Tensor x = from_vector({1, 2}, {2}, f64(true));
+    (x * x).sum().backward();
+    REQUIRE(autograd::impl::try_get_grad_accumulator(x) == nullptr);  // freed with the graph
+    x.set_grad(Tensor());
+    (x * x).sum().backward({}, false, /*create_graph=*/true);
+    // x.grad's history ends at x's AccumulateGrad, which holds x: it outlives the forward graph.
+    std::weak_ptr<autograd::Node> acc = autograd::impl::try_get_grad_accumulator(x);
+    REQUIRE_FALSE(acc.expired());
+    REQUIRE(autograd::Node::live_count() > baseline);
+    x.set_grad(Tensor());
+    REQUIRE(acc.expired());
+  }
+  REQUIRE(autograd::Node::live_count() == baseline);
+}

@@ -1,0 +1,129 @@
+// Tests engine/core/allocator.cpp (CPU/Meta allocators, exact statistics, observer, set_allocator).
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "remat.h"
+
+using namespace remat;
+
+TEST_CASE("memory_allocated grows by exactly the tensor's bytes and returns on free", "[allocator]") {
+  const int64_t base = memory_allocated();
+  {
+    Tensor a = empty({3, 5});  // 15 floats
+    REQUIRE(memory_allocated() - base == 60);
+    {
+      Tensor b = empty({7}, kDouble);
+      REQUIRE(memory_allocated() - base == 60 + 56);
+      Tensor view = b.view({7, 1});  // a view allocates nothing
+      REQUIRE(memory_allocated() - base == 60 + 56);
+    }
+    REQUIRE(memory_allocated() - base == 60);
+    Tensor big = empty({1000}, kBFloat16);  // past the small-allocation threshold: aligned path
+    REQUIRE(memory_allocated() - base == 60 + 2000);
+    REQUIRE(reinterpret_cast<uintptr_t>(big.data_ptr()) % 64 == 0);
+  }
+  REQUIRE(memory_allocated() == base);
+  REQUIRE(memory_reserved() == memory_allocated());  // the CPU allocator reserves what it allocates
+}
+
+TEST_CASE("max_memory_allocated tracks the peak since reset_peak_memory_stats", "[allocator]") {
+  const int64_t base = memory_allocated();
+  reset_peak_memory_stats();
+  REQUIRE(max_memory_allocated() == base);
+  {
+    Tensor a = empty({1000});  // 4000 bytes
+    {
+      Tensor b = empty({500}, kDouble);  // 4000 bytes
+      REQUIRE(max_memory_allocated() == base + 8000);
+    }
+    REQUIRE(memory_allocated() == base + 4000);
+    REQUIRE(max_memory_allocated() == base + 8000);  // the peak stays
+    reset_peak_memory_stats();
+    REQUIRE(max_memory_allocated() == base + 4000);  // reset to what is live now
+  }
+  REQUIRE(max_memory_allocated() == base + 4000);
+  REQUIRE(memory_allocated() == base);
+}
+
+TEST_CASE("Zero-byte and Meta tensors allocate and count nothing", "[allocator]") {
+  const int64_t cpu = memory_allocated();
+  const int64_t meta = memory_allocated(Device{kMeta});
+  Tensor z = empty({0, 4});
+  Tensor m = empty({1024, 1024}, Device{kMeta});
+  REQUIRE(z.data_ptr() == nullptr);
+  REQUIRE(m.data_ptr() == nullptr);
+  REQUIRE(m.nbytes() == 4 * 1024 * 1024);  // the metadata still knows the size
+  REQUIRE(memory_allocated() == cpu);
+  REQUIRE(memory_allocated(Device{kMeta}) == meta);
+  REQUIRE(meta == 0);
+}
+
+TEST_CASE("The allocation observer sees every allocation and free with its device", "[allocator]") {
+  std::vector<std::pair<Device, int64_t>> events;
+  set_allocation_observer([&](Device d, int64_t n) { events.emplace_back(d, n); });
+  {
+    Tensor a = empty({3}, kDouble);
+    Tensor m = empty({3}, Device{kMeta});  // Meta allocates nothing: no event
+  }
+  set_allocation_observer(nullptr);
+  Tensor after = empty({2});  // not observed any more
+  REQUIRE(events.size() == 2);
+  REQUIRE(events[0].first == Device{kCPU});
+  REQUIRE(events[0].second == 24);
+  REQUIRE(events[1].first == Device{kCPU});
+  REQUIRE(events[1].second == -24);
+}
+
+namespace {
+// Forwards to the previous allocator and counts calls (what a custom memory pool would do).
+class CountingAllocator final : public Allocator {
+ public:
+  explicit CountingAllocator(Allocator* inner) : inner_(inner) {}
+  void* allocate(Device d, size_t n) override {
+    ++allocations;
+    bytes += static_cast<int64_t>(n);
+    return inner_->allocate(d, n);
+  }
+  void deallocate(Device d, void* p, size_t n) override {
+    ++frees;
+    bytes -= static_cast<int64_t>(n);
+    inner_->deallocate(d, p, n);
+  }
+  AllocatorStats& stats(Device d) override { return inner_->stats(d); }
+  int allocations = 0, frees = 0;
+  int64_t bytes = 0;
+
+ private:
+  Allocator* inner_;
+};
+}  // namespace
+
+TEST_CASE("set_allocator replaces a device's allocator; storages free through the one that made them",
+          "[allocator]") {
+  Allocator* original = get_allocator(Device{kCPU});
+  Tensor before = empty({4});  // made by the original allocator
+  CountingAllocator counting(original);
+  REQUIRE(set_allocator(kCPU, &counting) == original);
+  {
+    Tensor a = empty({8});
+    REQUIRE(counting.allocations == 1);
+    REQUIRE(counting.bytes == 32);
+    before.reset();  // freed by the original allocator, not the counting one
+    REQUIRE(counting.frees == 0);
+  }
+  REQUIRE(counting.frees == 1);
+  REQUIRE(counting.bytes == 0);
+  REQUIRE(set_allocator(kCPU, original) == &counting);
+  Tensor later = empty({4});
+  REQUIRE(counting.allocations == 1);
+}
+
+#ifndef REMAT_CUDA
+TEST_CASE("Without a CUDA build there is no CUDA allocator, and the error says how to get one", "[allocator]") {
+  REQUIRE_THROWS_WITH(get_allocator(Device(kCUDA, 0)),
+                      "no allocator for device cuda:0 (remat was built without CUDA; build with --config=cuda)");
+}
+#endif

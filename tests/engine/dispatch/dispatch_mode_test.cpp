@@ -1,0 +1,207 @@
+// Tests engine/dispatch/dispatch_mode.cpp (the mode stack, DispatchModeGuard, the Python-key
+// fallback that calls the innermost mode, stashing, DisableDispatchModesGuard).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "remat.h"
+#include "tests/testing/counting_mode.h"
+
+using namespace remat;
+using remat::testing::CountingMode;
+using remat::testing::f64;
+using remat::testing::values;
+
+namespace {
+
+// Logs "tag:op" and runs the op (the outer modes still apply).
+struct TaggedMode : DispatchMode {
+  TaggedMode(std::string tag, std::vector<std::string>* log) : tag_(std::move(tag)), log_(log) {}
+  std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
+    log_->push_back(tag_ + ":" + op.name());
+    stack_size_inside = DispatchModeTLS::size();
+    return op.call(args);
+  }
+  std::string tag_;
+  std::vector<std::string>* log_;
+  size_t stack_size_inside = 0;
+};
+
+// Replaces every aten::sin result by a tensor of sevens.
+struct ReplaceSin : DispatchMode {
+  std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
+    if (op.name() == "aten::sin") {
+      const Tensor& x = args[0].toTensor();
+      return {full(x.sizes(), 7.0, x.dtype())};
+    }
+    return op.call(args);
+  }
+};
+
+struct Throwing : DispatchMode {
+  std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>&) override {
+    throw Error("mode refused " + op.name());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("A counting mode sees sin in forward, and cos and mul in backward", "[dispatch_mode]") {
+  Tensor x = from_vector({0.5, 1.0, -2.0}, {3}, f64(true));
+  Tensor gy = ones({3}, kDouble);
+  auto mode = std::make_shared<CountingMode>();
+  Tensor y;
+  {
+    DispatchModeGuard g(mode);
+    y = x.sin();
+  }
+  REQUIRE(mode->calls == std::vector<std::string>{"aten::sin"});
+  mode->clear();
+  {
+    DispatchModeGuard g(mode);
+    y.backward(gy);
+  }
+  // SinBackward0: grad * cos(x)
+  REQUIRE(mode->count("aten::cos") == 1);
+  REQUIRE(mode->count("aten::mul") == 1);
+  REQUIRE(mode->count("aten::sin") == 0);
+  for (size_t i = 0; i < 3; ++i) REQUIRE(values(x.grad())[i] == Approx(std::cos(values(x)[i])).epsilon(1e-14));
+}
+
+TEST_CASE("Nested modes: the inner one sees an op first; its op.call goes to the outer", "[dispatch_mode]") {
+  std::vector<std::string> log;
+  auto outer = std::make_shared<TaggedMode>("outer", &log);
+  auto inner = std::make_shared<TaggedMode>("inner", &log);
+  Tensor x = ones({2}, kDouble);
+  {
+    DispatchModeGuard o(outer);
+    DispatchModeGuard i(inner);
+    REQUIRE(DispatchModeTLS::size() == 2);
+    REQUIRE(DispatchModeTLS::stack().back() == inner);
+    x.exp();
+  }
+  REQUIRE(log == std::vector<std::string>{"inner:aten::exp", "outer:aten::exp"});
+  REQUIRE(inner->stack_size_inside == 1);  // the inner mode is stashed while it runs
+  REQUIRE(outer->stack_size_inside == 0);
+  REQUIRE(DispatchModeTLS::size() == 0);
+}
+
+TEST_CASE("A mode can replace an op's result; autograd still records the node below it", "[dispatch_mode]") {
+  Tensor x = from_vector({0.1, 0.2}, {2}, f64(true));
+  Tensor y;
+  {
+    DispatchModeGuard g(std::make_shared<ReplaceSin>());
+    y = x.sin();
+  }
+  REQUIRE(values(y) == std::vector<double>{7, 7});
+  REQUIRE(y.grad_fn() != nullptr);
+  REQUIRE(y.grad_fn()->name() == "SinBackward0");
+  y.backward(ones({2}, kDouble));
+  // The node saved x before the mode ran: the gradient is the real one.
+  REQUIRE(values(x.grad())[0] == Approx(std::cos(0.1)).epsilon(1e-14));
+  REQUIRE(values(x.grad())[1] == Approx(std::cos(0.2)).epsilon(1e-14));
+}
+
+TEST_CASE("Modes run below autograd: inside a mode, Autograd is excluded", "[dispatch_mode]") {
+  struct Probe : DispatchMode {
+    bool autograd_excluded = false;
+    bool grad_fn_inside = true;
+    std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
+      autograd_excluded = tls_local_dispatch_key_set().excluded.has(DispatchKey::Autograd);
+      grad_fn_inside = args[0].toTensor().neg().grad_fn() != nullptr;  // a nested call records nothing
+      return op.call(args);
+    }
+  };
+  auto probe = std::make_shared<Probe>();
+  Tensor x = ones({2}, f64(true));
+  Tensor y;
+  {
+    DispatchModeGuard g(probe);
+    y = x.exp();
+  }
+  REQUIRE(probe->autograd_excluded);
+  REQUIRE_FALSE(probe->grad_fn_inside);
+  REQUIRE(y.grad_fn()->name() == "ExpBackward0");
+}
+
+TEST_CASE("The mode stack and the Python key are restored after an exception", "[dispatch_mode]") {
+  auto mode = std::make_shared<Throwing>();
+  Tensor x = ones({2});
+  {
+    DispatchModeGuard g(mode);
+    REQUIRE_THROWS_WITH(x.sin(), "mode refused aten::sin");
+    REQUIRE(DispatchModeTLS::size() == 1);
+    REQUIRE(DispatchModeTLS::stack()[0] == mode);  // stashed during the call, pushed back on unwind
+    REQUIRE(tls_local_dispatch_key_set().included.has(DispatchKey::Python));
+  }
+  REQUIRE(DispatchModeTLS::size() == 0);
+  REQUIRE_FALSE(tls_local_dispatch_key_set().included.has(DispatchKey::Python));
+  try {
+    DispatchModeGuard g(std::make_shared<CountingMode>());
+    throw Error("leaving the scope by an exception");
+  } catch (const Error&) {
+  }
+  REQUIRE(DispatchModeTLS::size() == 0);
+  REQUIRE_FALSE(tls_local_dispatch_key_set().included.has(DispatchKey::Python));
+  REQUIRE(values(x.sin())[0] == Approx(std::sin(1.0)));  // ops run normally again
+}
+
+TEST_CASE("DisableDispatchModesGuard sets the whole stack aside and restores it", "[dispatch_mode]") {
+  auto outer = std::make_shared<CountingMode>();
+  auto inner = std::make_shared<CountingMode>();
+  Tensor x = ones({2});
+  DispatchModeGuard o(outer);
+  DispatchModeGuard i(inner);
+  {
+    DisableDispatchModesGuard off;
+    REQUIRE(DispatchModeTLS::size() == 0);
+    REQUIRE_FALSE(tls_local_dispatch_key_set().included.has(DispatchKey::Python));
+    x.cos();
+  }
+  REQUIRE(DispatchModeTLS::size() == 2);
+  REQUIRE(DispatchModeTLS::stack()[0] == outer);
+  REQUIRE(DispatchModeTLS::stack()[1] == inner);
+  REQUIRE(tls_local_dispatch_key_set().included.has(DispatchKey::Python));
+  REQUIRE(inner->calls.empty());
+  x.cos();
+  REQUIRE(inner->calls == std::vector<std::string>{"aten::cos"});
+  REQUIRE(outer->calls == std::vector<std::string>{"aten::cos"});
+}
+
+TEST_CASE("A mode that returns the wrong number of values is reported", "[dispatch_mode]") {
+  struct TooMany : DispatchMode {
+    std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
+      std::vector<IValue> r = op.call(args);
+      r.push_back(r[0]);
+      return r;
+    }
+  };
+  Tensor x = ones({2});
+  DispatchModeGuard g(std::make_shared<TooMany>());
+  REQUIRE_THROWS_WITH(x.sin(), "dispatch mode returned 2 values for aten::sin, which returns 1");
+}
+
+TEST_CASE("DispatchModeTLS push/pop errors", "[dispatch_mode]") {
+  REQUIRE_THROWS_WITH(DispatchModeTLS::push(nullptr), "DispatchModeGuard: cannot push a null dispatch mode");
+  REQUIRE_THROWS_WITH(DispatchModeTLS::pop(), "DispatchModeTLS::pop: the dispatch mode stack is empty");
+  auto mode = std::make_shared<CountingMode>();
+  DispatchModeTLS::push(mode);
+  REQUIRE(tls_local_dispatch_key_set().included.has(DispatchKey::Python));
+  REQUIRE(DispatchModeTLS::pop() == mode);
+  REQUIRE_FALSE(tls_local_dispatch_key_set().included.has(DispatchKey::Python));
+}
+
+TEST_CASE("A mode sees the fills of factories and the in-place add of a second accumulation", "[dispatch_mode]") {
+  auto mode = std::make_shared<CountingMode>();
+  Tensor x = ones({2}, f64(true));
+  (x * 2.0).sum().backward();
+  {
+    DispatchModeGuard g(mode);
+    zeros({3});
+    REQUIRE(mode->calls == std::vector<std::string>{"aten::fill_"});
+    mode->clear();
+    (x * 3.0).sum().backward();  // .grad exists: accumulated in place
+  }
+  REQUIRE(mode->count("aten::add_") == 1);
+  REQUIRE(values(x.grad()) == std::vector<double>{5, 5});
+}
