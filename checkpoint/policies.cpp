@@ -82,13 +82,12 @@ bool is_view_op(const OperatorHandle& op) {
 PolicyFn compose(std::vector<PolicyFn> policies) {
   REMAT_CHECK(!policies.empty(), "policies::compose: no policies given");
   return [policies](const SelectiveCheckpointContext& ctx, const OperatorHandle& op, const std::vector<IValue>& args) {
-    CheckpointPolicy first = policies[0](ctx, op, args);
-    if (first == CheckpointPolicy::MUST_SAVE || first == CheckpointPolicy::MUST_RECOMPUTE) return first;
-    for (size_t i = 1; i < policies.size(); ++i) {
-      CheckpointPolicy p = policies[i](ctx, op, args);
-      if (p == CheckpointPolicy::MUST_SAVE || p == CheckpointPolicy::MUST_RECOMPUTE) return p;
+    CheckpointPolicy answer = CheckpointPolicy::PREFER_RECOMPUTE;
+    for (const PolicyFn& policy : policies) {
+      answer = policy(ctx, op, args);
+      if (answer == CheckpointPolicy::MUST_SAVE || answer == CheckpointPolicy::MUST_RECOMPUTE) return answer;
     }
-    return first;
+    return answer;  // the last policy's (non-decisive) answer
   };
 }
 

@@ -23,7 +23,7 @@ PolicyFn save_matmuls();
 // recompute the odd ones: torchtitan's "save every other mm".
 PolicyFn save_every_other(const std::vector<std::string>& ops);
 // MUST_RECOMPUTE every call under a scope matching one of the globs; PREFER_SAVE elsewhere
-// (combine with compose to decide the rest).
+// (put it first in compose to carve scopes out of another policy).
 PolicyFn recompute_scopes(const std::vector<std::string>& globs);
 // MUST_SAVE every call under a matching scope; PREFER_RECOMPUTE elsewhere.
 PolicyFn save_scopes(const std::vector<std::string>& globs);
@@ -36,7 +36,7 @@ PolicyFn recompute_all();
 bool is_view_op(const OperatorHandle& op);
 
 // Asks each policy in order; the first decisive answer (MUST_*) wins; if none is decisive, the
-// first policy's answer.
+// last policy's answer (specific rules first, the default last).
 PolicyFn compose(std::vector<PolicyFn> policies);
 
 }  // namespace remat::policies

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/autograd/grad_mode.h"
+#include "nn/init.h"
 #include "ops/functions.h"
 
 namespace remat::nn {
@@ -86,6 +87,32 @@ GPT::GPT(const GPTConfig& c) : Module("GPT"), config_(c), init_generator_(c.seed
   else ln_f = register_module("ln_f", std::make_shared<LayerNorm>(c.n_embd, 1e-5, true, c.bias, c.options));
   lm_head = register_module("lm_head", std::make_shared<Linear>(c.n_embd, c.vocab_size, false, g, c.options));
   if (c.tie_weights) lm_head->weight = wte->weight;  // one tensor, two names
+  init_weights();
+}
+
+// nanoGPT's _init_weights: every Linear and Embedding weight ~ N(0, 0.02), biases 0, and the
+// residual projections (attn.proj, mlp.fc2) ~ N(0, 0.02 / sqrt(2 n_layer)) (GPT-2's scaling).
+// With PyTorch's module defaults instead (N(0, 1) embeddings, tied to the head), the initial
+// logits have a standard deviation near sqrt(n_embd) and the initial loss is many times ln(vocab).
+void GPT::init_weights() {
+  Generator* g = &init_generator_;
+  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config_.n_layer));
+  init::normal_(wte->weight, 0.0, 0.02, g);
+  init::normal_(wpe->weight, 0.0, 0.02, g);
+  auto linear = [&](Linear& l, double std) {
+    init::normal_(l.weight, 0.0, std, g);
+    if (l.bias.defined()) {
+      autograd::NoGradGuard no_grad;
+      zero_(l.bias);
+    }
+  };
+  for (const std::shared_ptr<Block>& b : blocks) {
+    linear(*b->attn->qkv, 0.02);
+    linear(*b->attn->proj, residual_std);
+    linear(*b->mlp->fc1, 0.02);
+    linear(*b->mlp->fc2, residual_std);
+  }
+  if (!config_.tie_weights) linear(*lm_head, 0.02);
 }
 
 Tensor GPT::final_norm(const Tensor& x) const {

@@ -54,7 +54,7 @@ struct GPTConfig {
   bool bias = true;
   bool tie_weights = true;   // lm_head.weight is wte.weight
   bool rms_norm = false;     // RMSNorm instead of LayerNorm
-  uint64_t seed = 1337;      // initialisation
+  uint64_t seed = 1337;      // initialisation (nanoGPT's: N(0, 0.02), residual projections scaled)
   TensorOptions options;     // dtype and device of the parameters
 };
 
@@ -84,6 +84,7 @@ class GPT : public Module {
 
  private:
   Tensor final_norm(const Tensor& x) const;
+  void init_weights();
   GPTConfig config_;
   Generator init_generator_;
   ActivationCheckpointing checkpointing_;

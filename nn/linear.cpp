@@ -8,13 +8,20 @@
 
 namespace remat::nn {
 
+namespace {
+// Checked before anything is allocated (empty() would fail first, with a less helpful message).
+Shape weight_shape(int64_t in, int64_t out) {
+  REMAT_CHECK(in > 0 && out > 0, "Linear: in_features and out_features must be positive (got ", in, ", ", out, ")");
+  return {out, in};
+}
+}  // namespace
+
 Linear::Linear(int64_t in, int64_t out, bool has_bias, Generator* generator, TensorOptions options)
     : Module("Linear"),
-      weight(register_parameter("weight", empty({out, in}, options.requires_grad(false)))),
+      weight(register_parameter("weight", empty(weight_shape(in, out), options.requires_grad(false)))),
       bias(register_parameter("bias", has_bias ? empty({out}, options.requires_grad(false)) : Tensor())),
       in_features(in),
       out_features(out) {
-  REMAT_CHECK(in > 0 && out > 0, "Linear: in_features and out_features must be positive (got ", in, ", ", out, ")");
   init::kaiming_uniform_linear_(weight, generator);
   if (has_bias) {
     double bound = 1.0 / std::sqrt(static_cast<double>(in));

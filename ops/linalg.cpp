@@ -5,8 +5,8 @@
 #include "ops/composite.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
-#include "ops/functions.h"
 #include "ops/meta.h"
+#include "ops/functions.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
@@ -23,6 +23,7 @@ GemmOperand gemm_operand(const Tensor& m, int64_t row_stride, int64_t col_stride
   return {Tensor(), false, 0};  // needs a copy
 }
 
+// op: the op named in errors (addmm checks its two matrices as mm does).
 TensorMeta mm_meta(const Tensor& a, const Tensor& b, const char* op) {
   check_defined(op, a, "self");
   check_defined(op, b, "mat2");

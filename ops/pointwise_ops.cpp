@@ -17,6 +17,7 @@ namespace remat::ops {
 void inplace_update_meta(const char* op, const Tensor& self, std::initializer_list<const Tensor*> others) {
   check_defined(op, self, "self");
   check_floating(op, self, "self");
+  check_no_internal_overlap(op, self);
   Shape shape = self.sizes();
   for (const Tensor* t : others) {
     check_defined(op, *t, "tensor");

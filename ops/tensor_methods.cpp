@@ -1,6 +1,7 @@
 // Mirrors the generated ATen/core/TensorBody.h methods and TensorMethods.cpp: Tensor's op
 // methods and operators, each a call of the functional API.
 #include <cmath>
+#include <cstring>
 #include <iomanip>
 
 #include "ops/cpu_utils.h"
@@ -97,12 +98,10 @@ Tensor operator-(const Tensor& a) { return neg(a); }
 
 bool equal(const Tensor& a, const Tensor& b) {
   if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) return false;
+  // Bitwise: every remat dtype converts to double exactly and injectively, so comparing the
+  // doubles' bits compares the values' bits (-0.0 differs from 0.0; NaN equals the same NaN).
   std::vector<double> x = a.to_vector(), y = b.to_vector();
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (std::isnan(x[i]) && std::isnan(y[i])) continue;
-    if (x[i] != y[i]) return false;
-  }
-  return true;
+  return x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {

@@ -26,10 +26,12 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   AutogradMeta* m = impl::materialize_autograd_meta(variable_);
   if (!GradMode::is_enabled()) {
     if (!m->grad_.defined()) {
-      // Steal the buffer when nothing else refers to it (no copy), else copy it.
-      bool sole_owner = new_grad.use_count() == 1 && new_grad.impl()->storage().use_count() == 1 &&
-                        !new_grad.requires_grad();
-      m->grad_ = sole_owner ? std::move(new_grad) : ops_by_name::clone(new_grad);
+      // Steal the buffer when nothing else refers to it and it is dense (an expanded gradient
+      // would be accumulated into in place later), else copy it.
+      bool stealable = new_grad.use_count() == 1 && new_grad.impl()->storage().use_count() == 1 &&
+                       !new_grad.requires_grad() && new_grad.is_contiguous() &&
+                       new_grad.nbytes() == static_cast<int64_t>(new_grad.impl()->storage()->nbytes());
+      m->grad_ = stealable ? std::move(new_grad) : ops_by_name::clone(new_grad);
     } else if (!m->grad_.requires_grad()) {
       ops_by_name::add_(m->grad_, new_grad);  // in place: .grad keeps its buffer
     } else {

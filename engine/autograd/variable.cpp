@@ -30,13 +30,21 @@ void set_gradient_edge(const Tensor& t, Edge edge) {
   AutogradMeta* m = materialize_autograd_meta(t);
   m->grad_fn_ = std::move(edge.function);
   m->output_nr_ = edge.input_nr;
+  m->version_at_history_ = t.impl()->version();
   sync_autograd_key(t);
 }
 
 Edge gradient_edge(const Tensor& t) {
   AutogradMeta* m = t.defined() ? get_autograd_meta(t) : nullptr;
   if (m == nullptr) return Edge();
-  if (m->grad_fn_) return Edge(m->grad_fn_, m->output_nr_);
+  if (m->grad_fn_) {
+    REMAT_CHECK(!t.impl()->is_view() || t.impl()->version() == m->version_at_history_,
+                "a view (shape ", t.sizes(), ", made by ", m->grad_fn_->name(),
+                ") is used after an in-place operation on its base or another view of it; its autograd "
+                "history is stale. remat does not replay view histories (PyTorch regenerates them): "
+                "take the view again after the in-place operation.");
+    return Edge(m->grad_fn_, m->output_nr_);
+  }
   if (m->requires_grad_) return Edge(grad_accumulator(t), 0);
   return Edge();
 }

@@ -20,6 +20,9 @@ struct AutogradMeta : AutogradMetaInterface {
   bool requires_grad_ = false;                  // set by requires_grad_() on leaves
   std::shared_ptr<Tensor> retained_grad_;      // non-leaf after retain_grad(): filled by a hook
   uint32_t output_nr_ = 0;
+  // A view's storage version when it got its history: an in-place op on its base since then
+  // makes that history stale (PyTorch replays the view; remat reports it, see gradient_edge).
+  uint32_t version_at_history_ = 0;
 
   bool requires_grad() const { return requires_grad_ || grad_fn_ != nullptr; }
 };

@@ -37,8 +37,12 @@ TEST_CASE("scope globs and compose", "[policies]") {
   REQUIRE(ask(everything_but_fc2, "aten::mm", 0, "layers.3.mlp.fc2") == CheckpointPolicy::MUST_RECOMPUTE);
   REQUIRE(ask(everything_but_fc2, "aten::mm", 0, "layers.3.mlp.fc1") == CheckpointPolicy::MUST_SAVE);
   REQUIRE(ask(everything_but_fc2, "aten::addmm", 0, "layers.3.attn.qkv") == CheckpointPolicy::MUST_SAVE);
-  // No decisive answer: the first policy's (PREFER_SAVE from recompute_scopes).
-  REQUIRE(ask(everything_but_fc2, "aten::gelu", 0, "layers.3.mlp") == CheckpointPolicy::PREFER_SAVE);
+  // No decisive answer: the last policy's (PREFER_RECOMPUTE from save_matmuls).
+  REQUIRE(ask(everything_but_fc2, "aten::gelu", 0, "layers.3.mlp") == CheckpointPolicy::PREFER_RECOMPUTE);
+  // A default last: everything saved except the carved-out scope.
+  PolicyFn all_but_core = policies::compose({policies::recompute_scopes({"*.core"}), policies::save_all()});
+  REQUIRE(ask(all_but_core, "aten::softmax", 0, "layers.0.attn.core") == CheckpointPolicy::MUST_RECOMPUTE);
+  REQUIRE(ask(all_but_core, "aten::gelu", 0, "layers.0.mlp") == CheckpointPolicy::PREFER_SAVE);
   PolicyFn s = policies::save_scopes({"layers.?.attn*"});
   REQUIRE(ask(s, "aten::softmax", 0, "layers.1.attn.core") == CheckpointPolicy::MUST_SAVE);
   REQUIRE(ask(s, "aten::softmax", 0, "layers.12.attn.core") == CheckpointPolicy::PREFER_RECOMPUTE);

@@ -1,3 +1,4 @@
+// Mirrors Random123's tests/kat_vectors and aten/src/ATen/test/cpu_rng_test.cpp.
 // Tests kernels/philox.h (Philox4x32-10 against Random123's known-answer vectors, and the
 // counter layout of the offset rule in engine/core/generator.h).
 #include <catch2/catch.hpp>

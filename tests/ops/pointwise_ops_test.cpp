@@ -102,6 +102,11 @@ TEST_CASE("pointwise_ops errors name the op and the values", "[pointwise_ops]") 
                       Contains("aten::addcmul_") && Contains("floating point dtype") && Contains("Long"));
   REQUIRE_THROWS_WITH(lerp_(self, ones({3}, kDouble), 0.5), Contains("aten::lerp_") && Contains("[3]"));
   REQUIRE_THROWS_WITH(addcmul_(self, Tensor(), ones({2}, kDouble)), Contains("aten::addcmul_") && Contains("undefined"));
+  // Writing into an expanded tensor (several elements at one address) is refused.
+  Tensor expanded = zeros({1, 2}, kDouble).expand({3, 2});
+  REQUIRE_THROWS_WITH(addcmul_(expanded, ones({3, 2}, kDouble), ones({3, 2}, kDouble)),
+                      Contains("aten::addcmul_") && Contains("more than one element of the written-to tensor"));
+  REQUIRE_THROWS_WITH(lerp_(expanded, ones({3, 2}, kDouble), 0.5), Contains("aten::lerp_") && Contains("strides [0, 1]"));
   REQUIRE_THROWS_WITH(maximum(ones({2}), ones({3})), Contains("aten::maximum") && Contains("[2] and [3]"));
   REQUIRE_THROWS_WITH(minimum(ones({2}), meta_empty({2})), Contains("aten::minimum") && Contains("same device"));
 }

@@ -1,3 +1,4 @@
+// Mirrors test/test_autograd.py (gradient accumulation into .grad, create_graph accumulation).
 // Tests engine/autograd/accumulate_grad.cpp (AccumulateGrad: first gradient, in-place
 // accumulation, create_graph accumulation, leaf hooks).
 #include <catch2/catch.hpp>
@@ -71,4 +72,48 @@ TEST_CASE("backward(create_graph) makes a cycle through .grad, as in PyTorch; re
     REQUIRE(acc.expired());
   }
   REQUIRE(autograd::Node::live_count() == baseline);
+}
+
+TEST_CASE("Leaf hooks run before accumulation, in registration order", "[accumulate_grad]") {
+  Tensor x = from_vector({1, 2}, {2}, f64(true));
+  std::vector<int> order;
+  x.register_hook([&](const Tensor& g) {
+    order.push_back(1);
+    return g * 2.0;
+  });
+  x.register_hook([&](const Tensor& g) {
+    order.push_back(2);
+    return g + 1.0;
+  });
+  (x * 3.0).sum().backward();
+  REQUIRE(order == std::vector<int>{1, 2});
+  REQUIRE(values(x.grad()) == std::vector<double>{7, 7});
+}
+
+TEST_CASE("AccumulateGrad is one node per leaf, held weakly by the leaf", "[accumulate_grad]") {
+  Tensor x = from_vector({1, 2}, {2}, f64(true));
+  REQUIRE(autograd::impl::try_get_grad_accumulator(x) == nullptr);
+  Tensor a = x * 2.0;
+  auto acc = autograd::impl::try_get_grad_accumulator(x);
+  REQUIRE(acc != nullptr);
+  Tensor b = x * 3.0;
+  REQUIRE(autograd::impl::grad_accumulator(x) == acc);
+  REQUIRE(a.grad_fn()->next_edge(0).function == acc);
+  std::weak_ptr<autograd::Node> weak = acc;
+  acc.reset();
+  a.reset();
+  b.reset();
+  REQUIRE(weak.expired());  // the leaf does not keep its accumulator alive
+  REQUIRE(autograd::impl::grad_accumulator(from_vector({1}, {1}, kDouble)) == nullptr);  // no grad: none
+}
+
+TEST_CASE("A first gradient that is an expanded view is copied, so later accumulation stays right", "[accumulate_grad]") {
+  // sum's backward hands AccumulateGrad an expanded (stride-0) gradient; stealing it as .grad
+  // would make the next in-place accumulation write one element many times.
+  Tensor x = from_vector({1, 2, 3}, {3}, f64(true));
+  x.sum().backward();
+  REQUIRE(x.grad().is_contiguous());
+  REQUIRE(values(x.grad()) == std::vector<double>{1, 1, 1});
+  (x * from_vector({1, 2, 3}, {3}, kDouble)).sum().backward();
+  REQUIRE(values(x.grad()) == std::vector<double>{2, 3, 4});
 }

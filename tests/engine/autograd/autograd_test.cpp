@@ -1,3 +1,4 @@
+// Mirrors test/test_autograd.py (backward, grad, retain_graph, create_graph, inputs=, allow_unused).
 // Tests engine/autograd/autograd.cpp (autograd::backward and autograd::grad: gradients,
 // accumulation, retain_graph, create_graph, inputs=, allow_unused, argument errors).
 #include <catch2/catch.hpp>

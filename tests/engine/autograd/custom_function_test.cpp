@@ -1,3 +1,4 @@
+// Mirrors test/test_autograd.py and test/cpp/api/autograd.cpp (custom Function tests).
 // Tests engine/autograd/custom_function.cpp (Function<T>, AutogradContext, CppNode, wrap_outputs):
 // the semantics of test_autograd.py's custom Function tests.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// Mirrors test/test_autograd.py (engine order, reentrant backward, partial graphs).
 // Tests engine/autograd/engine.cpp (Engine::execute: dependencies, input buffers, graph
 // tasks, partial runs, reentrant backward, validate_outputs).
 #include <catch2/catch.hpp>

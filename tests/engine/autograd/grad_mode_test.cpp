@@ -1,3 +1,4 @@
+// Mirrors test/cpp/api/grad_mode.cpp.
 // Tests engine/autograd/grad_mode.h (GradMode and its guards).
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// Mirrors test/test_autograd.py (gradients summed into one node input).
 // Tests engine/autograd/input_buffer.cpp (summing the gradients that flow into a node input).
 #include <catch2/catch.hpp>
 

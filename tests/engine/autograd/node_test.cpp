@@ -1,3 +1,4 @@
+// Mirrors test/test_autograd.py (grad_fn names, sequence_nr, next_functions, hooks).
 // Tests engine/autograd/node.cpp (Node: names, sequence numbers, edges, hooks, live count).
 #include <catch2/catch.hpp>
 

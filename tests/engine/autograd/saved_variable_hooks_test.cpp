@@ -1,3 +1,4 @@
+// Mirrors test/test_autograd.py (saved tensors hooks: test_default_saved_variable_hooks_*).
 // Tests engine/autograd/saved_variable_hooks.cpp (saved_tensors_hooks,
 // disable_saved_tensors_hooks) and how SavedVariable uses them (test_autograd.py's
 // saved-tensor hooks tests).

@@ -1,3 +1,4 @@
+// Mirrors test/test_autograd.py (saved variables, in-place version checks, test_saved_variable_*).
 // Tests engine/autograd/saved_variable.cpp (SavedVariable: saving inputs, outputs and leaves,
 // the version check and its message, freeing, no reference cycles).
 #include <catch2/catch.hpp>

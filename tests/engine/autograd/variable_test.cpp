@@ -1,3 +1,4 @@
+// Mirrors test/test_autograd.py (requires_grad, hooks, retain_grad, in-place on leaves and non-leaves).
 // Tests engine/autograd/variable.cpp (requires_grad, leaves, grad_fn, set_history /
 // rebase_history of in-place ops, tensor hooks, retain_grad, .grad assignment).
 #include <catch2/catch.hpp>
@@ -96,6 +97,23 @@ TEST_CASE("In-place on a view of a tensor in the graph is rejected with an expla
   Tensor plain = zeros({4}, kDouble);
   plain.view({2, 2}).add_(1.0);
   REQUIRE(values(plain) == std::vector<double>{1, 1, 1, 1});
+}
+
+TEST_CASE("A view used after an in-place op on its base is reported as stale", "[variable]") {
+  Tensor x = from_vector({1, 2, 3, 4}, {4}, f64(true));
+  Tensor h = x * 1.0;
+  Tensor v = h.view({2, 2});
+  Tensor before = v * 3.0;  // recorded while the view's history is current: fine
+  h.mul_(2.0);              // the base changes; v's ViewBackward no longer describes its values
+  REQUIRE_THROWS_WITH(v * 3.0, Catch::Contains("a view (shape [2, 2], made by ViewBackward0) is used after an "
+                                               "in-place operation on its base") &&
+                                   Catch::Contains("take the view again"));
+  Tensor fresh = h.view({2, 2}) * 3.0;  // a new view gets a current history
+  fresh.sum().backward();
+  REQUIRE(values(x.grad()) == std::vector<double>{6, 6, 6, 6});
+  // Without grad, a stale view is just data.
+  autograd::NoGradGuard no_grad;
+  REQUIRE(values(v * 1.0) == std::vector<double>{2, 4, 6, 8});
 }
 
 TEST_CASE("A tensor hook sees the gradient and may replace it", "[variable]") {

@@ -1,3 +1,4 @@
+// Mirrors test/test_cuda.py (memory_allocated / max_memory_allocated / reset_peak_memory_stats).
 // Tests engine/core/allocator.cpp (CPU/Meta allocators, exact statistics, observer, set_allocator).
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// Mirrors c10/test/util/Half_test.cpp and c10/test/util/bfloat16_test.cpp.
 // Tests engine/core/bfloat16.h (BFloat16 and Half conversions: exact round-to-nearest-even).
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// Mirrors c10/test/util/exception_test.cpp.
 // Tests engine/core/error.h (remat::Error, REMAT_CHECK message formatting, internal asserts).
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// Mirrors aten/src/ATen/test/cpu_generator_test.cpp.
 // Tests engine/core/generator.cpp (Generator state, the offset rule, default generators,
 // manual_seed / get_rng_state / set_rng_state) through the random ops that use it.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// Mirrors c10/test/util/intrusive_ptr_test.cpp.
 // Tests engine/core/intrusive_ptr.h (in-object reference counting).
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// Mirrors aten/src/ATen/test/ivalue_test.cpp.
 // Tests engine/core/ivalue.cpp (IValue: boxing, conversions, error messages, str()).
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// Mirrors test/test_type_promotion.py.
 // Tests engine/core/scalar_type.h (element sizes, names, type promotion).
 #include <catch2/catch.hpp>
 

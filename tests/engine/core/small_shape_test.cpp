@@ -1,3 +1,4 @@
+// Mirrors c10/test/util/small_vector_test.cpp.
 // Tests engine/core/small_shape.h (a shape stored inline up to kInline dims).
 #include <catch2/catch.hpp>
 

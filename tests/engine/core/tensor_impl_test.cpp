@@ -1,3 +1,4 @@
+// Mirrors test/test_torch.py (sizes, strides, contiguity, version counter).
 // Tests engine/core/tensor_impl.cpp (TensorImpl: sizes, strides, contiguity, storage, version).
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// Mirrors test/test_torch.py and test/test_view_ops.py (metadata, views).
 // Tests engine/core/tensor.cpp (Tensor handle metadata, views, make_empty/make_alias, dims).
 #include <catch2/catch.hpp>
 

@@ -1,3 +1,4 @@
+// Mirrors c10/test/core/DispatchKeySet_test.cpp.
 // Tests engine/dispatch/dispatch_key_set.h and dispatch_key.h (key order, sets, priority).
 #include <catch2/catch.hpp>
 

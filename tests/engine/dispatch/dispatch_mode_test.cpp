@@ -1,3 +1,4 @@
+// Mirrors test/test_python_dispatch.py (TorchDispatchMode tests).
 // Tests engine/dispatch/dispatch_mode.cpp (the mode stack, DispatchModeGuard, the Python-key
 // fallback that calls the innermost mode, stashing, DisableDispatchModesGuard).
 #include <catch2/catch.hpp>
@@ -32,7 +33,9 @@ struct ReplaceSin : DispatchMode {
   std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
     if (op.name() == "aten::sin") {
       const Tensor& x = args[0].toTensor();
-      return {full(x.sizes(), 7.0, x.dtype())};
+      std::vector<IValue> replaced;  // (not a braced list: GCC 12 -O1 warns on the variant copy)
+      replaced.emplace_back(full(x.sizes(), 7.0, x.dtype()));
+      return replaced;
     }
     return op.call(args);
   }

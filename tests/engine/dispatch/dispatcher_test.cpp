@@ -1,3 +1,4 @@
+// Mirrors aten/src/ATen/core/op_registration/op_registration_test.cpp.
 // Tests engine/dispatch/dispatcher.cpp (the op table, find_op, boxed and typed calls, key
 // selection, missing kernels, signatures, registration errors).
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// Mirrors test/test_function_schema.py.
 // Tests engine/dispatch/function_schema.cpp (parsing, str() round trip, defaults, alias
 // annotations, mutability, tags, and the checks of a boxed call's arguments).
 #include <catch2/catch.hpp>

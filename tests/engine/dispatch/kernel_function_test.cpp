@@ -1,3 +1,4 @@
+// Mirrors aten/src/ATen/core/boxing/KernelFunction_test.cpp.
 // Tests engine/dispatch/kernel_function.h (unboxed/boxed entry points, fallthrough kernels,
 // WrapperKernel around the keys below it) through small test ops.
 #include <catch2/catch.hpp>

@@ -1,3 +1,4 @@
+// Mirrors test/test_python_dispatch.py (torch.library tests).
 // Tests engine/dispatch/library.cpp (Library: def, impl, fallback, name qualification).
 #include <catch2/catch.hpp>
 

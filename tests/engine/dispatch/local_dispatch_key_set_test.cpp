@@ -1,3 +1,4 @@
+// Mirrors aten/src/ATen/core/op_registration/op_registration_test.cpp (key guards).
 // Tests engine/dispatch/local_dispatch_key_set.h (thread-local included/excluded keys, guards).
 #include <catch2/catch.hpp>
 

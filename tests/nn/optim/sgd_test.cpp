@@ -95,44 +95,6 @@ TEST_CASE("SGD skips parameters without a gradient", "[optim][sgd]") {
   CHECK_FALSE(opt.momentum_buffer(b).defined());
 }
 
-TEST_CASE("SGD param groups: each group has its own options, defaults fill the rest", "[optim][sgd]") {
-  Tensor a = from_vector({1.0}, {1}, kDouble).requires_grad_(true);
-  Tensor b = from_vector({1.0}, {1}, kDouble).requires_grad_(true);
-  std::vector<optim::OptimizerParamGroup> groups;
-  groups.emplace_back(std::vector<Tensor>{a});
-  groups.emplace_back(std::vector<Tensor>{b}, std::make_unique<optim::SGDOptions>(0.01));
-  optim::SGD opt(groups, optim::SGDOptions(0.1));
-  REQUIRE(opt.param_groups().size() == 2);
-  CHECK(opt.param_groups()[0].options().get_lr() == 0.1);
-  CHECK(opt.param_groups()[1].options().get_lr() == 0.01);
-  a.set_grad(ones({1}, kDouble));
-  b.set_grad(ones({1}, kDouble));
-  opt.step();
-  check_values(a, {0.9});
-  check_values(b, {0.99});
-  // A learning-rate schedule changes a group's lr in place.
-  opt.param_groups()[0].options().set_lr(0.5);
-  opt.step();
-  check_values(a, {0.4});
-  CHECK(opt.parameters().size() == 2);
-}
-
-TEST_CASE("Optimizer::zero_grad drops or zeroes gradients", "[optim][sgd]") {
-  Tensor p = from_vector({1.0, 2.0}, {2}, kDouble).requires_grad_(true);
-  optim::SGD opt({p}, optim::SGDOptions(0.1));
-  sum(mul(p, p)).backward();
-  REQUIRE(p.grad().defined());
-  Tensor g = p.grad();
-  opt.zero_grad(/*set_to_none=*/false);
-  REQUIRE(p.grad().defined());
-  CHECK(p.grad().is_same(g));  // zeroed in place
-  check_values(p.grad(), {0, 0});
-  opt.zero_grad();  // set_to_none = true by default
-  CHECK_FALSE(p.grad().defined());
-  opt.zero_grad();  // no gradient: nothing to do
-  CHECK_FALSE(p.grad().defined());
-}
-
 TEST_CASE("SGD's update runs through the dispatcher (a dispatch mode sees it)", "[optim][sgd]") {
   Tensor p = from_vector({1.0, 2.0}, {2}, kDouble).requires_grad_(true);
   optim::SGD opt({p}, optim::SGDOptions(0.1).momentum(0.9));
@@ -164,20 +126,4 @@ TEST_CASE("SGD rejects bad hyperparameters with PyTorch's messages", "[optim][sg
   std::vector<optim::OptimizerParamGroup> groups;
   groups.emplace_back(std::vector<Tensor>{p}, std::make_unique<optim::SGDOptions>(-2));
   REQUIRE_THROWS_WITH(optim::SGD(groups, optim::SGDOptions(0.1)), Contains("Invalid learning rate: -2"));
-}
-
-TEST_CASE("Optimizer refuses non-leaf, duplicate and shared parameters", "[optim][sgd]") {
-  Tensor p = zeros({2}, kDouble).requires_grad_(true);
-  Tensor q = zeros({3}, kDouble).requires_grad_(true);
-  Tensor non_leaf = mul(p, 2.0);
-  REQUIRE_THROWS_WITH(optim::SGD({non_leaf}, optim::SGDOptions(0.1)), Contains("can't optimize a non-leaf Tensor"));
-  REQUIRE_THROWS_WITH(optim::SGD({p, q, p}, optim::SGDOptions(0.1)), Contains("duplicate parameters"));
-  REQUIRE_THROWS_WITH(optim::SGD({Tensor()}, optim::SGDOptions(0.1)), Contains("undefined tensor"));
-  optim::SGD opt({p}, optim::SGDOptions(0.1));
-  REQUIRE_THROWS_WITH(opt.add_param_group(optim::OptimizerParamGroup({q, p})),
-                      Contains("some parameters appear in more than one parameter group"));
-  CHECK(opt.param_groups().size() == 1);
-  opt.add_param_group(optim::OptimizerParamGroup({q}));
-  CHECK(opt.param_groups().size() == 2);
-  CHECK(opt.param_groups()[1].options().get_lr() == 0.1);  // the defaults
 }

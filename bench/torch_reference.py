@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""The PyTorch side of bench/memory_vs_recompute: the same GPT, strategies and measurements.
+
+Runs with whatever PyTorch is installed. PyTorch 1.13 (Debian's python3-torch, use
+/usr/bin/python3) has no selective checkpointing: it runs none, full, full-reentrant and
+every2. PyTorch >= 2.4 also runs the SAC strategies through
+torch.utils.checkpoint.create_selective_checkpoint_contexts. PyTorch's policies see only the
+op, not the module, so 'sac-no-fc2' is emulated by counting linear matmuls (fc2 is the 4th in
+a block) -- remat expresses it by scope.
+
+Writes the JSON that `memory_vs_recompute --compare FILE` reads.
+
+  /usr/bin/python3 bench/torch_reference.py --out /tmp/torch.json
+  ./bazelw run //bench:memory_vs_recompute -- --compare /tmp/torch.json
+
+Activation memory: on CUDA, torch.cuda.memory_allocated after forward minus before. On CPU
+PyTorch keeps no allocator statistics, so the forward runs once more under the profiler with
+profile_memory=True and the net bytes it allocated are summed (the same quantity: bytes
+allocated during forward and still alive after it).
+"""
+import argparse
+import functools
+import json
+import math
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.utils.checkpoint as ckpt
+
+
+class Attention(nn.Module):
+    def __init__(self, c, h, use_sdpa):
+        super().__init__()
+        self.qkv = nn.Linear(c, 3 * c)
+        self.proj = nn.Linear(c, c)
+        self.h = h
+        self.use_sdpa = use_sdpa
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+        if self.use_sdpa:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # the same composite remat runs
+            s = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
+            mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+            y = torch.matmul(torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1), v)
+        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+
+
+class MLP(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.fc1 = nn.Linear(c, 4 * c)
+        self.fc2 = nn.Linear(4 * c, c)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x), approximate="tanh"))
+
+
+class Block(nn.Module):
+    def __init__(self, c, h, use_sdpa):
+        super().__init__()
+        self.ln1, self.attn = nn.LayerNorm(c), Attention(c, h, use_sdpa)
+        self.ln2, self.mlp = nn.LayerNorm(c), MLP(c)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, a):
+        super().__init__()
+        self.wte = nn.Embedding(a.vocab, a.embd)
+        self.wpe = nn.Embedding(a.seq, a.embd)
+        self.layers = nn.ModuleList(Block(a.embd, a.heads, a.sdpa) for _ in range(a.layers))
+        self.ln_f = nn.LayerNorm(a.embd)
+        self.lm_head = nn.Linear(a.embd, a.vocab, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied, as remat's default
+        self.strategy = None
+
+    def forward(self, idx, targets):
+        B, T = idx.shape
+        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
+        for i, block in enumerate(self.layers):
+            x = self.strategy(i, block, x) if self.strategy else block(x)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(B * T, -1), targets.reshape(B * T))
+
+
+def has_sac():
+    return hasattr(ckpt, "create_selective_checkpoint_contexts")
+
+
+def sac_context(policy_factory):
+    def context_fn():
+        return ckpt.create_selective_checkpoint_contexts(policy_factory())
+    return context_fn
+
+
+def policies():
+    """The SAC policies of bench/strategies.cpp, in PyTorch's terms (PyTorch >= 2.4)."""
+    CP = ckpt.CheckpointPolicy
+    aten = torch.ops.aten
+    mm_like = {aten.mm.default, aten.addmm.default, aten.bmm.default}
+
+    def save_mm():
+        return lambda ctx, op, *a, **k: CP.MUST_SAVE if op in mm_like else CP.PREFER_RECOMPUTE
+
+    def titan():
+        linear = {"n": 0}
+        bmm = {"n": 0}
+
+        def policy(ctx, op, *a, **k):
+            if op in (aten.mm.default, aten.addmm.default):
+                linear["n"] += 1
+                return CP.MUST_SAVE if (linear["n"] - 1) % 2 == 0 else CP.PREFER_RECOMPUTE
+            if op == aten.bmm.default:
+                bmm["n"] += 1
+                return CP.MUST_SAVE if bmm["n"] == 2 else CP.PREFER_RECOMPUTE
+            return CP.PREFER_RECOMPUTE
+        return policy
+
+    def no_fc2():
+        linear = {"n": 0}
+
+        def policy(ctx, op, *a, **k):
+            if op in (aten.mm.default, aten.addmm.default):
+                linear["n"] += 1
+                return CP.PREFER_RECOMPUTE if linear["n"] % 4 == 0 else CP.MUST_SAVE  # fc2: 4th linear
+            return CP.MUST_SAVE if op == aten.bmm.default else CP.PREFER_RECOMPUTE
+        return policy
+
+    def megatron():
+        core = {aten.bmm.default, aten._softmax.default, aten.masked_fill.Scalar, aten.mul.Tensor,
+                aten.triu.default, aten.ones.default, aten.clone.default, aten._unsafe_view.default,
+                aten.expand.default, aten.view.default, aten.transpose.int}
+        linear = {"n": 0}
+
+        def policy(ctx, op, *a, **k):
+            if op in (aten.mm.default, aten.addmm.default):
+                linear["n"] += 1
+                return CP.PREFER_RECOMPUTE if linear["n"] % 2 == 0 else CP.PREFER_SAVE  # proj, fc2 recomputed
+            if op in core or op == aten.add.Tensor:
+                return CP.PREFER_RECOMPUTE
+            return CP.PREFER_SAVE
+        return policy
+
+    return {"sac-mm": save_mm, "sac-titan": titan, "sac-no-fc2": no_fc2, "sac-megatron": megatron}
+
+
+def strategy_fn(name):
+    """Returns (block runner, reentrant) for a strategy name, or None if unavailable here."""
+    if name == "none":
+        return None, False
+    if name in ("full", "full-reentrant", "every2"):
+        reentrant = name == "full-reentrant"
+
+        def run(i, block, x):
+            if name == "every2" and i % 2 == 1:
+                return block(x)
+            return ckpt.checkpoint(block, x, use_reentrant=reentrant)
+        return run, reentrant
+    if not has_sac():
+        raise NotImplementedError(name)
+    factory = policies()[name]
+
+    def run(i, block, x):
+        return ckpt.checkpoint(block, x, use_reentrant=False, context_fn=sac_context(factory))
+    return run, False
+
+
+def activation_bytes(model, idx, targets, device):
+    model.zero_grad(set_to_none=True)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        loss = model(idx, targets)
+        after = torch.cuda.memory_allocated()
+        loss.backward()
+        return after - before, torch.cuda.max_memory_allocated()
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        loss = model(idx, targets)
+    net = sum(e.self_cpu_memory_usage for e in prof.events())
+    loss.backward()
+    return net, 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--embd", type=int, default=256)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--vocab", type=int, default=65)
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
+    p.add_argument("--threads", type=int, default=1,
+                   help="intra-op threads (1 avoids fighting OpenBLAS's own threads on 2-core machines)")
+    p.add_argument("--strategies", default="none,full,full-reentrant,every2,sac-mm,sac-titan,sac-no-fc2,sac-megatron")
+    p.add_argument("--sdpa", action="store_true", help="use F.scaled_dot_product_attention (PyTorch >= 2.0)")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--out", default="")
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    device = torch.device(a.device)
+    dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
+    g = torch.Generator().manual_seed(42)
+    tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1), generator=g)
+    idx, targets = tokens[:, :-1].contiguous().to(device), tokens[:, 1:].contiguous().to(device)
+
+    results = []
+    for name in a.strategies.split(","):
+        try:
+            run, reentrant = strategy_fn(name)
+        except NotImplementedError:
+            print(f"{name:15s} skipped: PyTorch {torch.__version__} has no selective checkpointing", file=sys.stderr)
+            continue
+        torch.manual_seed(1337)
+        model = GPT(a).to(device=device, dtype=dtype)
+        model.strategy = run
+        opt = torch.optim.AdamW(model.parameters(), lr=a.lr)
+        times, loss = [], float("nan")
+        for step in range(a.warmup + a.steps):
+            model.zero_grad(set_to_none=True)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            out = model(idx, targets)
+            out.backward()
+            opt.step()
+            loss = out.item()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            if step >= a.warmup:
+                times.append((time.perf_counter() - t0) * 1e3)
+        act, peak = activation_bytes(model, idx, targets, device)
+        results.append({"strategy": name, "reentrant": reentrant, "activation_bytes": int(act), "peak_bytes": int(peak),
+                        "step_ms": times, "median_ms": statistics.median(times), "final_loss": loss})
+        print(f"{name:15s} act {act / 2**20:8.1f} MiB  step {statistics.median(times):8.1f} ms  loss {loss:.6f}",
+              file=sys.stderr)
+
+    doc = {"framework": f"pytorch {torch.__version__}",
+           "config": {"layers": a.layers, "embd": a.embd, "heads": a.heads, "seq": a.seq, "batch": a.batch,
+                      "vocab": a.vocab, "device": a.device, "dtype": a.dtype, "steps": a.steps, "warmup": a.warmup,
+                      "threads": a.threads},
+           "results": results}
+    text = json.dumps(doc, indent=1)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()

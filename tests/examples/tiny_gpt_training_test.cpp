@@ -1,0 +1,105 @@
+// Tests examples/tiny_gpt_training.cpp: flag parsing and its errors, the generated corpus and
+// the tokenizer, and that the non-reentrant checkpointing strategies train with bitwise
+// identical losses (reentrant within 1e-6).
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "examples/tiny_gpt_training.h"
+
+using namespace remat;
+using namespace remat::examples;
+using Catch::Contains;
+
+TEST_CASE("parse_args reads every flag, in both spellings", "[examples]") {
+  TrainOptions o = parse_args({"--data", "in.txt", "--checkpoint=sac-mm", "--steps", "7", "--seed=3", "--batch", "2",
+                               "--seq", "16", "--layers", "3", "--embd", "24", "--heads=6", "--lr", "1e-3",
+                               "--sample", "0"});
+  CHECK(o.data_path == "in.txt");
+  CHECK(o.checkpoint == "sac-mm");
+  CHECK(o.steps == 7);
+  CHECK(o.seed == 3);
+  CHECK(o.batch == 2);
+  CHECK(o.seq == 16);
+  CHECK(o.layers == 3);
+  CHECK(o.embd == 24);
+  CHECK(o.heads == 6);
+  CHECK(o.lr == 1e-3);
+  CHECK(o.sample == 0);
+  CHECK_FALSE(o.help);
+  CHECK(parse_args({"--help"}).help);
+  TrainOptions d = parse_args({});
+  CHECK(d.checkpoint == "none");
+  CHECK(d.data_path.empty());
+  for (const auto& [name, what] : checkpoint_names()) {
+    CHECK(parse_args({"--checkpoint", name}).checkpoint == name);
+    CHECK(usage().find(name) != std::string::npos);
+  }
+}
+
+TEST_CASE("parse_args errors name the flag and the value", "[examples]") {
+  REQUIRE_THROWS_WITH(parse_args({"--stepz", "3"}), Contains("unknown flag '--stepz'"));
+  REQUIRE_THROWS_WITH(parse_args({"steps"}), Contains("unknown flag 'steps'"));
+  REQUIRE_THROWS_WITH(parse_args({"--steps"}), Contains("--steps needs a value"));
+  REQUIRE_THROWS_WITH(parse_args({"--steps", "ten"}), Contains("--steps: expected an integer, got 'ten'"));
+  REQUIRE_THROWS_WITH(parse_args({"--steps", "5x"}), Contains("--steps: expected an integer, got '5x'"));
+  REQUIRE_THROWS_WITH(parse_args({"--batch", "0"}), Contains("--batch: must be at least 1, got 0"));
+  REQUIRE_THROWS_WITH(parse_args({"--lr", "-0.1"}), Contains("--lr: must be a positive number, got -0.1"));
+  REQUIRE_THROWS_WITH(parse_args({"--lr="}), Contains("--lr: expected a number, got ''"));
+  REQUIRE_THROWS_WITH(parse_args({"--checkpoint", "half"}),
+                      Contains("--checkpoint: unknown strategy 'half'") && Contains("sac-no-fc2"));
+  REQUIRE_THROWS_WITH(parse_args({"--embd", "30", "--heads", "4"}), Contains("--heads (4) must divide --embd (30)"));
+}
+
+TEST_CASE("the generated corpus is deterministic and the vocabulary round-trips", "[examples]") {
+  std::string a = generate_corpus(), b = generate_corpus();
+  CHECK(a == b);
+  CHECK(a.size() >= 8192);
+  CHECK(a.size() < 8192 + 256);
+  CHECK(a.rfind("1. ", 0) == 0);
+  CharVocab vocab(a);
+  CHECK(vocab.size() > 20);
+  CHECK(vocab.size() < 64);
+  CHECK(vocab.decode(vocab.encode(a)) == a);
+  REQUIRE_THROWS_WITH(vocab.encode("~"), Contains("character 126 is not in the vocabulary"));
+  REQUIRE_THROWS_WITH(vocab.decode({vocab.size()}), Contains("out of range"));
+}
+
+namespace {
+TrainOptions small_run(const std::string& checkpoint) {
+  return parse_args({"--checkpoint", checkpoint, "--steps", "3", "--batch", "2", "--seq", "16", "--layers", "4",
+                     "--embd", "16", "--heads", "2", "--sample", "0", "--seed", "11"});
+}
+}  // namespace
+
+TEST_CASE("non-reentrant checkpointing strategies train with bitwise identical losses", "[examples]") {
+  const std::string text = generate_corpus();
+  TrainResult none = train(small_run("none"), text);
+  REQUIRE(none.losses.size() == 3);
+  CHECK(none.losses[0] == Approx(std::log(static_cast<double>(CharVocab(text).size()))).margin(0.2));
+  for (const char* name : {"full", "every2", "sac-mm", "sac-every-other-mm", "sac-no-fc2"}) {
+    INFO(name);
+    TrainResult r = train(small_run(name), text);
+    CHECK(r.losses == none.losses);  // exact double equality of the float32 losses
+  }
+  TrainResult reentrant = train(small_run("full-reentrant"), text);
+  for (size_t i = 0; i < none.losses.size(); ++i)
+    CHECK(std::abs(reentrant.losses[i] - none.losses[i]) <= 1e-6 * std::abs(none.losses[i]));
+}
+
+TEST_CASE("train reports each step, samples text and refuses a text shorter than the context", "[examples]") {
+  const std::string text = generate_corpus();
+  TrainOptions o = small_run("none");
+  o.sample = 12;
+  std::vector<int64_t> steps;
+  TrainResult r = train(o, text, [&](const StepInfo& s) {
+    steps.push_back(s.step);
+    CHECK(s.steps == 3);
+    CHECK(std::isfinite(s.loss));
+  });
+  CHECK(steps == std::vector<int64_t>{1, 2, 3});
+  CHECK(r.sample.size() == 13);  // the one-character prompt, then 12 sampled
+  CHECK(r.sample[0] == text[0]);
+  CHECK(r.num_parameters > 0);
+  CHECK(r.peak_bytes > 0);
+  REQUIRE_THROWS_WITH(train(o, std::string(10, 'a')), Contains("the text has 10 characters; --seq 16 needs at least 18"));
+}
