@@ -4,15 +4,10 @@
 // reductions as GB/s against copy bandwidth, and the transformer ops (softmax, layer_norm,
 // cross_entropy) forward and forward+backward through autograd.
 //
-//   ops [--quick] [--threads N] [--caching-allocator]
+//   ops [--quick] [--threads N]
 //
 // --quick: small sizes and few repetitions (a CI smoke run, seconds). --threads N: the thread count
 // of remat's loops (OpenMP), of Eigen's GEMM and of OpenBLAS (default: OpenMP's, the core count).
-// --caching-allocator: serve CPU tensors from a benchmark-local allocator that keeps freed blocks
-// and hands them out again by size. remat's CPU allocator (like PyTorch's default one) returns
-// large blocks to malloc, which unmaps them, so every large op output is fresh memory paying
-// first-touch page faults; "copy into a fresh allocation" shows what that costs on the machine,
-// and this flag takes it out of the op figures.
 // Figures are medians over repetitions after a warm-up; a sample is one or more calls (enough to
 // last a few milliseconds). GB = 1e9 bytes; bytes are the minimum an op must move (every input
 // read once, every output written once), so 100% of copy bandwidth is the best a memory-bound op
@@ -191,40 +186,6 @@ double measure_fma_peak(const Sizes& s, int threads) {
 #endif
 }
 
-// Keeps every freed block and reuses it for the next request of the same size (never returns
-// memory; a benchmark runs a few fixed shapes).
-class CachingCPUAllocator final : public Allocator {
- public:
-  void* allocate(Device, size_t nbytes) override {
-    if (nbytes == 0) return nullptr;
-    void* p = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto& list = free_[nbytes];
-      if (!list.empty()) {
-        p = list.back();
-        list.pop_back();
-      }
-    }
-    if (p == nullptr) p = std::aligned_alloc(64, (nbytes + 63) / 64 * 64);
-    REMAT_CHECK(p != nullptr, "bench/ops caching allocator: out of memory allocating ", nbytes, " bytes");
-    stats_.on_alloc(static_cast<int64_t>(nbytes));
-    return p;
-  }
-  void deallocate(Device, void* p, size_t nbytes) override {
-    if (p == nullptr) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    free_[nbytes].push_back(p);
-    stats_.on_free(static_cast<int64_t>(nbytes));
-  }
-  AllocatorStats& stats(Device) override { return stats_; }
-
- private:
-  std::mutex mutex_;
-  std::map<size_t, std::vector<void*>> free_;
-  AllocatorStats stats_;
-};
-
 // ---------------------------------------------------------------------------------------------
 // tables
 // ---------------------------------------------------------------------------------------------
@@ -359,14 +320,14 @@ void transformer_section(const Sizes& s, double copy_gbs) {
 }
 
 int usage(const char* prog) {
-  std::fprintf(stderr, "usage: %s [--quick] [--threads N] [--caching-allocator]\n", prog);
+  std::fprintf(stderr, "usage: %s [--quick] [--threads N]\n", prog);
   return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, caching = false;
+  bool quick = false;
   int threads = omp_get_max_threads();
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -375,22 +336,17 @@ int main(int argc, char** argv) {
     } else if (arg == "--threads" && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
       if (threads < 1) return usage(argv[0]);
-    } else if (arg == "--caching-allocator") {
-      caching = true;
     } else {
       return usage(argv[0]);
     }
   }
   const Sizes& s = quick ? kQuick : kFull;
-  static CachingCPUAllocator caching_allocator;  // outlives every tensor (static storage)
-  if (caching) set_allocator(kCPU, &caching_allocator);
   omp_set_num_threads(threads);  // remat's parallel_for and OpenBLAS (OpenMP build) read this
   openblas_set_num_threads(threads);
   Eigen::setNbThreads(threads);
 
-  std::printf("ops benchmark%s: %d thread(s), median of %d samples after a warm-up, freed tensor memory %s\n",
-              quick ? " (--quick)" : "", threads, s.reps,
-              caching ? "kept for reuse (--caching-allocator)" : "returned to malloc (remat's CPU allocator)");
+  std::printf("ops benchmark%s: %d thread(s), median of %d samples after a warm-up\n", quick ? " (--quick)" : "",
+              threads, s.reps);
 
   Bandwidth bw = measure_copy(s, threads);
   double peak = measure_fma_peak(s, threads);
