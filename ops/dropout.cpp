@@ -14,12 +14,12 @@
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
 #include "ops/functions.h"
+#include "ops/meta.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
-namespace {
 
-namespace cpu = kernels::cpu;
+// Meta functions, shared by every backend (declared in ops/meta.h).
 
 void check_probability(const char* op, double p) {
   REMAT_CHECK(p >= 0.0 && p <= 1.0, op, ": dropout probability has to be between 0 and 1, but got ", p);
@@ -33,6 +33,21 @@ void native_dropout_meta(const Tensor& input, double p) {
   check_floating("aten::native_dropout", input, "input");
   check_probability("aten::native_dropout", p);
 }
+
+void native_dropout_backward_meta(const Tensor& grad_output, const Tensor& mask) {
+  const char* op = "aten::native_dropout_backward";
+  check_defined(op, grad_output, "grad_output");
+  check_defined(op, mask, "mask");
+  check_floating(op, grad_output, "grad_output");
+  common_device(op, {&grad_output, &mask});
+  REMAT_CHECK(mask.dtype() == kBool, op, ": Mask should be Bool Scalar Type, but got ", toString(mask.dtype()));
+  REMAT_CHECK(mask.sizes() == grad_output.sizes(), op, ": mask of shape ", mask.sizes(),
+              " does not match grad_output of shape ", grad_output.sizes());
+}
+
+namespace {
+
+namespace cpu = kernels::cpu;
 
 std::tuple<Tensor, Tensor> native_dropout_cpu(const Tensor& input, double p, Generator* generator) {
   native_dropout_meta(input, p);
@@ -57,17 +72,6 @@ std::tuple<Tensor, Tensor> native_dropout_meta_kernel(const Tensor& input, doubl
   native_dropout_meta(input, p);
   if (generator != nullptr) generator->reserve();
   return {make_empty(input.sizes(), input.dtype(), Device{kMeta}), make_empty(input.sizes(), kBool, Device{kMeta})};
-}
-
-void native_dropout_backward_meta(const Tensor& grad_output, const Tensor& mask) {
-  const char* op = "aten::native_dropout_backward";
-  check_defined(op, grad_output, "grad_output");
-  check_defined(op, mask, "mask");
-  check_floating(op, grad_output, "grad_output");
-  common_device(op, {&grad_output, &mask});
-  REMAT_CHECK(mask.dtype() == kBool, op, ": Mask should be Bool Scalar Type, but got ", toString(mask.dtype()));
-  REMAT_CHECK(mask.sizes() == grad_output.sizes(), op, ": mask of shape ", mask.sizes(),
-              " does not match grad_output of shape ", grad_output.sizes());
 }
 
 Tensor native_dropout_backward_cpu(const Tensor& grad_output, const Tensor& mask, double scale) {

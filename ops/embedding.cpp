@@ -6,12 +6,14 @@
 #include "engine/dispatch/library.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
+#include "ops/meta.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
-namespace {
 
-namespace cpu = kernels::cpu;
+// Meta functions, shared by every backend (declared in ops/meta.h).
+
+namespace {
 
 void check_indices(const char* op, const Tensor& indices, const char* caller) {
   check_defined(op, indices, "indices");
@@ -20,13 +22,7 @@ void check_indices(const char* op, const Tensor& indices, const char* caller) {
               indices.toString(), " instead (while checking arguments for ", caller, ")");
 }
 
-// Every index in [0, num_rows); names the first offending index and the row count.
-void check_index_range(const char* op, const Tensor& indices, int64_t num_rows) {
-  const int64_t* p = indices.data_ptr<int64_t>();
-  int64_t bad = cpu::first_index_out_of_range(p, indices.numel(), num_rows);
-  REMAT_CHECK(bad < 0, op, ": index out of range in self: index ", bad < 0 ? 0 : p[bad], " (at position ", bad,
-              ") is not in [0, ", num_rows, ") for a weight with ", num_rows, " rows");
-}
+}  // namespace
 
 TensorMeta embedding_meta(const Tensor& weight, const Tensor& indices) {
   const char* op = "aten::embedding";
@@ -38,6 +34,32 @@ TensorMeta embedding_meta(const Tensor& weight, const Tensor& indices) {
   Shape out = indices.sizes();
   out.push_back(weight.sizes()[1]);
   return {out, weight.dtype(), device};
+}
+
+TensorMeta embedding_backward_meta(const Tensor& grad_output, const Tensor& indices, int64_t num_weights) {
+  const char* op = "aten::embedding_dense_backward";
+  check_defined(op, grad_output, "grad_output");
+  check_indices(op, indices, "embedding_backward");
+  check_floating(op, grad_output, "grad_output");
+  Device device = common_device(op, {&grad_output, &indices});
+  REMAT_CHECK(num_weights >= 0, op, ": num_weights must be non-negative, but got ", num_weights);
+  bool matches = grad_output.dim() == indices.dim() + 1;
+  for (int64_t d = 0; matches && d < indices.dim(); ++d) matches = grad_output.sizes()[d] == indices.sizes()[d];
+  REMAT_CHECK(matches, op, ": grad_output of shape ", grad_output.sizes(),
+              " must be the indices' shape followed by the embedding dim (indices of shape ", indices.sizes(), ")");
+  return {{num_weights, grad_output.sizes()[grad_output.dim() - 1]}, grad_output.dtype(), device};
+}
+
+namespace {
+
+namespace cpu = kernels::cpu;
+
+// Every index in [0, num_rows); names the first offending index and the row count.
+void check_index_range(const char* op, const Tensor& indices, int64_t num_rows) {
+  const int64_t* p = indices.data_ptr<int64_t>();
+  int64_t bad = cpu::first_index_out_of_range(p, indices.numel(), num_rows);
+  REMAT_CHECK(bad < 0, op, ": index out of range in self: index ", bad < 0 ? 0 : p[bad], " (at position ", bad,
+              ") is not in [0, ", num_rows, ") for a weight with ", num_rows, " rows");
 }
 
 Tensor embedding_cpu(const Tensor& weight, const Tensor& indices) {
@@ -57,20 +79,6 @@ Tensor embedding_meta_kernel(const Tensor& weight, const Tensor& indices) {
   TensorMeta m = embedding_meta(weight, indices);
   m.device = Device{kMeta};
   return empty_from(m);
-}
-
-TensorMeta embedding_backward_meta(const Tensor& grad_output, const Tensor& indices, int64_t num_weights) {
-  const char* op = "aten::embedding_dense_backward";
-  check_defined(op, grad_output, "grad_output");
-  check_indices(op, indices, "embedding_backward");
-  check_floating(op, grad_output, "grad_output");
-  Device device = common_device(op, {&grad_output, &indices});
-  REMAT_CHECK(num_weights >= 0, op, ": num_weights must be non-negative, but got ", num_weights);
-  bool matches = grad_output.dim() == indices.dim() + 1;
-  for (int64_t d = 0; matches && d < indices.dim(); ++d) matches = grad_output.sizes()[d] == indices.sizes()[d];
-  REMAT_CHECK(matches, op, ": grad_output of shape ", grad_output.sizes(),
-              " must be the indices' shape followed by the embedding dim (indices of shape ", indices.sizes(), ")");
-  return {{num_weights, grad_output.sizes()[grad_output.dim() - 1]}, grad_output.dtype(), device};
 }
 
 Tensor embedding_dense_backward_cpu(const Tensor& grad_output, const Tensor& indices, int64_t num_weights) {

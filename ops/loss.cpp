@@ -9,12 +9,12 @@
 #include "kernels/cpu/embedding.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
+#include "ops/meta.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
-namespace {
 
-namespace cpu = kernels::cpu;
+// Meta functions, shared by every backend (declared in ops/meta.h).
 
 // logits [N, C] floating, targets Long [N]; returns the device.
 Device check_cross_entropy_args(const char* op, const Tensor& logits, const Tensor& targets) {
@@ -32,6 +32,18 @@ Device check_cross_entropy_args(const char* op, const Tensor& logits, const Tens
               ") to match target batch_size (", targets.sizes()[0], ").");
   return device;
 }
+
+void check_grad_loss(const char* op, const Tensor& grad_output, const Tensor& logits) {
+  check_defined(op, grad_output, "grad_output");
+  common_device(op, {&grad_output, &logits});
+  check_floating(op, grad_output, "grad_output");
+  REMAT_CHECK(grad_output.numel() == 1, op, ": Expected a single element grad_output tensor, but got shape ",
+              grad_output.sizes());
+}
+
+namespace {
+
+namespace cpu = kernels::cpu;
 
 void check_target_range(const char* op, const Tensor& targets, int64_t C) {
   const int64_t* t = targets.data_ptr<int64_t>();
@@ -58,14 +70,6 @@ Tensor cross_entropy_cpu(const Tensor& logits, const Tensor& targets) {
 Tensor cross_entropy_meta(const Tensor& logits, const Tensor& targets) {
   check_cross_entropy_args("aten::cross_entropy", logits, targets);
   return make_empty({}, logits.dtype(), Device{kMeta});
-}
-
-void check_grad_loss(const char* op, const Tensor& grad_output, const Tensor& logits) {
-  check_defined(op, grad_output, "grad_output");
-  common_device(op, {&grad_output, &logits});
-  check_floating(op, grad_output, "grad_output");
-  REMAT_CHECK(grad_output.numel() == 1, op, ": Expected a single element grad_output tensor, but got shape ",
-              grad_output.sizes());
 }
 
 Tensor cross_entropy_backward_cpu(const Tensor& grad_output, const Tensor& logits, const Tensor& targets) {

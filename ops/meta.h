@@ -4,6 +4,7 @@
 // kernel (ops/pointwise.cpp, reduction.cpp, linalg.cpp, copy.cpp, factory.cpp).
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,9 +19,16 @@ TensorMeta binary_meta(const char* op, const Tensor& a, const Tensor& b);
 TensorMeta unary_meta(const char* op, const Tensor& a, bool floating_only);
 // An in-place op writes into self: the other operand must broadcast to self's shape.
 void inplace_meta(const char* op, const Tensor& self, const Tensor& other);
+// div is true division: integer inputs give a float result.
+TensorMeta div_meta(const Tensor& a, const Tensor& b);
+// A fractional (or non-finite) scalar cannot be applied to an integer tensor without promotion.
+bool is_fractional(double s);
 // tensor op scalar: the scalar does not promote a floating tensor (a "wrapped number"); an
-// integer tensor becomes float for a fractional scalar or true division (PyTorch's result_type).
+// integer tensor stays integral for an integral scalar, else becomes float (or for true_div).
 TensorMeta scalar_meta(const char* op, const Tensor& a, double s, bool true_div = false);
+TensorMeta pow_meta(const Tensor& a, double e);
+// self op= s: a fractional scalar cannot be stored in an integer tensor; no internal overlap.
+void check_inplace_scalar(const char* op, const Tensor& self, double s);
 void check_gelu_approximate(const std::string& approximate);
 void check_bool_mask(const char* op, const Tensor& mask);
 TensorMeta where_meta(const Tensor& cond, const Tensor& a, const Tensor& b);
@@ -55,7 +63,58 @@ TensorMeta cat_meta(const std::vector<Tensor>& tensors, int64_t dim);
 void check_triu(const Tensor& self);
 
 // ---- ops/factory.cpp ----
+// dtype, overlap and argument checks of uniform_ / normal_
 void check_uniform(const Tensor& self, double from, double to);
 void check_normal(const Tensor& self, double std);
+
+// ---- ops/pointwise_ops.cpp ----
+// An in-place update of a floating self by other operands that broadcast to self's shape.
+void inplace_update_meta(const char* op, const Tensor& self, std::initializer_list<const Tensor*> others);
+// maximum / minimum: broadcasting, promoted dtype.
+TensorMeta extremum_meta(const char* op, const Tensor& a, const Tensor& b);
+
+// ---- ops/softmax.cpp ----
+// A contiguous tensor seen as [outer, dim_size, inner] around dim (a 0-d tensor is one element).
+struct SoftmaxGeometry {
+  int64_t outer = 1, dim_size = 1, inner = 1;
+};
+SoftmaxGeometry softmax_geometry(const Shape& sizes, int64_t dim);
+TensorMeta softmax_meta(const char* op, const Tensor& self, int64_t dim);
+// grad_output and output: one shape, one floating dtype, one device.
+TensorMeta softmax_backward_meta(const char* op, const Tensor& grad_output, const Tensor& output, int64_t dim);
+
+// ---- ops/normalization.cpp ----
+struct NormGeometry {
+  int64_t M = 1;  // rows: product of the leading dims
+  int64_t N = 1;  // row length: product of normalized_shape
+  Shape stat_shape;
+  ScalarType stat_dtype = kFloat;
+};
+ScalarType stat_dtype_for(ScalarType input);
+NormGeometry norm_geometry(const char* op, const Tensor& input, const Shape& normalized_shape);
+NormGeometry layer_norm_meta(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+                             const Tensor& bias);
+NormGeometry layer_norm_backward_meta(const Tensor& grad_out, const Tensor& input, const Shape& normalized_shape,
+                                      const Tensor& mean, const Tensor& rstd, const Tensor& weight,
+                                      const Tensor& bias);
+NormGeometry rms_norm_meta(const Tensor& input, const Shape& normalized_shape, const Tensor& weight);
+NormGeometry rms_norm_backward_meta(const Tensor& grad_out, const Tensor& input, const Shape& normalized_shape,
+                                    const Tensor& rstd, const Tensor& weight);
+
+// ---- ops/dropout.cpp ----
+void check_probability(const char* op, double p);
+// The scale of kept elements: 1 / (1 - p), 0 for p = 1.
+double keep_scale(double p);
+void native_dropout_meta(const Tensor& input, double p);
+void native_dropout_backward_meta(const Tensor& grad_output, const Tensor& mask);
+
+// ---- ops/embedding.cpp ----
+TensorMeta embedding_meta(const Tensor& weight, const Tensor& indices);
+TensorMeta embedding_backward_meta(const Tensor& grad_output, const Tensor& indices, int64_t num_weights);
+
+// ---- ops/loss.cpp ----
+// logits [N, C] floating, targets Long [N]; returns the device.
+Device check_cross_entropy_args(const char* op, const Tensor& logits, const Tensor& targets);
+void check_grad_loss(const char* op, const Tensor& grad_output, const Tensor& logits);
 
 }  // namespace remat::ops

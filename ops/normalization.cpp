@@ -15,21 +15,16 @@
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
 #include "ops/functions.h"
+#include "ops/meta.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
-namespace {
 
-namespace cpu = kernels::cpu;
-
-struct NormGeometry {
-  int64_t M = 1;  // rows: product of the leading dims
-  int64_t N = 1;  // row length: product of normalized_shape
-  Shape stat_shape;
-  ScalarType stat_dtype = kFloat;
-};
+// Meta functions, shared by every backend (declared in ops/meta.h).
 
 ScalarType stat_dtype_for(ScalarType input) { return input == kDouble ? kDouble : kFloat; }
+
+namespace {
 
 // "[*, 3, 4]": any leading dims, then normalized_shape (PyTorch's wording).
 std::string star_shape(const Shape& normalized_shape) {
@@ -37,6 +32,8 @@ std::string star_shape(const Shape& normalized_shape) {
   for (int64_t d : normalized_shape) s += ", " + std::to_string(d);
   return s + "]";
 }
+
+}  // namespace
 
 NormGeometry norm_geometry(const char* op, const Tensor& input, const Shape& normalized_shape) {
   check_defined(op, input, "input");
@@ -59,6 +56,8 @@ NormGeometry norm_geometry(const char* op, const Tensor& input, const Shape& nor
   g.stat_dtype = stat_dtype_for(input.dtype());
   return g;
 }
+
+namespace {
 
 // weight/bias: normalized_shape, on the input's device, the input's dtype or (mixed) Float.
 void check_param(const char* op, const Tensor& input, const Tensor& param, const char* name,
@@ -91,6 +90,51 @@ void check_grad_out(const char* op, const Tensor& grad_out, const Tensor& input)
   check_same_dtype(op, grad_out, input);
 }
 
+}  // namespace
+
+NormGeometry layer_norm_meta(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+                             const Tensor& bias) {
+  const char* op = "aten::native_layer_norm";
+  NormGeometry g = norm_geometry(op, input, normalized_shape);
+  check_param(op, input, weight, "weight", normalized_shape);
+  check_param(op, input, bias, "bias", normalized_shape);
+  return g;
+}
+
+NormGeometry layer_norm_backward_meta(const Tensor& grad_out, const Tensor& input, const Shape& normalized_shape,
+                                      const Tensor& mean, const Tensor& rstd, const Tensor& weight,
+                                      const Tensor& bias) {
+  const char* op = "aten::native_layer_norm_backward";
+  NormGeometry g = norm_geometry(op, input, normalized_shape);
+  check_grad_out(op, grad_out, input);
+  check_stat(op, mean, "mean", g, input);
+  check_stat(op, rstd, "rstd", g, input);
+  check_param(op, input, weight, "weight", normalized_shape);
+  check_param(op, input, bias, "bias", normalized_shape);
+  return g;
+}
+
+NormGeometry rms_norm_meta(const Tensor& input, const Shape& normalized_shape, const Tensor& weight) {
+  const char* op = "aten::_fused_rms_norm";
+  NormGeometry g = norm_geometry(op, input, normalized_shape);
+  check_param(op, input, weight, "weight", normalized_shape);
+  return g;
+}
+
+NormGeometry rms_norm_backward_meta(const Tensor& grad_out, const Tensor& input, const Shape& normalized_shape,
+                                    const Tensor& rstd, const Tensor& weight) {
+  const char* op = "aten::_fused_rms_norm_backward";
+  NormGeometry g = norm_geometry(op, input, normalized_shape);
+  check_grad_out(op, grad_out, input);
+  check_stat(op, rstd, "rstd", g, input);
+  check_param(op, input, weight, "weight", normalized_shape);
+  return g;
+}
+
+namespace {
+
+namespace cpu = kernels::cpu;
+
 // A parameter or statistic as a contiguous tensor of the statistic dtype (undefined stays undefined).
 Tensor as_stat(const Tensor& t, ScalarType dtype) {
   return t.defined() ? contiguous_cpu(cast_cpu(t, dtype)) : Tensor();
@@ -109,15 +153,6 @@ Device meta_device() { return Device{kMeta}; }
 // ---------------------------------------------------------------------------------------------
 // layer norm
 // ---------------------------------------------------------------------------------------------
-
-NormGeometry layer_norm_meta(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
-                             const Tensor& bias) {
-  const char* op = "aten::native_layer_norm";
-  NormGeometry g = norm_geometry(op, input, normalized_shape);
-  check_param(op, input, weight, "weight", normalized_shape);
-  check_param(op, input, bias, "bias", normalized_shape);
-  return g;
-}
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_cpu(const Tensor& input, const Shape& normalized_shape,
                                                          const Tensor& weight, const Tensor& bias, double eps) {
@@ -139,19 +174,6 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_meta(const Tensor& input, c
   NormGeometry g = layer_norm_meta(input, normalized_shape, weight, bias);
   return {make_empty(input.sizes(), input.dtype(), meta_device()), stat_empty(g, meta_device()),
           stat_empty(g, meta_device())};
-}
-
-NormGeometry layer_norm_backward_meta(const Tensor& grad_out, const Tensor& input, const Shape& normalized_shape,
-                                      const Tensor& mean, const Tensor& rstd, const Tensor& weight,
-                                      const Tensor& bias) {
-  const char* op = "aten::native_layer_norm_backward";
-  NormGeometry g = norm_geometry(op, input, normalized_shape);
-  check_grad_out(op, grad_out, input);
-  check_stat(op, mean, "mean", g, input);
-  check_stat(op, rstd, "rstd", g, input);
-  check_param(op, input, weight, "weight", normalized_shape);
-  check_param(op, input, bias, "bias", normalized_shape);
-  return g;
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_cpu(const Tensor& grad_out, const Tensor& input,
@@ -192,13 +214,6 @@ Tensor layer_norm_composite(const Tensor& input, const Shape& normalized_shape, 
 // RMS norm
 // ---------------------------------------------------------------------------------------------
 
-NormGeometry rms_norm_meta(const Tensor& input, const Shape& normalized_shape, const Tensor& weight) {
-  const char* op = "aten::_fused_rms_norm";
-  NormGeometry g = norm_geometry(op, input, normalized_shape);
-  check_param(op, input, weight, "weight", normalized_shape);
-  return g;
-}
-
 std::tuple<Tensor, Tensor> fused_rms_norm_cpu(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
                                               double eps) {
   NormGeometry g = rms_norm_meta(input, normalized_shape, weight);
@@ -217,16 +232,6 @@ std::tuple<Tensor, Tensor> fused_rms_norm_meta(const Tensor& input, const Shape&
                                                double) {
   NormGeometry g = rms_norm_meta(input, normalized_shape, weight);
   return {make_empty(input.sizes(), input.dtype(), meta_device()), stat_empty(g, meta_device())};
-}
-
-NormGeometry rms_norm_backward_meta(const Tensor& grad_out, const Tensor& input, const Shape& normalized_shape,
-                                    const Tensor& rstd, const Tensor& weight) {
-  const char* op = "aten::_fused_rms_norm_backward";
-  NormGeometry g = norm_geometry(op, input, normalized_shape);
-  check_grad_out(op, grad_out, input);
-  check_stat(op, rstd, "rstd", g, input);
-  check_param(op, input, weight, "weight", normalized_shape);
-  return g;
 }
 
 std::tuple<Tensor, Tensor> fused_rms_norm_backward_cpu(const Tensor& grad_out, const Tensor& input,

@@ -40,6 +40,13 @@ void inplace_meta(const char* op, const Tensor& self, const Tensor& other) {
               " can't be cast to the desired output type ", toString(self.dtype()));
 }
 
+// div is true division: integer inputs give a float result (PyTorch's div, rounding_mode=None).
+TensorMeta div_meta(const Tensor& a, const Tensor& b) {
+  TensorMeta m = binary_meta("aten::div", a, b);
+  if (!isFloatingType(m.dtype)) m.dtype = kFloat;
+  return m;
+}
+
 // A fractional (or non-finite) scalar cannot be applied to an integer tensor without promotion.
 bool is_fractional(double s) { return !std::isfinite(s) || s != std::trunc(s); }
 
@@ -53,6 +60,11 @@ TensorMeta scalar_meta(const char* op, const Tensor& a, double s, bool true_div)
   return {a.sizes(), dtype, a.device()};
 }
 
+TensorMeta pow_meta(const Tensor& a, double e) {
+  check_defined("aten::pow", a, "self");
+  check_floating("aten::pow", a, "self");
+  return scalar_meta("aten::pow", a, e);
+}
 
 void check_gelu_approximate(const std::string& approximate) {
   REMAT_CHECK(approximate == "none" || approximate == "tanh",
@@ -77,6 +89,15 @@ TensorMeta masked_fill_meta(const Tensor& self, const Tensor& mask) {
   REMAT_CHECK(s == self.sizes(), "aten::masked_fill: mask of shape ", mask.sizes(),
               " does not broadcast to the tensor's shape ", self.sizes());
   return {self.sizes(), self.dtype(), device};
+}
+
+// self op= s writes into self: a fractional scalar cannot be stored in an integer tensor.
+void check_inplace_scalar(const char* op, const Tensor& self, double s) {
+  check_defined(op, self, "self");
+  check_no_internal_overlap(op, self);
+  REMAT_CHECK(isFloatingType(self.dtype()) || !is_fractional(s), op,
+              ": result type Float can't be cast to the desired output type ", toString(self.dtype()),
+              " (scalar ", s, ")");
 }
 
 namespace {
@@ -123,13 +144,6 @@ Tensor binary_cpu(const char* op, const TensorMeta& meta, const Tensor& a, const
   return out;
 }
 
-// div is true division: integer inputs give a float result (PyTorch's div, rounding_mode=None).
-TensorMeta div_meta(const Tensor& a, const Tensor& b) {
-  TensorMeta m = binary_meta("aten::div", a, b);
-  if (!isFloatingType(m.dtype)) m.dtype = kFloat;
-  return m;
-}
-
 Tensor add_cpu(const Tensor& a, const Tensor& b) { return binary_cpu<cpu::AddOp>("aten::add", binary_meta("aten::add", a, b), a, b); }
 Tensor sub_cpu(const Tensor& a, const Tensor& b) { return binary_cpu<cpu::SubOp>("aten::sub", binary_meta("aten::sub", a, b), a, b); }
 Tensor mul_cpu(const Tensor& a, const Tensor& b) { return binary_cpu<cpu::MulOp>("aten::mul", binary_meta("aten::mul", a, b), a, b); }
@@ -162,11 +176,6 @@ Tensor mul_scalar_cpu(const Tensor& a, double s) {
 Tensor div_scalar_cpu(const Tensor& a, double s) {
   return scalar_cpu("aten::div.Scalar", scalar_meta("aten::div.Scalar", a, s, /*true_div=*/true), a,
                     [s](auto x) { return x / static_cast<decltype(x)>(s); });
-}
-TensorMeta pow_meta(const Tensor& a, double e) {
-  check_defined("aten::pow", a, "self");
-  check_floating("aten::pow", a, "self");
-  return scalar_meta("aten::pow", a, e);
 }
 Tensor pow_cpu(const Tensor& a, double e) {
   TensorMeta m = pow_meta(a, e);
@@ -417,14 +426,6 @@ Tensor inplace_scalar_cpu(const char* op, const Tensor& self, const F& f) {
   }
   self.impl()->bump_version();
   return self;
-}
-// self op= s writes into self: a fractional scalar cannot be stored in an integer tensor.
-void check_inplace_scalar(const char* op, const Tensor& self, double s) {
-  check_defined(op, self, "self");
-  check_no_internal_overlap(op, self);
-  REMAT_CHECK(isFloatingType(self.dtype()) || !is_fractional(s), op,
-              ": result type Float can't be cast to the desired output type ", toString(self.dtype()),
-              " (scalar ", s, ")");
 }
 Tensor add__scalar_cpu(const Tensor& self, double s) {
   check_inplace_scalar("aten::add_.Scalar", self, s);

@@ -6,16 +6,12 @@
 #include "kernels/cpu/pointwise_ops.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
+#include "ops/meta.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
-namespace {
 
-namespace cpu = kernels::cpu;
-
-// ---------------------------------------------------------------------------------------------
-// meta functions
-// ---------------------------------------------------------------------------------------------
+// Meta functions, shared by every backend (declared in ops/meta.h).
 
 // An in-place update of a floating self by other operands that broadcast to self's shape.
 void inplace_update_meta(const char* op, const Tensor& self, std::initializer_list<const Tensor*> others) {
@@ -39,6 +35,14 @@ TensorMeta extremum_meta(const char* op, const Tensor& a, const Tensor& b) {
   Device device = common_device(op, {&a, &b});
   return {broadcast_shapes(op, a.sizes(), b.sizes()), promoteTypes(a.dtype(), b.dtype()), device};
 }
+
+namespace {
+
+namespace cpu = kernels::cpu;
+
+// ---------------------------------------------------------------------------------------------
+// meta functions
+// ---------------------------------------------------------------------------------------------
 
 // ---------------------------------------------------------------------------------------------
 // addcmul_, addcdiv_: self += value * t1 (* or /) t2

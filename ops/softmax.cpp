@@ -6,17 +6,13 @@
 #include "engine/dispatch/library.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
+#include "ops/meta.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
-namespace {
 
-namespace cpu = kernels::cpu;
+// Meta functions, shared by every backend (declared in ops/meta.h).
 
-// A contiguous tensor seen as [outer, dim_size, inner] around dim (a 0-d tensor is one element).
-struct SoftmaxGeometry {
-  int64_t outer = 1, dim_size = 1, inner = 1;
-};
 SoftmaxGeometry softmax_geometry(const Shape& sizes, int64_t dim) {
   SoftmaxGeometry g;
   if (sizes.empty()) return g;
@@ -26,16 +22,33 @@ SoftmaxGeometry softmax_geometry(const Shape& sizes, int64_t dim) {
   return g;
 }
 
-Tensor meta_out(TensorMeta m) {
-  m.device = Device{kMeta};
-  return empty_from(m);
-}
-
 TensorMeta softmax_meta(const char* op, const Tensor& self, int64_t dim) {
   check_defined(op, self, "self");
   check_floating(op, self, "self");
   maybe_wrap_dim(dim, self.dim(), op);
   return {self.sizes(), self.dtype(), self.device()};
+}
+
+// grad_output and output: one shape, one floating dtype, one device.
+TensorMeta softmax_backward_meta(const char* op, const Tensor& grad_output, const Tensor& output, int64_t dim) {
+  check_defined(op, grad_output, "grad_output");
+  check_defined(op, output, "output");
+  check_floating(op, grad_output, "grad_output");
+  Device device = common_device(op, {&grad_output, &output});
+  REMAT_CHECK(grad_output.sizes() == output.sizes(), op, ": grad_output of shape ", grad_output.sizes(),
+              " does not match output of shape ", output.sizes());
+  check_same_dtype(op, grad_output, output);
+  maybe_wrap_dim(dim, output.dim(), op);
+  return {output.sizes(), output.dtype(), device};
+}
+
+namespace {
+
+namespace cpu = kernels::cpu;
+
+Tensor meta_out(TensorMeta m) {
+  m.device = Device{kMeta};
+  return empty_from(m);
 }
 
 Tensor softmax_forward_cpu(const char* op, const Tensor& self, int64_t dim, bool log) {
@@ -58,19 +71,6 @@ Tensor softmax_meta_kernel(const Tensor& self, int64_t dim) {
 }
 Tensor log_softmax_meta_kernel(const Tensor& self, int64_t dim) {
   return meta_out(softmax_meta("aten::log_softmax", self, dim));
-}
-
-// grad_output and output: one shape, one floating dtype, one device.
-TensorMeta softmax_backward_meta(const char* op, const Tensor& grad_output, const Tensor& output, int64_t dim) {
-  check_defined(op, grad_output, "grad_output");
-  check_defined(op, output, "output");
-  check_floating(op, grad_output, "grad_output");
-  Device device = common_device(op, {&grad_output, &output});
-  REMAT_CHECK(grad_output.sizes() == output.sizes(), op, ": grad_output of shape ", grad_output.sizes(),
-              " does not match output of shape ", output.sizes());
-  check_same_dtype(op, grad_output, output);
-  maybe_wrap_dim(dim, output.dim(), op);
-  return {output.sizes(), output.dtype(), device};
 }
 
 Tensor softmax_backward_cpu(const char* op, const Tensor& grad_output, const Tensor& output, int64_t dim, bool log) {

@@ -1,18 +1,34 @@
 """remat_tests(srcs): one cc_test per tests/<path>/<name>_test.cpp, named <path>/<name>.
 
+remat_tests(..., cuda_macro = [src, ...]): those sources are compiled with -DREMAT_CUDA under
+--config=cuda (they test what changes in a CUDA build). No other CPU test gets the macro, so under
+--config=cuda every other test object has the plain build's command line and comes from the cache.
+
 remat_cuda_tests(srcs): the same for tests of CUDA code (tests/**/cuda/**). Their sources are
 compiled only under --config=cuda; without it each target is an empty Catch2 binary ("No tests
 ran"), so `bazel test //...` works in both configurations. Without a GPU the tests skip at
 run time.
 """
 
-def remat_tests(srcs, deps = []):
+# The CUDA libraries whose headers CUDA tests include (//:remat only links them).
+_CUDA_LIBS = [
+    "//engine/cuda",
+    "//kernels/cuda",
+    "//ops/cuda",
+    "@cuda//:cuda",
+]
+
+def remat_tests(srcs, deps = [], cuda_macro = []):
     for src in srcs:
         name = src[:-len(".cpp")]
         native.cc_test(
             name = name,
             srcs = [src] + native.glob(["testing/*.h"]),
             deps = ["//:remat", "@catch2//:catch2_main", "@catch2//:catch2"] + deps,
+            local_defines = select({
+                "//tools:cuda_enabled": ["REMAT_CUDA"],
+                "//conditions:default": [],
+            }) if src in cuda_macro else [],
             size = "medium",
         )
 
@@ -26,7 +42,7 @@ def remat_cuda_tests(srcs, deps = []):
                 "//conditions:default": [],
             }),
             deps = ["@catch2//:catch2_main"] + select({
-                "//tools:cuda_enabled": ["//:remat", "@catch2//:catch2", "@cuda//:cuda"] + deps,
+                "//tools:cuda_enabled": ["//:remat", "@catch2//:catch2"] + _CUDA_LIBS + deps,
                 "//conditions:default": [],
             }),
             size = "medium",

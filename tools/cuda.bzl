@@ -25,6 +25,8 @@ Without the define, `name` is an empty cc_library (only hdrs kept), so
 `bazel build //...` works on machines without CUDA.
 
 Extra nvcc flags: nvcc_copts = [...]; `copts` go to the host (.cc) compile.
+
+link_only(): see below (how //:remat links the CUDA libraries without their headers).
 """
 
 CUDA_ROOT = "/usr/local/cuda"
@@ -150,3 +152,16 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], nvcc_copts = [], 
         copts = copts,
         **kw
     )
+
+def _link_only_impl(ctx):
+    merged = cc_common.merge_cc_infos(cc_infos = [d[CcInfo] for d in ctx.attr.deps])
+    return [CcInfo(linking_context = merged.linking_context)]
+
+# link_only(name, deps): links deps (their objects, alwayslink flags and linkopts) into whatever
+# depends on it, but passes on none of their headers, include paths or defines. //:remat uses it
+# for the CUDA libraries: a target that only links CUDA code then compiles with the same command
+# line and inputs as without --config=cuda, so its objects come from the cache.
+link_only = rule(
+    implementation = _link_only_impl,
+    attrs = {"deps": attr.label_list(providers = [CcInfo])},
+)

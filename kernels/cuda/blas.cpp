@@ -7,6 +7,7 @@
 #include <array>
 #include <atomic>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -34,10 +35,15 @@ std::atomic<bool> tf32_allowed{false};
 
 constexpr int kMaxDevices = 64;
 
-// One handle per device; calls on a device are serialised (a handle carries its stream).
+// One handle per device; calls on a device are serialised (a handle carries its stream). Each
+// stream gets its own cuBLAS workspace, as PyTorch's handle pool does: GEMMs running at once on
+// two streams must not share scratch memory. Workspaces come from cudaMalloc, outside the
+// caching allocator's statistics (which count tensors), and live as long as the process.
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // what PyTorch gives cuBLAS on Hopper
 struct HandlePool {
   std::mutex mutex[kMaxDevices];
   cublasHandle_t handle[kMaxDevices] = {};
+  std::map<cudaStream_t, void*> workspace[kMaxDevices];
 };
 
 HandlePool& pool() {
@@ -79,7 +85,10 @@ void with_handle(cudaStream_t stream, const F& f) {
   std::lock_guard<std::mutex> lock(p.mutex[device]);
   if (p.handle[device] == nullptr) REMAT_CUBLAS_CHECK(cublasCreate(&p.handle[device]));
   cublasHandle_t h = p.handle[device];
-  REMAT_CUBLAS_CHECK(cublasSetStream(h, stream));
+  REMAT_CUBLAS_CHECK(cublasSetStream(h, stream));  // also resets the workspace to cuBLAS's own
+  void*& ws = p.workspace[device][stream];
+  if (ws == nullptr) REMAT_CUDA_CHECK(cudaMalloc(&ws, kWorkspaceBytes));
+  REMAT_CUBLAS_CHECK(cublasSetWorkspace(h, ws, kWorkspaceBytes));
   // Default math keeps float GEMMs in full float precision (TF32 only through the compute type).
   REMAT_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
   f(h);

@@ -7,9 +7,8 @@ namespace remat::kernels::cuda {
 
 namespace {
 
-__device__ __forceinline__ void report(IndexError* error, int64_t value) {
-  error->value = value;  // any one offending value will do
-  error->found = 1;
+__device__ __forceinline__ void report(IndexError* error, int64_t position) {
+  atomicMin(&error->position, static_cast<unsigned long long>(position));
 }
 
 // A warp per output row; lanes copy the row (16-byte vectors when aligned).
@@ -21,7 +20,7 @@ __global__ void embedding_forward_kernel(const T* weight, const int64_t* indices
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5); i < n; i += warps) {
     const int64_t v = indices[i];
     const bool ok = v >= 0 && v < num_weights;
-    if (!ok && lane == 0) report(error, v);
+    if (!ok && lane == 0) report(error, i);
     T* dst = out + i * dim;
     if constexpr (VEC > 1) {
       auto* dv = reinterpret_cast<AlignedVector<T, VEC>*>(dst);
@@ -45,7 +44,7 @@ __global__ void histogram_kernel(const int64_t* indices, int64_t n, int64_t num_
     if (v >= 0 && v < num_weights) {
       atomicAdd(&counts[v], 1);
     } else {
-      report(error, v);
+      report(error, i);
     }
   }
 }
@@ -139,7 +138,7 @@ size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
 
 void embedding_forward(ScalarType dtype, const void* weight, const int64_t* indices, void* out, int64_t n,
                        int64_t num_weights, int64_t dim, IndexError* error, cudaStream_t stream) {
-  if (n == 0 || dim == 0) return;
+  if (n == 0) return;  // dim 0 still checks the indices
   REMAT_CUDA_DISPATCH_ALL(dtype, "aten::embedding", [&] {
     constexpr int kVec = 16 / sizeof(scalar_t);
     const bool vec = kVec > 1 && dim % kVec == 0 && is_aligned(weight, 16) && is_aligned(out, 16);
@@ -163,7 +162,6 @@ size_t embedding_backward_workspace_bytes(int64_t n, int64_t num_weights) {
 
 void embedding_backward(ScalarType dtype, const void* grad, const int64_t* indices, void* grad_weight, int64_t n,
                         int64_t num_weights, int64_t dim, void* workspace, IndexError* error, cudaStream_t stream) {
-  if (num_weights == 0 || dim == 0) return;
   REMAT_CHECK(n < static_cast<int64_t>(INT32_MAX), "aten::embedding_dense_backward: more than 2^31 indices (", n,
               ") are not supported on CUDA");
   char* ws = static_cast<char*>(workspace);

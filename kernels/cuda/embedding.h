@@ -16,23 +16,24 @@
 
 namespace remat::kernels::cuda {
 
-// Where a kernel reports an out-of-range index: found = 1 and one offending value. The caller
-// zeroes it before the launch and reads it after.
+// Where a kernel reports out-of-range indices: the smallest offending position (atomicMin), so
+// the error names the same index as the CPU kernel's sequential check. The caller sets it to
+// kNoIndexError (every byte 0x7F) before the launch and reads it after.
 struct IndexError {
-  int64_t found;
-  int64_t value;
+  unsigned long long position;
 };
+constexpr unsigned long long kNoIndexError = 0x7F7F7F7F7F7F7F7FULL;
 
 // out[i, :] = weight[indices[i], :]; weight [num_weights, dim], out [n, dim], contiguous.
-// Out-of-range indices set *error and write zeros.
+// Out-of-range indices are reported in *error (their rows are written as zeros).
 void embedding_forward(ScalarType dtype, const void* weight, const int64_t* indices, void* out, int64_t n,
                        int64_t num_weights, int64_t dim, IndexError* error, cudaStream_t stream);
 
 size_t embedding_backward_workspace_bytes(int64_t n, int64_t num_weights);
 
 // grad_weight[v, :] = sum over i with indices[i] == v of grad[i, :] (in increasing i);
-// grad [n, dim], grad_weight [num_weights, dim], contiguous. Out-of-range indices set *error
-// (and are skipped).
+// grad [n, dim], grad_weight [num_weights, dim], contiguous. Out-of-range indices are reported
+// in *error (and skipped).
 void embedding_backward(ScalarType dtype, const void* grad, const int64_t* indices, void* grad_weight, int64_t n,
                         int64_t num_weights, int64_t dim, void* workspace, IndexError* error, cudaStream_t stream);
 

@@ -45,14 +45,23 @@ __device__ __forceinline__ void apply_at(const F& f, char* const* data, const in
   reinterpret_cast<Out*>(data[0])[off[0]] = f(reinterpret_cast<const In*>(data[I + 1])[off[I + 1]]...);
 }
 
+// Two vectors per step, both loaded before either is stored: more bytes in flight per thread
+// (the store of the first could alias the second's inputs, so the compiler would not reorder).
 template <int VEC, class F, class Out, class... In, size_t... I>
-__device__ __forceinline__ void apply_vec(const F& f, char* const* data, int64_t v, std::index_sequence<I...>) {
-  VecPack<VEC, In...> in;
-  in.load(data + 1, v);
-  AlignedVector<Out, VEC> out;
+__device__ __forceinline__ void apply_vec2(const F& f, char* const* data, int64_t v0, int64_t v1, bool second,
+                                           std::index_sequence<I...>) {
+  VecPack<VEC, In...> in0, in1;
+  in0.load(data + 1, v0);
+  if (second) in1.load(data + 1, v1);
+  AlignedVector<Out, VEC> out0, out1;
 #pragma unroll
-  for (int j = 0; j < VEC; ++j) out.val[j] = f(vec_get<I>(in).val[j]...);
-  reinterpret_cast<AlignedVector<Out, VEC>*>(data[0])[v] = out;
+  for (int j = 0; j < VEC; ++j) out0.val[j] = f(vec_get<I>(in0).val[j]...);
+  reinterpret_cast<AlignedVector<Out, VEC>*>(data[0])[v0] = out0;
+  if (second) {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) out1.val[j] = f(vec_get<I>(in1).val[j]...);
+    reinterpret_cast<AlignedVector<Out, VEC>*>(data[0])[v1] = out1;
+  }
 }
 
 template <int VEC, class F, class Out, class... In>
@@ -61,8 +70,8 @@ __global__ void elementwise_vec_kernel(int64_t n, PtrArray<sizeof...(In) + 1> pt
   const int64_t nvec = n / VEC;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (int64_t v = tid; v < nvec; v += stride)
-    apply_vec<VEC, F, Out, In...>(f, ptrs.data, v, std::index_sequence_for<In...>{});
+  for (int64_t v = tid; v < nvec; v += 2 * stride)
+    apply_vec2<VEC, F, Out, In...>(f, ptrs.data, v, v + stride, v + stride < nvec, std::index_sequence_for<In...>{});
   // the last n % VEC elements
   const int64_t i = nvec * VEC + tid;
   if (i < n) {
@@ -120,7 +129,7 @@ void launch_elementwise(const StridedLoop& loop, void* out, std::array<const voi
     for (int k = 0; k < N; ++k) vectorizable = vectorizable && is_aligned(ptrs.data[k], widths[k]);
   }
   if (vectorizable) {
-    const int64_t grid = grid_size((n + kVec - 1) / kVec);
+    const int64_t grid = grid_size((n + 2 * kVec - 1) / (2 * kVec));
     elementwise_vec_kernel<kVec, F, Out, In...><<<static_cast<unsigned>(grid), kBlockSize, 0, stream>>>(n, ptrs, f);
   } else if (n <= static_cast<int64_t>(INT32_MAX)) {
     elementwise_strided_kernel<uint32_t, F, Out, In...>

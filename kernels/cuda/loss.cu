@@ -8,7 +8,7 @@ namespace remat::kernels::cuda {
 
 namespace {
 
-// row_loss[i] = logsumexp(x[i]) - x[i, t[i]]
+// row_loss[i] = logsumexp(x[i]) - x[i, t[i]]; a target outside [0, c) is reported, its loss 0.
 template <int TPR, class T>
 __global__ void ce_forward_rows(const T* x, const int64_t* targets, acc_t<T>* row_loss, int64_t n, int64_t c,
                                 IndexError* error) {
@@ -28,8 +28,7 @@ __global__ void ce_forward_rows(const T* x, const int64_t* targets, acc_t<T>* ro
     if (!active || lane != 0) continue;
     const int64_t t = targets[row];
     if (t < 0 || t >= c) {
-      error->value = t;
-      error->found = 1;
+      atomicMin(&error->position, static_cast<unsigned long long>(row));
       row_loss[row] = A(0);
       continue;
     }
@@ -49,13 +48,13 @@ __global__ void ce_mean_kernel(const acc_t<T>* row_loss, T* loss, int64_t n) {
 }
 
 template <int TPR, class T>
-__global__ void ce_backward_rows(const T* grad_loss, const T* x, const int64_t* targets, T* dx, int64_t n, int64_t c,
+__global__ void ce_backward_rows(const acc_t<T>* grad_loss, const T* x, const int64_t* targets, T* dx, int64_t n, int64_t c,
                                  IndexError* error) {
   using A = acc_t<T>;
   __shared__ A smem_m[32], smem_s[32];
   constexpr int kGroups = kBlockSize / TPR;
   const int lane = threadIdx.x % TPR, group = threadIdx.x / TPR;
-  const A scale = to_acc(*grad_loss) / static_cast<A>(n);
+  const A scale = *grad_loss / static_cast<A>(n);
   for (int64_t base = static_cast<int64_t>(blockIdx.x) * kGroups; base < n;
        base += static_cast<int64_t>(gridDim.x) * kGroups) {
     const int64_t row = base + group;
@@ -67,10 +66,7 @@ __global__ void ce_backward_rows(const T* grad_loss, const T* x, const int64_t* 
     ms = group_combine<TPR>(ms, smem_m, smem_s);
     if (!active) continue;
     const int64_t t = targets[row];
-    if ((t < 0 || t >= c) && lane == 0) {
-      error->value = t;
-      error->found = 1;
-    }
+    if ((t < 0 || t >= c) && lane == 0) atomicMin(&error->position, static_cast<unsigned long long>(row));
     T* dr = dx + row * c;
     for (int64_t j = lane; j < c; j += TPR) {
       const A p = m_exp(to_acc(xr[j]) - ms.m) / ms.s;
@@ -119,7 +115,7 @@ void cross_entropy_backward(ScalarType dtype, const void* grad_loss, const void*
                             void* grad_logits, int64_t n, int64_t c, IndexError* error, cudaStream_t stream) {
   if (n == 0 || c == 0) return;
   REMAT_CUDA_DISPATCH_FLOATING(dtype, "aten::cross_entropy_backward", [&] {
-    const auto* g = static_cast<const scalar_t*>(grad_loss);
+    const auto* g = static_cast<const acc_t<scalar_t>*>(grad_loss);
     const auto* x = static_cast<const scalar_t*>(logits);
     auto* dx = static_cast<scalar_t*>(grad_logits);
     if (c <= 1024) {

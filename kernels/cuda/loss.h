@@ -17,12 +17,12 @@ size_t cross_entropy_workspace_bytes(ScalarType dtype, int64_t n);
 
 // loss (one element of dtype) = mean_i (logsumexp(logits[i, :]) - logits[i, targets[i]]);
 // logits [n, c] contiguous. Per-row losses go to the workspace and are summed in row order
-// (deterministic). Targets outside [0, c) set *error.
+// (deterministic). Targets outside [0, c) are reported in *error.
 void cross_entropy_forward(ScalarType dtype, const void* logits, const int64_t* targets, void* loss, int64_t n,
                            int64_t c, void* workspace, IndexError* error, cudaStream_t stream);
 
 // grad_logits[i, j] = grad_loss / n * (softmax(logits[i])[j] - (j == targets[i])); grad_loss is
-// one element of dtype in device memory.
+// one element of the accumulation dtype (float, or double for Double) in device memory.
 void cross_entropy_backward(ScalarType dtype, const void* grad_loss, const void* logits, const int64_t* targets,
                             void* grad_logits, int64_t n, int64_t c, IndexError* error, cudaStream_t stream);
 

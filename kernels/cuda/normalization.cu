@@ -72,7 +72,7 @@ __device__ __forceinline__ Welford<A> group_welford(Welford<A> w, A* smem /* 3 *
        base_ += static_cast<int64_t>(gridDim.x) * kGroups)
 
 template <int TPR, class T, bool RMS>
-__global__ void norm_forward_kernel(const T* x, const T* w, const T* b, T* y, acc_t<T>* mean_out,
+__global__ void norm_forward_kernel(const T* x, const acc_t<T>* w, const acc_t<T>* b, T* y, acc_t<T>* mean_out,
                                     acc_t<T>* rstd_out, int64_t rows, int64_t cols, acc_t<T> eps) {
   using A = acc_t<T>;
   __shared__ A smem[96];
@@ -102,9 +102,9 @@ __global__ void norm_forward_kernel(const T* x, const T* w, const T* b, T* y, ac
     T* yr = y + row * cols;
     for (int64_t j = lane; j < cols; j += TPR) {
       A v = (to_acc(xr[j]) - mean) * rstd;
-      if (w != nullptr) v *= to_acc(w[j]);
+      if (w != nullptr) v *= w[j];
       if constexpr (!RMS) {
-        if (b != nullptr) v += to_acc(b[j]);
+        if (b != nullptr) v += b[j];
       }
       yr[j] = convert<T>(v);
     }
@@ -118,7 +118,7 @@ __global__ void norm_forward_kernel(const T* x, const T* w, const T* b, T* y, ac
 // dx for one row group; RMS: mean = 0 and only the xhat term.
 template <int TPR, class T, bool RMS>
 __global__ void norm_backward_dx_kernel(const T* dy, const T* x, const acc_t<T>* mean_in, const acc_t<T>* rstd_in,
-                                        const T* w, T* dx, int64_t rows, int64_t cols) {
+                                        const acc_t<T>* w, T* dx, int64_t rows, int64_t cols) {
   using A = acc_t<T>;
   __shared__ A smem[32];
   REMAT_FOR_EACH_ROW(TPR, rows) {
@@ -130,7 +130,7 @@ __global__ void norm_backward_dx_kernel(const T* dy, const T* x, const acc_t<T>*
     A sum_g = A(0), sum_gx = A(0);
     if (active)
       for (int64_t j = lane; j < cols; j += TPR) {
-        const A g = to_acc(dy[off + j]) * (w != nullptr ? to_acc(w[j]) : A(1));
+        const A g = to_acc(dy[off + j]) * (w != nullptr ? w[j] : A(1));
         const A xhat = (to_acc(x[off + j]) - mean) * rstd;
         sum_g += g;
         sum_gx += g * xhat;
@@ -141,7 +141,7 @@ __global__ void norm_backward_dx_kernel(const T* dy, const T* x, const acc_t<T>*
     const A inv_n = A(1) / static_cast<A>(cols);
     const A mean_g = RMS ? A(0) : sum_g * inv_n, mean_gx = sum_gx * inv_n;
     for (int64_t j = lane; j < cols; j += TPR) {
-      const A g = to_acc(dy[off + j]) * (w != nullptr ? to_acc(w[j]) : A(1));
+      const A g = to_acc(dy[off + j]) * (w != nullptr ? w[j] : A(1));
       const A xhat = (to_acc(x[off + j]) - mean) * rstd;
       dx[off + j] = convert<T>(rstd * (g - mean_g - xhat * mean_gx));
     }
@@ -169,14 +169,13 @@ __global__ void norm_backward_partial_kernel(const T* dy, const T* x, const acc_
   if (pb != nullptr) pb[blockIdx.y * cols + j] = sb;
 }
 
-template <class T>
-__global__ void column_finish_kernel(const acc_t<T>* partial, T* out, int64_t nchunks, int64_t cols) {
-  using A = acc_t<T>;
+template <class A>
+__global__ void column_finish_kernel(const A* partial, A* out, int64_t nchunks, int64_t cols) {
   const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j >= cols) return;
   A s = A(0);
   for (int64_t c = 0; c < nchunks; ++c) s += partial[c * cols + j];
-  out[j] = convert<T>(s);
+  out[j] = s;
 }
 
 int64_t row_grid(int64_t rows, int tpr) {
@@ -204,8 +203,8 @@ void forward_impl(ScalarType dtype, const void* x, const void* weight, const voi
   REMAT_CUDA_DISPATCH_FLOATING(dtype, RMS ? "aten::_fused_rms_norm" : "aten::native_layer_norm", [&] {
     using A = acc_t<scalar_t>;
     const auto* xp = static_cast<const scalar_t*>(x);
-    const auto* wp = static_cast<const scalar_t*>(weight);
-    const auto* bp = static_cast<const scalar_t*>(bias);
+    const auto* wp = static_cast<const A*>(weight);
+    const auto* bp = static_cast<const A*>(bias);
     auto* yp = static_cast<scalar_t*>(y);
     if (cols <= 1024) {
       norm_forward_kernel<32, scalar_t, RMS><<<static_cast<unsigned>(row_grid(rows, 32)), kBlockSize, 0, stream>>>(
@@ -229,7 +228,7 @@ void backward_impl(ScalarType dtype, const void* grad_out, const void* x, const 
     const auto* xp = static_cast<const scalar_t*>(x);
     const auto* mp = static_cast<const A*>(mean);
     const auto* rp = static_cast<const A*>(rstd);
-    const auto* wp = static_cast<const scalar_t*>(weight);
+    const auto* wp = static_cast<const A*>(weight);
     if (grad_x != nullptr && rows > 0) {
       auto* dxp = static_cast<scalar_t*>(grad_x);
       if (cols <= 1024) {
@@ -258,13 +257,11 @@ void backward_impl(ScalarType dtype, const void* grad_out, const void* x, const 
       REMAT_CUDA_CHECK(cudaMemsetAsync(pw, 0, 2 * static_cast<size_t>(cols) * sizeof(A), stream));
     }
     if (grad_weight != nullptr) {
-      column_finish_kernel<scalar_t><<<col_blocks, kBlockSize, 0, stream>>>(pw, static_cast<scalar_t*>(grad_weight),
-                                                                            nchunks, cols);
+      column_finish_kernel<A><<<col_blocks, kBlockSize, 0, stream>>>(pw, static_cast<A*>(grad_weight), nchunks, cols);
       REMAT_CUDA_KERNEL_LAUNCH_CHECK();
     }
     if (grad_bias != nullptr) {
-      column_finish_kernel<scalar_t><<<col_blocks, kBlockSize, 0, stream>>>(pb, static_cast<scalar_t*>(grad_bias),
-                                                                            nchunks, cols);
+      column_finish_kernel<A><<<col_blocks, kBlockSize, 0, stream>>>(pb, static_cast<A*>(grad_bias), nchunks, cols);
       REMAT_CUDA_KERNEL_LAUNCH_CHECK();
     }
   });

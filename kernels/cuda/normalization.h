@@ -1,7 +1,8 @@
 // Mirrors ATen/native/cuda/layer_norm_kernel.cu and the fused RMSNorm kernels: forward and
 // fused backward over rows of a contiguous [rows, cols] view (cols = the normalized size).
-// Statistics (mean, rstd) are float for 16-bit and float inputs, double for double; weight and
-// bias have the input's dtype (nullptr: none).
+// Statistics (mean, rstd), weight, bias and the weight/bias gradients have the accumulation dtype
+// (float for 16-bit and float inputs, double for double), as kernels/cpu/norm.h; weight and bias
+// may be nullptr (none).
 #pragma once
 
 #include <cuda_runtime_api.h>

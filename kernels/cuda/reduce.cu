@@ -57,6 +57,7 @@ __global__ void reduce_rows_kernel(const In* in, Out* out, int64_t rows, int64_t
       if constexpr (VEC > 1) {
         const int64_t nv = n / VEC;
         const auto* pv = reinterpret_cast<const AlignedVector<In, VEC>*>(p);
+#pragma unroll 4
         for (int64_t k = lane; k < nv; k += TPR) {
           AlignedVector<In, VEC> x = pv[k];
 #pragma unroll

@@ -58,17 +58,24 @@ Tensor cuda_workspace(size_t nbytes, const Device& device) {
   return make_empty({words}, kLong, device);
 }
 
-CUDAIndexError::CUDAIndexError(const Device& device) : device_(device), flag_(make_empty({2}, kLong, device)) {
+CUDAIndexError::CUDAIndexError(const Device& device) : device_(device), flag_(make_empty({1}, kLong, device)) {
   cuda::CUDAGuard guard(device_);
-  REMAT_CUDA_CHECK(cudaMemsetAsync(flag_.data_ptr(), 0, 2 * sizeof(int64_t), cuda_stream(device_)));
+  static_assert(sizeof(kc::IndexError) == sizeof(int64_t), "IndexError is one 64-bit position");
+  REMAT_CUDA_CHECK(cudaMemsetAsync(flag_.data_ptr(), 0x7F, sizeof(kc::IndexError), cuda_stream(device_)));
 }
 
 kc::IndexError* CUDAIndexError::get() const { return static_cast<kc::IndexError*>(flag_.data_ptr()); }
 
-void CUDAIndexError::throw_if_set(const std::string& what) const {
-  kc::IndexError host{0, 0};
-  get_allocator(device_)->copy_to_host(&host, flag_.data_ptr(), sizeof(host));  // waits for the stream
-  REMAT_CHECK(host.found == 0, what, " (got index ", host.value, ")");
+void CUDAIndexError::throw_if_set(const Tensor& indices,
+                                  const std::function<std::string(int64_t, int64_t)>& message) const {
+  kc::IndexError host{kc::kNoIndexError};
+  Allocator* allocator = get_allocator(device_);
+  allocator->copy_to_host(&host, flag_.data_ptr(), sizeof(host));  // waits for the stream
+  if (host.position == kc::kNoIndexError) return;
+  const auto position = static_cast<int64_t>(host.position);
+  int64_t index = 0;
+  allocator->copy_to_host(&index, static_cast<const int64_t*>(indices.data_ptr()) + position, sizeof(index));
+  throw Error(message(index, position));
 }
 
 }  // namespace remat::ops

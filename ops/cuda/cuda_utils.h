@@ -5,7 +5,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <initializer_list>
+#include <string>
 
 #include "engine/core/tensor.h"
 #include "engine/cuda/cuda_guard.h"
@@ -34,15 +36,15 @@ void fill_cuda(const Tensor& t, double value);
 // returned tensor; 512-byte aligned).
 Tensor cuda_workspace(size_t nbytes, const Device& device);
 
-// Where a kernel reports an out-of-range index (kernels::cuda::IndexError), zeroed on
-// creation; throw_if_set() waits for the stream and throws remat::Error with the message and
-// the offending value.
+// Where a kernel reports out-of-range indices (kernels::cuda::IndexError: the smallest offending
+// position), reset on creation. throw_if_set() waits for the stream, reads the position and the
+// index there, and throws remat::Error with message(index, position).
 class CUDAIndexError {
  public:
   explicit CUDAIndexError(const Device& device);
   kernels::cuda::IndexError* get() const;
-  // Throws "<what> (got index <value>)" if a kernel set the flag.
-  void throw_if_set(const std::string& what) const;
+  // indices: the (contiguous, Long) tensor the kernel checked.
+  void throw_if_set(const Tensor& indices, const std::function<std::string(int64_t, int64_t)>& message) const;
 
  private:
   Device device_;

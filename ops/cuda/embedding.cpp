@@ -1,7 +1,7 @@
 // Mirrors ATen/native/cuda/Embedding.cu registration: embedding and embedding_dense_backward on
-// CUDA, for the schemas of ops/native_functions.cpp. The backward is deterministic (see
+// CUDA, with ops/embedding.cpp's meta functions. The backward is deterministic (see
 // kernels/cuda/embedding.h). Out-of-range indices throw after the kernel (one read-back of a
-// device flag), naming one offending index.
+// device flag), naming the first offending index and its position as the CPU kernel does.
 #include "engine/cuda/cuda_guard.h"
 #include "engine/dispatch/library.h"
 #include "kernels/cuda/embedding.h"
@@ -13,54 +13,40 @@ namespace {
 
 namespace kc = kernels::cuda;
 
-void check_indices(const char* op, const Tensor& indices) {
-  check_defined(op, indices, "indices");
-  REMAT_CHECK(indices.dtype() == kLong, op,
-              ": Expected tensor for argument #1 'indices' to have one of the following scalar types: Long; but got ",
-              toString(indices.dtype()), " instead");
+// ops/embedding.cpp's message for the first index outside [0, num_rows).
+std::function<std::string(int64_t, int64_t)> index_error(const char* op, int64_t num_rows) {
+  return [op, num_rows](int64_t index, int64_t position) {
+    return detail::str(op, ": index out of range in self: index ", index, " (at position ", position,
+                       ") is not in [0, ", num_rows, ") for a weight with ", num_rows, " rows");
+  };
 }
 
 Tensor embedding_cuda(const Tensor& weight, const Tensor& indices) {
-  const char* op = "aten::embedding";
-  check_defined(op, weight, "weight");
-  check_indices(op, indices);
-  REMAT_CHECK(weight.dim() == 2, op, ": 'weight' must be 2-D (got shape ", weight.sizes(), ")");
-  Device device = common_device(op, {&weight, &indices});
-  cuda::CUDAGuard guard(device);
-  const int64_t num_weights = weight.sizes()[0], dim = weight.sizes()[1];
-  Shape out_sizes = indices.sizes();
-  out_sizes.push_back(dim);
-  Tensor out = make_empty(out_sizes, weight.dtype(), device);
-  if (out.numel() == 0) return out;
-  Tensor w = contiguous_cuda(weight), idx = contiguous_cuda(indices);
-  CUDAIndexError error(device);
+  TensorMeta m = embedding_meta(weight, indices);
+  cuda::CUDAGuard guard(m.device);
+  Tensor out = empty_from(m);
+  Tensor idx = contiguous_cuda(indices);
+  if (idx.numel() == 0) return out;
+  Tensor w = contiguous_cuda(weight);
+  const int64_t num_weights = weight.sizes()[0];
+  CUDAIndexError error(m.device);
   kc::embedding_forward(weight.dtype(), w.data_ptr(), static_cast<const int64_t*>(idx.data_ptr()), out.data_ptr(),
-                        idx.numel(), num_weights, dim, error.get(), cuda_stream(device));
-  error.throw_if_set(detail::str(op, ": index out of range in self (num_weights ", num_weights, ")"));
+                        idx.numel(), num_weights, weight.sizes()[1], error.get(), cuda_stream(m.device));
+  error.throw_if_set(idx, index_error("aten::embedding", num_weights));
   return out;
 }
 
-Tensor embedding_dense_backward_cuda(const Tensor& grad, const Tensor& indices, int64_t num_weights) {
-  const char* op = "aten::embedding_dense_backward";
-  check_defined(op, grad, "grad_output");
-  check_indices(op, indices);
-  check_floating(op, grad, "grad_output");
-  Device device = common_device(op, {&grad, &indices});
-  REMAT_CHECK(num_weights >= 0, op, ": num_weights must be non-negative (got ", num_weights, ")");
-  REMAT_CHECK(grad.dim() == indices.dim() + 1 &&
-                  Shape(grad.sizes().begin(), grad.sizes().end() - 1) == indices.sizes(),
-              op, ": grad_output of shape ", grad.sizes(), " does not match indices of shape ", indices.sizes(),
-              " (expected indices' shape + [embedding_dim])");
-  cuda::CUDAGuard guard(device);
-  const int64_t dim = grad.sizes().back(), n = indices.numel();
-  Tensor out = make_empty({num_weights, dim}, grad.dtype(), device);
-  if (out.numel() == 0) return out;
-  Tensor g = contiguous_cuda(grad), idx = contiguous_cuda(indices);
-  Tensor ws = cuda_workspace(kc::embedding_backward_workspace_bytes(n, num_weights), device);
-  CUDAIndexError error(device);
-  kc::embedding_backward(grad.dtype(), g.data_ptr(), static_cast<const int64_t*>(idx.data_ptr()), out.data_ptr(), n,
-                         num_weights, dim, ws.data_ptr(), error.get(), cuda_stream(device));
-  error.throw_if_set(detail::str(op, ": index out of range in self (num_weights ", num_weights, ")"));
+Tensor embedding_dense_backward_cuda(const Tensor& grad_output, const Tensor& indices, int64_t num_weights) {
+  TensorMeta m = embedding_backward_meta(grad_output, indices, num_weights);
+  cuda::CUDAGuard guard(m.device);
+  Tensor out = empty_from(m);
+  Tensor idx = contiguous_cuda(indices), dy = contiguous_cuda(grad_output);
+  const int64_t n = idx.numel();
+  Tensor ws = cuda_workspace(kc::embedding_backward_workspace_bytes(n, num_weights), m.device);
+  CUDAIndexError error(m.device);
+  kc::embedding_backward(m.dtype, dy.data_ptr(), static_cast<const int64_t*>(idx.data_ptr()), out.data_ptr(), n,
+                         num_weights, m.sizes[1], ws.data_ptr(), error.get(), cuda_stream(m.device));
+  if (n > 0) error.throw_if_set(idx, index_error("aten::embedding_dense_backward", num_weights));
   return out;
 }
 

@@ -23,17 +23,24 @@ void batched_gemm_cuda(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
     return;
   }
   auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
+  // The copy is made before its strides are read (argument evaluation order is unspecified).
   GemmOperand ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
-  if (!ga.t.defined()) ga = gemm_operand(a = contiguous_cuda(a), stride(a, 2), stride(a, 1), m, k);
+  if (!ga.t.defined()) {
+    a = contiguous_cuda(a);  // neither row- nor column-major (e.g. expanded): copy
+    ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
+  }
   GemmOperand gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
-  if (!gb.t.defined()) gb = gemm_operand(b = contiguous_cuda(b), stride(b, 2), stride(b, 1), k, n);
+  if (!gb.t.defined()) {
+    b = contiguous_cuda(b);
+    gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
+  }
+  REMAT_INTERNAL_ASSERT(ga.t.defined() && gb.t.defined());
   const int64_t sa = a.dim() == 3 ? a.strides()[0] : 0, sb = b.dim() == 3 ? b.strides()[0] : 0;
   kc::gemm_strided_batched(out.dtype(), ga.trans, gb.trans, m, n, k, 1.0, a.data_ptr(), ga.ld, sa, b.data_ptr(), gb.ld,
                            sb, accumulate ? 1.0 : 0.0, out.data_ptr(), n, m * n, batch, cuda_stream(out.device()));
 }
 
 Tensor mm_cuda(const Tensor& a, const Tensor& b) {
-  check_floating("aten::mm", a, "self");
   TensorMeta m = mm_meta(a, b);
   cuda::CUDAGuard guard(m.device);
   Tensor out = empty_from(m);
@@ -42,7 +49,6 @@ Tensor mm_cuda(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm_cuda(const Tensor& a, const Tensor& b) {
-  check_floating("aten::bmm", a, "self");
   TensorMeta m = bmm_meta(a, b);
   cuda::CUDAGuard guard(m.device);
   Tensor out = empty_from(m);
@@ -51,7 +57,6 @@ Tensor bmm_cuda(const Tensor& a, const Tensor& b) {
 }
 
 Tensor addmm_cuda(const Tensor& bias, const Tensor& a, const Tensor& b) {
-  check_floating("aten::addmm", a, "mat1");
   TensorMeta m = addmm_meta(bias, a, b);
   cuda::CUDAGuard guard(m.device);
   Tensor out = empty_from(m);

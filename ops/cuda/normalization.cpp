@@ -1,12 +1,9 @@
 // Mirrors ATen/native/cuda/layer_norm_kernel.cu registration (native_layer_norm,
-// native_layer_norm_backward) and the fused RMSNorm (_fused_rms_norm and its backward) on CUDA,
-// for the schemas of ops/native_functions.cpp. layer_norm and rms_norm themselves are
-// composites over these.
-//
-// As PyTorch: mean and rstd have the input's leading dims followed by ones for the normalized
-// dims ([*, 1, ..., 1]) and the accumulation dtype (float for 16-bit inputs). The backward
-// returns undefined gradients for an undefined weight or bias. When ops/ gains the CPU kernels'
-// meta functions for these ops, the checks below should call them instead.
+// native_layer_norm_backward) and the fused RMSNorm ops (_fused_rms_norm, _fused_rms_norm_backward)
+// on CUDA, with ops/normalization.cpp's meta functions: mean and rstd have the input's leading
+// dims followed by size-1 normalised dims and the statistic dtype (float for 16-bit inputs);
+// weight and bias are used in that dtype (so a BFloat16 input may have Float weights), and their
+// gradients are returned in each parameter's own dtype.
 #include "engine/cuda/cuda_guard.h"
 #include "engine/dispatch/library.h"
 #include "kernels/cuda/normalization.h"
@@ -18,138 +15,77 @@ namespace {
 
 namespace kc = kernels::cuda;
 
-ScalarType stats_dtype(ScalarType t) { return t == kDouble ? kDouble : kFloat; }
-
-struct NormShape {
-  int64_t rows, cols;
-  Shape stats_sizes;  // [*, 1, ..., 1]
-};
-
-// ", 4, 5" for [4, 5]: PyTorch's "[*, 4, 5]" in the shape error.
-std::string trailing_dims(const Shape& shape) {
-  std::string s;
-  for (int64_t d : shape) s += ", " + std::to_string(d);
-  return s;
+// A parameter or statistic as a contiguous tensor of the statistic dtype (undefined stays undefined).
+Tensor as_stat(const Tensor& t, ScalarType dtype) { return t.defined() ? contiguous_cuda(cast_cuda(t, dtype)) : Tensor(); }
+void* ptr_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
+// A parameter's gradient: computed in the statistic dtype, returned in the parameter's dtype.
+Tensor param_grad(const Tensor& acc, const Tensor& param) {
+  return param.defined() ? cast_cuda(acc, param.dtype()) : Tensor();
 }
-
-NormShape norm_meta(const char* op, const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
-                    const Tensor& bias) {
-  check_defined(op, input, "input");
-  check_floating(op, input, "input");
-  const int64_t k = static_cast<int64_t>(normalized_shape.size());
-  const int64_t axis = input.dim() - k;
-  bool ok = k >= 1 && axis >= 0;
-  for (int64_t i = 0; ok && i < k; ++i) ok = input.sizes()[axis + i] == normalized_shape[i];
-  REMAT_CHECK(ok, op, ": Given normalized_shape=", normalized_shape, ", expected input with shape [*",
-              trailing_dims(normalized_shape), "], but got input of size", input.sizes());
-  REMAT_CHECK(!weight.defined() || weight.sizes() == normalized_shape, op,
-              ": Expected weight to be of same shape as normalized_shape, but got weight of shape ", weight.sizes(),
-              " and normalized_shape = ", normalized_shape);
-  REMAT_CHECK(!bias.defined() || bias.sizes() == normalized_shape, op,
-              ": Expected bias to be of same shape as normalized_shape, but got bias of shape ", bias.sizes(),
-              " and normalized_shape = ", normalized_shape);
-  common_device(op, {&input, &weight, &bias});
-  NormShape s;
-  s.rows = prod(input.sizes(), 0, static_cast<size_t>(axis));
-  s.cols = shape_numel(normalized_shape);
-  s.stats_sizes.assign(input.sizes().begin(), input.sizes().begin() + axis);
-  s.stats_sizes.resize(static_cast<size_t>(input.dim()), 1);
-  return s;
-}
-
-// An optional parameter in the input's dtype, contiguous (undefined stays undefined).
-Tensor param_as(const Tensor& p, ScalarType dtype) { return p.defined() ? contiguous_cuda(cast_cuda(p, dtype)) : p; }
-const void* ptr_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
-void* mut_ptr_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
+Tensor stat_empty(const NormGeometry& g, Device device) { return make_empty(g.stat_shape, g.stat_dtype, device); }
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_cuda(const Tensor& input, const Shape& normalized_shape,
                                                           const Tensor& weight, const Tensor& bias, double eps) {
-  const char* op = "aten::native_layer_norm";
-  NormShape s = norm_meta(op, input, normalized_shape, weight, bias);
+  NormGeometry g = layer_norm_meta(input, normalized_shape, weight, bias);
   cuda::CUDAGuard guard(input.device());
-  Tensor x = contiguous_cuda(input);
-  Tensor w = param_as(weight, input.dtype()), b = param_as(bias, input.dtype());
   Tensor out = make_empty(input.sizes(), input.dtype(), input.device());
-  Tensor mean = make_empty(s.stats_sizes, stats_dtype(input.dtype()), input.device());
-  Tensor rstd = make_empty(s.stats_sizes, stats_dtype(input.dtype()), input.device());
+  Tensor mean = stat_empty(g, input.device()), rstd = stat_empty(g, input.device());
+  Tensor x = contiguous_cuda(input);
+  Tensor w = as_stat(weight, g.stat_dtype), b = as_stat(bias, g.stat_dtype);
   kc::layer_norm_forward(input.dtype(), x.data_ptr(), ptr_or_null(w), ptr_or_null(b), out.data_ptr(), mean.data_ptr(),
-                         rstd.data_ptr(), s.rows, s.cols, eps, cuda_stream(input.device()));
+                         rstd.data_ptr(), g.M, g.N, eps, cuda_stream(input.device()));
   return {out, mean, rstd};
-}
-
-// A gradient computed in the input's dtype, returned in the parameter's.
-Tensor in_dtype_of(const Tensor& grad, const Tensor& param) {
-  return grad.defined() && grad.dtype() != param.dtype() ? cast_cuda(grad, param.dtype()) : grad;
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_cuda(const Tensor& grad_out, const Tensor& input,
                                                                    const Shape& normalized_shape, const Tensor& mean,
                                                                    const Tensor& rstd, const Tensor& weight,
                                                                    const Tensor& bias) {
-  const char* op = "aten::native_layer_norm_backward";
-  NormShape s = norm_meta(op, input, normalized_shape, weight, bias);
-  check_defined(op, grad_out, "grad_out");
-  check_defined(op, mean, "mean");
-  check_defined(op, rstd, "rstd");
-  common_device(op, {&grad_out, &input, &mean, &rstd});
-  REMAT_CHECK(grad_out.sizes() == input.sizes(), op, ": grad_out of shape ", grad_out.sizes(),
-              " does not match input of shape ", input.sizes());
-  REMAT_CHECK(mean.numel() == s.rows && rstd.numel() == s.rows, op, ": mean and rstd must have ", s.rows,
-              " elements (got ", mean.numel(), " and ", rstd.numel(), ")");
-  cuda::CUDAGuard guard(input.device());
-  const ScalarType dt = input.dtype();
-  Tensor x = contiguous_cuda(input), g = contiguous_cuda(cast_cuda(grad_out, dt));
-  Tensor mu = contiguous_cuda(cast_cuda(mean, stats_dtype(dt))), rs = contiguous_cuda(cast_cuda(rstd, stats_dtype(dt)));
-  Tensor w = param_as(weight, dt);
-  Tensor dx = make_empty(input.sizes(), dt, input.device());
-  Tensor dw = weight.defined() ? make_empty(normalized_shape, dt, input.device()) : Tensor();
-  Tensor db = bias.defined() ? make_empty(normalized_shape, dt, input.device()) : Tensor();
-  Tensor ws = (dw.defined() || db.defined())
-                  ? cuda_workspace(kc::norm_backward_workspace_bytes(dt, s.rows, s.cols), input.device())
+  NormGeometry g = layer_norm_backward_meta(grad_out, input, normalized_shape, mean, rstd, weight, bias);
+  const Device device = input.device();
+  cuda::CUDAGuard guard(device);
+  Tensor grad_input = make_empty(input.sizes(), input.dtype(), device);
+  Tensor grad_weight_acc = weight.defined() ? make_empty(normalized_shape, g.stat_dtype, device) : Tensor();
+  Tensor grad_bias_acc = bias.defined() ? make_empty(normalized_shape, g.stat_dtype, device) : Tensor();
+  Tensor dy = contiguous_cuda(grad_out), x = contiguous_cuda(input);
+  Tensor mu = as_stat(mean, g.stat_dtype), r = as_stat(rstd, g.stat_dtype), w = as_stat(weight, g.stat_dtype);
+  Tensor ws = weight.defined() || bias.defined()
+                  ? cuda_workspace(kc::norm_backward_workspace_bytes(input.dtype(), g.M, g.N), device)
                   : Tensor();
-  kc::layer_norm_backward(dt, g.data_ptr(), x.data_ptr(), mu.data_ptr(), rs.data_ptr(), ptr_or_null(w), dx.data_ptr(),
-                          mut_ptr_or_null(dw), mut_ptr_or_null(db), s.rows, s.cols, mut_ptr_or_null(ws),
-                          cuda_stream(input.device()));
-  return {dx, in_dtype_of(dw, weight), in_dtype_of(db, bias)};
+  kc::layer_norm_backward(input.dtype(), dy.data_ptr(), x.data_ptr(), mu.data_ptr(), r.data_ptr(), ptr_or_null(w),
+                          grad_input.data_ptr(), ptr_or_null(grad_weight_acc), ptr_or_null(grad_bias_acc), g.M, g.N,
+                          ptr_or_null(ws), cuda_stream(device));
+  return {grad_input, param_grad(grad_weight_acc, weight), param_grad(grad_bias_acc, bias)};
 }
 
 std::tuple<Tensor, Tensor> fused_rms_norm_cuda(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
                                                double eps) {
-  const char* op = "aten::_fused_rms_norm";
-  NormShape s = norm_meta(op, input, normalized_shape, weight, Tensor());
+  NormGeometry g = rms_norm_meta(input, normalized_shape, weight);
   cuda::CUDAGuard guard(input.device());
-  Tensor x = contiguous_cuda(input);
-  Tensor w = param_as(weight, input.dtype());
   Tensor out = make_empty(input.sizes(), input.dtype(), input.device());
-  Tensor rstd = make_empty(s.stats_sizes, stats_dtype(input.dtype()), input.device());
-  kc::rms_norm_forward(input.dtype(), x.data_ptr(), ptr_or_null(w), out.data_ptr(), rstd.data_ptr(), s.rows, s.cols,
-                       eps, cuda_stream(input.device()));
+  Tensor rstd = stat_empty(g, input.device());
+  Tensor x = contiguous_cuda(input), w = as_stat(weight, g.stat_dtype);
+  kc::rms_norm_forward(input.dtype(), x.data_ptr(), ptr_or_null(w), out.data_ptr(), rstd.data_ptr(), g.M, g.N, eps,
+                       cuda_stream(input.device()));
   return {out, rstd};
 }
 
 std::tuple<Tensor, Tensor> fused_rms_norm_backward_cuda(const Tensor& grad_out, const Tensor& input,
                                                         const Shape& normalized_shape, const Tensor& rstd,
                                                         const Tensor& weight) {
-  const char* op = "aten::_fused_rms_norm_backward";
-  NormShape s = norm_meta(op, input, normalized_shape, weight, Tensor());
-  check_defined(op, grad_out, "grad_out");
-  check_defined(op, rstd, "rstd");
-  common_device(op, {&grad_out, &input, &rstd});
-  REMAT_CHECK(grad_out.sizes() == input.sizes(), op, ": grad_out of shape ", grad_out.sizes(),
-              " does not match input of shape ", input.sizes());
-  REMAT_CHECK(rstd.numel() == s.rows, op, ": rstd must have ", s.rows, " elements (got ", rstd.numel(), ")");
-  cuda::CUDAGuard guard(input.device());
-  const ScalarType dt = input.dtype();
-  Tensor x = contiguous_cuda(input), g = contiguous_cuda(cast_cuda(grad_out, dt));
-  Tensor rs = contiguous_cuda(cast_cuda(rstd, stats_dtype(dt)));
-  Tensor w = param_as(weight, dt);
-  Tensor dx = make_empty(input.sizes(), dt, input.device());
-  Tensor dw = weight.defined() ? make_empty(normalized_shape, dt, input.device()) : Tensor();
-  Tensor ws = dw.defined() ? cuda_workspace(kc::norm_backward_workspace_bytes(dt, s.rows, s.cols), input.device())
-                           : Tensor();
-  kc::rms_norm_backward(dt, g.data_ptr(), x.data_ptr(), rs.data_ptr(), ptr_or_null(w), dx.data_ptr(),
-                        mut_ptr_or_null(dw), s.rows, s.cols, mut_ptr_or_null(ws), cuda_stream(input.device()));
-  return {dx, in_dtype_of(dw, weight)};
+  NormGeometry g = rms_norm_backward_meta(grad_out, input, normalized_shape, rstd, weight);
+  const Device device = input.device();
+  cuda::CUDAGuard guard(device);
+  Tensor grad_input = make_empty(input.sizes(), input.dtype(), device);
+  Tensor grad_weight_acc = weight.defined() ? make_empty(normalized_shape, g.stat_dtype, device) : Tensor();
+  Tensor dy = contiguous_cuda(grad_out), x = contiguous_cuda(input);
+  Tensor r = as_stat(rstd, g.stat_dtype), w = as_stat(weight, g.stat_dtype);
+  Tensor ws = weight.defined() ? cuda_workspace(kc::norm_backward_workspace_bytes(input.dtype(), g.M, g.N), device)
+                               : Tensor();
+  kc::rms_norm_backward(input.dtype(), dy.data_ptr(), x.data_ptr(), r.data_ptr(), ptr_or_null(w),
+                        grad_input.data_ptr(), ptr_or_null(grad_weight_acc), g.M, g.N, ptr_or_null(ws),
+                        cuda_stream(device));
+  return {grad_input, param_grad(grad_weight_acc, weight)};
 }
 
 }  // namespace

@@ -34,22 +34,29 @@ void binary_into(const char* op, kc::BinaryOp bop, const Tensor& out, const Tens
              cuda_stream(out.device()));
 }
 
-Tensor binary_cuda(const char* op, kc::BinaryOp bop, const Tensor& a, const Tensor& b) {
-  TensorMeta m = binary_meta(op, a, b);
+Tensor binary_cuda(const char* op, kc::BinaryOp bop, const TensorMeta& m, const Tensor& a, const Tensor& b) {
   cuda::CUDAGuard guard(m.device);
   Tensor out = empty_from(m);
   binary_into(op, bop, out, a, b);
   return out;
 }
 
-Tensor add_cuda(const Tensor& a, const Tensor& b) { return binary_cuda("aten::add", kc::BinaryOp::Add, a, b); }
-Tensor sub_cuda(const Tensor& a, const Tensor& b) { return binary_cuda("aten::sub", kc::BinaryOp::Sub, a, b); }
-Tensor mul_cuda(const Tensor& a, const Tensor& b) { return binary_cuda("aten::mul", kc::BinaryOp::Mul, a, b); }
-Tensor div_cuda(const Tensor& a, const Tensor& b) { return binary_cuda("aten::div", kc::BinaryOp::Div, a, b); }
+Tensor add_cuda(const Tensor& a, const Tensor& b) {
+  return binary_cuda("aten::add", kc::BinaryOp::Add, binary_meta("aten::add", a, b), a, b);
+}
+Tensor sub_cuda(const Tensor& a, const Tensor& b) {
+  return binary_cuda("aten::sub", kc::BinaryOp::Sub, binary_meta("aten::sub", a, b), a, b);
+}
+Tensor mul_cuda(const Tensor& a, const Tensor& b) {
+  return binary_cuda("aten::mul", kc::BinaryOp::Mul, binary_meta("aten::mul", a, b), a, b);
+}
+// true division: integer inputs are divided in float (div_meta's result dtype)
+Tensor div_cuda(const Tensor& a, const Tensor& b) {
+  return binary_cuda("aten::div", kc::BinaryOp::Div, div_meta(a, b), a, b);
+}
 
-// tensor op scalar
-Tensor scalar_cuda(const char* op, kc::ScalarOp sop, const Tensor& a, double s) {
-  TensorMeta m = scalar_meta(op, a, s, sop == kc::ScalarOp::Div);
+// tensor op scalar (the meta function decides the result dtype)
+Tensor scalar_cuda(const char* op, kc::ScalarOp sop, const TensorMeta& m, const Tensor& a, double s) {
   require_numeric(m.dtype, op);
   cuda::CUDAGuard guard(m.device);
   Tensor out = empty_from(m);
@@ -59,12 +66,19 @@ Tensor scalar_cuda(const char* op, kc::ScalarOp sop, const Tensor& a, double s) 
   return out;
 }
 
-Tensor add_scalar_cuda(const Tensor& a, double s) { return scalar_cuda("aten::add.Scalar", kc::ScalarOp::Add, a, s); }
-Tensor mul_scalar_cuda(const Tensor& a, double s) { return scalar_cuda("aten::mul.Scalar", kc::ScalarOp::Mul, a, s); }
-Tensor div_scalar_cuda(const Tensor& a, double s) { return scalar_cuda("aten::div.Scalar", kc::ScalarOp::Div, a, s); }
+Tensor add_scalar_cuda(const Tensor& a, double s) {
+  return scalar_cuda("aten::add.Scalar", kc::ScalarOp::Add, scalar_meta("aten::add.Scalar", a, s), a, s);
+}
+Tensor mul_scalar_cuda(const Tensor& a, double s) {
+  return scalar_cuda("aten::mul.Scalar", kc::ScalarOp::Mul, scalar_meta("aten::mul.Scalar", a, s), a, s);
+}
+Tensor div_scalar_cuda(const Tensor& a, double s) {
+  return scalar_cuda("aten::div.Scalar", kc::ScalarOp::Div, scalar_meta("aten::div.Scalar", a, s, /*true_div=*/true),
+                     a, s);
+}
 Tensor pow_cuda(const Tensor& a, double e) {
-  check_floating("aten::pow", a, "self");
-  return scalar_cuda("aten::pow", e == 2.0 ? kc::ScalarOp::Square : kc::ScalarOp::Pow, a, e);
+  TensorMeta m = pow_meta(a, e);
+  return scalar_cuda("aten::pow", e == 2.0 ? kc::ScalarOp::Square : kc::ScalarOp::Pow, m, a, e);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -191,7 +205,7 @@ Tensor mul__cuda(const Tensor& self, const Tensor& other) {
 }
 
 Tensor inplace_scalar_cuda(const char* op, kc::ScalarOp sop, const Tensor& self, double s) {
-  check_defined(op, self, "self");
+  check_inplace_scalar(op, self, s);
   if (self.numel() > 0) {
     require_numeric(self.dtype(), op);
     cuda::CUDAGuard guard(self.device());
@@ -209,6 +223,7 @@ Tensor mul__scalar_cuda(const Tensor& self, double s) {
 }
 Tensor relu__cuda(const Tensor& self) {
   check_defined("aten::relu_", self, "self");
+  check_no_internal_overlap("aten::relu_", self);
   if (self.numel() > 0) {
     require_numeric(self.dtype(), "aten::relu_");
     cuda::CUDAGuard guard(self.device());

@@ -2,7 +2,7 @@
 // sum, mean and amax on CUDA with ops/reduction.cpp's meta functions. Any set of reduced dims
 // becomes one [outer, reduced, inner] view for kernels/cuda/reduce.h (a permuted copy when the
 // reduced dims are not adjacent).
-#include <numeric>
+#include <limits>
 
 #include "engine/cuda/cuda_guard.h"
 #include "engine/dispatch/library.h"
@@ -21,8 +21,8 @@ Tensor reduce_cuda(const char* op, kc::ReduceOp rop, const Tensor& self, const s
   cuda::CUDAGuard guard(m.device);
   Tensor out = empty_from(m);
   if (out.numel() == 0) return out;
-  if (self.numel() == 0) {
-    fill_cuda(out, 0.0);
+  if (self.numel() == 0) {  // the sum of no elements is 0; their mean is 0/0 = NaN (as on CPU)
+    fill_cuda(out, mean ? std::numeric_limits<double>::quiet_NaN() : 0.0);
     return out;
   }
   const std::vector<bool> mask = reduced_mask(op, self, dims);

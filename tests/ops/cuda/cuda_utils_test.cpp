@@ -66,6 +66,14 @@ TEST_CASE("cast, contiguous, fill and workspaces on a device", "[cuda_utils][gpu
   CHECK(equal(g.to(Device(kCPU)), full({3, 4}, 3.0)));
   Tensor ws = ops::cuda_workspace(1001, cuda0());
   CHECK(ws.nbytes() >= 1001);
+  // The error record: nothing reported, then a reported position names the index stored there.
+  Tensor indices = from_vector({0, 7, 2}, {3}, kLong).to(cuda0());
+  auto message = [](int64_t index, int64_t position) {
+    return "index " + std::to_string(index) + " at position " + std::to_string(position);
+  };
   ops::CUDAIndexError err(cuda0());
-  REQUIRE_NOTHROW(err.throw_if_set("unused"));
+  REQUIRE_NOTHROW(err.throw_if_set(indices, message));
+  const unsigned long long position = 1;
+  get_allocator(cuda0())->copy_from_host(err.get(), &position, sizeof(position));
+  REQUIRE_THROWS_WITH(err.throw_if_set(indices, message), "index 7 at position 1");
 }

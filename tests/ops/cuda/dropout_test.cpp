@@ -54,7 +54,20 @@ TEST_CASE("native_dropout scales the kept elements and its backward reuses the m
   auto opt = TensorOptions().device(cuda0());
   REQUIRE_THROWS_WITH(native_dropout(zeros({3}, opt), 1.5), Catch::Contains("dropout probability has to be between 0 and 1"));
   REQUIRE_THROWS_WITH(native_dropout_backward(zeros({3}, opt), zeros({3}, opt), 2.0),
-                      Catch::Contains("expected a boolean mask"));
+                      Catch::Contains("Mask should be Bool Scalar Type"));
+}
+
+TEST_CASE("native_dropout on CUDA and on the CPU give the same mask and output", "[dropout][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  for (ScalarType dt : {kFloat, kBFloat16}) {
+    Tensor x = random_cpu({40, 50}, dt, 9);
+    Generator gc(77), gg(77);
+    auto [out_cpu, mask_cpu] = native_dropout(x, 0.3, &gc);
+    auto [out_gpu, mask_gpu] = native_dropout(x.to(cuda0()), 0.3, &gg);
+    INFO(toString(dt));
+    CHECK(equal(mask_gpu.to(Device(kCPU)), mask_cpu));
+    CHECK(equal(out_gpu.to(Device(kCPU)), out_cpu));  // x * 1/(1-p), rounded once: the same bits
+  }
 }
 
 TEST_CASE("dropout on CUDA draws from the device's default generator", "[dropout][gpu]") {

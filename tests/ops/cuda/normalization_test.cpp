@@ -121,6 +121,29 @@ TEST_CASE("_fused_rms_norm and its backward on CUDA match a float64 reference", 
   }
 }
 
+TEST_CASE("layer and RMS norm on CUDA match the CPU kernels, with Float weights for a BFloat16 input",
+          "[normalization][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  Tensor x = random_cpu({6, 40}, kBFloat16, 31), dy = random_cpu({6, 40}, kBFloat16, 32);
+  Tensor w = random_cpu({40}, kFloat, 33), b = random_cpu({40}, kFloat, 34);
+  auto [y, mean, rstd] = native_layer_norm(x, {40}, w, b, 1e-5);
+  auto [gy, gmean, grstd] = native_layer_norm(x.to(cuda0()), {40}, w.to(cuda0()), b.to(cuda0()), 1e-5);
+  CHECK(compare(gy, y, kBF16) == "");
+  CHECK(compare(gmean, mean, kF32Reduction) == "");
+  CHECK(compare(grstd, rstd, kF32Reduction) == "");
+  auto [dx, dw, db] = native_layer_norm_backward(dy, x, {40}, mean, rstd, w, b);
+  auto [gdx, gdw, gdb] =
+      native_layer_norm_backward(dy.to(cuda0()), x.to(cuda0()), {40}, gmean, grstd, w.to(cuda0()), b.to(cuda0()));
+  CHECK(gdw.dtype() == kFloat);  // the parameter's dtype
+  CHECK(compare(gdx, dx, kBF16) == "");
+  CHECK(compare(gdw, dw, kF32Reduction) == "");
+  CHECK(compare(gdb, db, kF32Reduction) == "");
+  auto [ry, rr] = _fused_rms_norm(x, {40}, w, 1e-6);
+  auto [gry, grr] = _fused_rms_norm(x.to(cuda0()), {40}, w.to(cuda0()), 1e-6);
+  CHECK(compare(gry, ry, kBF16) == "");
+  CHECK(compare(grr, rr, kF32Reduction) == "");
+}
+
 TEST_CASE("gradcheck in float64 on CUDA for layer_norm and rms_norm", "[normalization][gpu]") {
   REMAT_REQUIRE_CUDA_DEVICE();
   Tensor x = random_cpu({3, 5}, kDouble, 7).to(cuda0()).requires_grad_();

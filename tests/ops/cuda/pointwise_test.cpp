@@ -89,7 +89,9 @@ TEST_CASE("neg, abs, relu and scalar ops on Long tensors match the CPU", "[point
   CHECK(equal(remat::abs(y).to(Device(kCPU)), remat::abs(x)));
   CHECK(equal(relu(y).to(Device(kCPU)), relu(x)));
   CHECK(equal(add(y, 2.0).to(Device(kCPU)), add(x, 2.0)));
-  CHECK(equal(div(y, 2.0).to(Device(kCPU)), div(x, 2.0)));  // integer division, as on CPU
+  CHECK(equal(div(y, 2.0).to(Device(kCPU)), div(x, 2.0)));  // true division: a Float result
+  CHECK(div(y, 2.0).dtype() == kFloat);
+  CHECK(equal(mul(y, 0.5).to(Device(kCPU)), mul(x, 0.5)));  // a fractional scalar promotes to Float
   Tensor b = from_vector({1, 0, 1}, {3}, kBool);
   Tensor sb = add(b.to(cuda0()), 1.0);  // Bool + scalar promotes to Long
   CHECK(sb.dtype() == kLong);
@@ -208,6 +210,11 @@ TEST_CASE("in-place ops on CUDA write into self and bump its version", "[pointwi
   Tensor view = base.t();
   view.add_(1.0);
   CHECK(base.sum().item() == 24.0);
+  Tensor expanded = zeros({1}, TensorOptions().device(cuda0())).expand({4});
+  REQUIRE_THROWS_WITH(expanded.relu_(), Catch::Contains("more than one element of the written-to tensor"));
+  REQUIRE_THROWS_WITH(expanded.add_(1.0), Catch::Contains("more than one element of the written-to tensor"));
+  REQUIRE_THROWS_WITH(from_vector({1, 2}, {2}, kLong).to(cuda0()).add_(0.5),
+                      Catch::Contains("can't be cast to the desired output type Long"));
   Tensor small = zeros({3}, TensorOptions().device(cuda0()));
   REQUIRE_THROWS_WITH(small.add_(zeros({2, 3}, TensorOptions().device(cuda0()))),
                       Catch::Contains("doesn't match the broadcast shape"));
