@@ -28,6 +28,11 @@ const char* const kDebugTip =
     "with `set_checkpoint_debug_enabled(true)` to enable checkpoint-debug mode globally.";
 
 std::atomic<int64_t> g_next_frame_id{1};
+}  // namespace
+
+int64_t new_region_id() { return g_next_frame_id.fetch_add(1); }
+
+namespace {
 
 std::string describe(const Tensor& t) {
   std::ostringstream os;
@@ -102,7 +107,7 @@ uint64_t tensor_checksum(const Tensor& t) {
 
 CheckpointFrame::CheckpointFrame(RecomputeFn recompute_fn, bool early_stop, DeterminismCheck check,
                                  UnpackErrorCallback unpack_error_cb)
-    : id_(g_next_frame_id.fetch_add(1)), recompute_fn_(std::move(recompute_fn)), early_stop_(early_stop),
+    : id_(new_region_id()), recompute_fn_(std::move(recompute_fn)), early_stop_(early_stop),
       check_(check), unpack_error_cb_(std::move(unpack_error_cb)) {}
 
 void CheckpointFrame::save_inputs(const std::vector<Tensor>& inputs) {

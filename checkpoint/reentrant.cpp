@@ -2,6 +2,8 @@
 #include "checkpoint/reentrant.h"
 
 #include "checkpoint/device_state.h"
+#include "checkpoint/frame.h"
+#include "checkpoint/stats.h"
 #include "checkpoint/trace.h"
 #include "engine/autograd/autograd.h"
 #include "engine/autograd/engine.h"
@@ -17,7 +19,10 @@ std::vector<Tensor> CheckpointFunction::forward(AutogradContext* ctx, Checkpoint
   ctx->saved_objects["fn"] = fn;
   ctx->saved_objects["state"] = CapturedDeviceState::capture(inputs, preserve_rng_state);
   ctx->save_for_backward(inputs);
-  trace::emit("checkpoint (reentrant): forward under no-grad, " + std::to_string(inputs.size()) + " inputs saved");
+  const int64_t region = new_region_id();
+  ctx->saved_objects["region"] = region;
+  trace::emit("checkpoint #" + std::to_string(region) + " (reentrant): forward under no-grad, " +
+              std::to_string(inputs.size()) + " inputs saved");
   return fn(inputs);  // Function::apply runs forward under no-grad
 }
 
@@ -43,11 +48,14 @@ std::vector<Tensor> CheckpointFunction::backward(AutogradContext* ctx, std::vect
     d.requires_grad_(t.requires_grad());
     detached.push_back(d);
   }
-  trace::emit("checkpoint (reentrant): backward reruns the region with grad on");
+  const int64_t region = std::any_cast<int64_t>(ctx->saved_objects.at("region"));
+  trace::emit("checkpoint #" + std::to_string(region) + " (reentrant): backward reruns the region with grad on");
+  stats_detail::Update(region)->recomputations += 1;
   std::vector<Tensor> outputs;
   {
     RestoreDeviceStateGuard restore(state);  // fork_rng + the forward's autocast state
     autograd::EnableGradGuard enable_grad;
+    DispatchModeGuard count(stats_detail::make_recompute_accounting_mode(region));  // the rerun's ops and FLOPs
     outputs = fn(detached);
   }
 

@@ -1,4 +1,6 @@
 // Mirrors ATen/native/LinearAlgebra.cpp (mm, bmm, addmm, matmul) and Linear.cpp (linear).
+#include <algorithm>
+
 #include "engine/dispatch/library.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
@@ -93,10 +95,12 @@ void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
       cpu::gemm<scalar_t>(ga.trans, gb.trans, m, n, k, scalar_t(1.0f), pa + i * sa, ga.ld, pb + i * sb, gb.ld,
                           scalar_t(accumulate ? 1.0f : 0.0f), pc + i * m * n, n);
     };
-    // Small products: one per thread; large ones: let the GEMM use every thread.
+    // Small products: one per thread, in chunks of at least ~256K multiply-adds (waking a thread
+    // costs more than a tiny product); large ones: let the GEMM use every thread.
     bool per_thread = batch > 1 && m * n * k < (1 << 21);
     if (per_thread) {
-      cpu::parallel_for(0, batch, 1, [&](int64_t lo, int64_t hi) {
+      const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, m * n * k));
+      cpu::parallel_for(0, batch, grain, [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; ++i) one(i);
       });
     } else {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/dispatch/library.h"
+#include "kernels/cpu/activation.h"
 #include "kernels/cpu/pointwise.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
@@ -223,9 +224,7 @@ REMAT_UNARY_CPU(rsqrt, RsqrtOp)
 REMAT_UNARY_CPU(abs, AbsOp)
 #undef REMAT_UNARY_CPU
 
-constexpr double kSqrt1_2 = 0.70710678118654752440;
-constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
-constexpr double kKappa = 0.044715;
+using namespace cpu::gelu_constants;
 
 Tensor gelu_cpu(const Tensor& a, const std::string& approximate) {
   check_gelu_approximate(approximate);
@@ -233,6 +232,12 @@ Tensor gelu_cpu(const Tensor& a, const std::string& approximate) {
   Tensor out = empty_from(unary_meta("aten::gelu", a, true));
   auto loop = make_loop(out, {&a});
   REMAT_DISPATCH_FLOATING_TYPES(out.dtype(), "aten::gelu", [&] {
+    if constexpr (cpu::kEigenVectorizable<scalar_t>) {
+      if (loop.is_contiguous()) {
+        cpu::gelu_contiguous(out.data_ptr<scalar_t>(), a.data_ptr<scalar_t>(), out.numel(), tanh_form);
+        return;
+      }
+    }
     cpu::unary_scalar_kernel(loop, out.data_ptr<scalar_t>(), a.data_ptr<scalar_t>(), [tanh_form](auto x) {
       using T = decltype(x);
       if (tanh_form) {
@@ -295,6 +300,17 @@ Tensor silu_backward_cpu(const Tensor& grad, const Tensor& self) {
 Tensor gelu_backward_cpu(const Tensor& grad, const Tensor& self, const std::string& approximate) {
   check_gelu_approximate(approximate);
   bool tanh_form = approximate == "tanh";
+  TensorMeta m = binary_meta("aten::gelu_backward", grad, self);
+  if ((m.dtype == kFloat || m.dtype == kDouble) && grad.dtype() == m.dtype && self.dtype() == m.dtype &&
+      grad.sizes() == m.sizes && self.sizes() == m.sizes && grad.is_contiguous() && self.is_contiguous()) {
+    Tensor out = empty_from(m);
+    REMAT_DISPATCH_FLOATING_TYPES(m.dtype, "aten::gelu_backward", [&] {
+      if constexpr (cpu::kEigenVectorizable<scalar_t>)
+        cpu::gelu_backward_contiguous(out.data_ptr<scalar_t>(), grad.data_ptr<scalar_t>(),
+                                      self.data_ptr<scalar_t>(), out.numel(), tanh_form);
+    });
+    return out;
+  }
   return grad_map_cpu("aten::gelu_backward", grad, self, [tanh_form](auto g, auto x) {
     using T = decltype(x);
     if (tanh_form) {

@@ -12,12 +12,12 @@
 namespace remat {
 
 // Exact byte counts of live storages on one device. "allocated" is the sum of the byte sizes
-// asked for by live tensors; "reserved" is what the allocator holds from the system (equal to
-// allocated for the CPU allocator, larger for a caching allocator).
+// asked for by live tensors; "reserved" is what the allocator holds from the system: live
+// blocks rounded up to the allocator's granularity plus the blocks it caches for reuse.
 struct AllocatorStats {
   std::atomic<int64_t> allocated{0};
   std::atomic<int64_t> peak{0};
-  std::atomic<int64_t> reserved{0};  // kept by caching allocators; the CPU allocator reserves what it allocates
+  std::atomic<int64_t> reserved{0};  // live + cached blocks, in the allocator's rounded sizes
 
   void on_alloc(int64_t nbytes) {
     int64_t now = allocated.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
@@ -36,6 +36,8 @@ class Allocator {
   virtual void* allocate(Device device, size_t nbytes) = 0;
   virtual void deallocate(Device device, void* ptr, size_t nbytes) = 0;
   virtual AllocatorStats& stats(Device device) = 0;
+  // Returns cached, unused blocks to the system (a caching allocator's torch.cuda.empty_cache).
+  virtual void empty_cache(Device) {}
   // Copies between host memory and this allocator's memory (memcpy on CPU).
   virtual void copy_from_host(void* dst, const void* src, size_t nbytes);
   virtual void copy_to_host(void* dst, const void* src, size_t nbytes);
@@ -56,6 +58,7 @@ void notify_allocation(Device device, int64_t nbytes);
 int64_t memory_allocated(Device device = Device{kCPU});      // bytes held by live tensors
 int64_t max_memory_allocated(Device device = Device{kCPU});  // peak since last reset
 int64_t memory_reserved(Device device = Device{kCPU});       // bytes held from the system
+void empty_cache(Device device = Device{kCPU});              // return cached blocks to the system
 void reset_peak_memory_stats(Device device = Device{kCPU});
 
 }  // namespace remat

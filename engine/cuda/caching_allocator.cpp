@@ -370,6 +370,7 @@ class CUDAAllocator final : public Allocator {
     REMAT_CHECK(device.index >= 0 && device.index < kMaxDevices, "CUDA allocator: bad device index ", device.index);
     return stats_[static_cast<size_t>(device.index)];
   }
+  void empty_cache(Device device) override { device_allocator(device).empty_cache(); }
   // Host <-> device copies run on the current stream of the device and wait for it: the
   // caller reads (or frees) the host buffer right after.
   void copy_from_host(void* dst, const void* src, size_t n) override {

@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/pointwise.h"
+#include "kernels/cpu/vectorized_rows.h"
 
 namespace remat::kernels::cpu {
 
@@ -18,12 +19,9 @@ namespace detail {
 // max and log(sum(exp(x - max))) of one row, in A.
 template <class T, class A>
 void row_logsumexp(const T* x, int64_t C, A* max_out, A* log_sum_out) {
-  A max = -std::numeric_limits<A>::infinity();
-  for (int64_t c = 0; c < C; ++c) max = std::max(max, A(x[c]));
-  A sum = 0;
-  for (int64_t c = 0; c < C; ++c) sum += std::exp(A(x[c]) - max);
+  const A max = rows::max(x, C);
   *max_out = max;
-  *log_sum_out = std::log(sum);
+  *log_sum_out = std::log(rows::sum_exp(x, C, max));
 }
 }  // namespace detail
 
@@ -57,9 +55,15 @@ void cross_entropy_backward(T* dlogits, const T* logits, const int64_t* targets,
       T* dx = dlogits + i * C;
       A max, log_sum;
       detail::row_logsumexp<T, A>(x, C, &max, &log_sum);
-      for (int64_t c = 0; c < C; ++c) {
-        A p = std::exp((A(x[c]) - max) - log_sum);
-        dx[c] = T((c == targets[i] ? p - A(1) : p) * scale);
+      if constexpr (kEigenVectorizable<T>) {
+        // dx = softmax * scale, then the target's entry less scale
+        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(dx, C) = ((rows::Row<T>(x, C) - max) - log_sum).exp() * scale;
+        dx[targets[i]] = T((std::exp((A(x[targets[i]]) - max) - log_sum) - A(1)) * scale);
+      } else {
+        for (int64_t c = 0; c < C; ++c) {
+          A p = std::exp((A(x[c]) - max) - log_sum);
+          dx[c] = T((c == targets[i] ? p - A(1) : p) * scale);
+        }
       }
     }
   });

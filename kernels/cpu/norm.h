@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/pointwise.h"
+#include "kernels/cpu/vectorized_rows.h"
 
 namespace remat::kernels::cpu {
 
@@ -28,11 +30,17 @@ void norm_param_grads(A* dweight, A* dbias, const T* dy, int64_t M, int64_t N, c
       if (dweight) dweight[j] = A(0);
       if (dbias) dbias[j] = A(0);
     }
-    for (int64_t i = 0; i < M; ++i) {
-      const T* g = dy + i * N;
-      for (int64_t j = j0; j < j1; ++j) {
-        if (dweight) dweight[j] += A(g[j]) * xhat(i, j);
-        if (dbias) dbias[j] += A(g[j]);
+    // Two loops, not one with both branches inside: each inner loop is then a plain vector loop.
+    if (dweight) {
+      for (int64_t i = 0; i < M; ++i) {
+        const T* g = dy + i * N;
+        for (int64_t j = j0; j < j1; ++j) dweight[j] += A(g[j]) * xhat(i, j);
+      }
+    }
+    if (dbias) {
+      for (int64_t i = 0; i < M; ++i) {
+        const T* g = dy + i * N;
+        for (int64_t j = j0; j < j1; ++j) dbias[j] += A(g[j]);
       }
     }
   });
@@ -48,17 +56,26 @@ void layer_norm_forward(T* y, A* mean, A* rstd, const T* x, const A* weight, con
     for (int64_t i = b; i < e; ++i) {
       const T* xi = x + i * N;
       T* yi = y + i * N;
-      A sum = 0;
-      for (int64_t j = 0; j < N; ++j) sum += A(xi[j]);
-      const A mu = sum / A(N);
-      A sq = 0;  // two passes: the variance of centred values does not cancel catastrophically
-      for (int64_t j = 0; j < N; ++j) {
-        A d = A(xi[j]) - mu;
-        sq += d * d;
-      }
+      const A mu = rows::sum(xi, N) / A(N);
+      // two passes: the variance of centred values does not cancel catastrophically
+      const A sq = rows::sum_sq_dev(xi, N, mu);
       const A r = A(1) / std::sqrt(sq / A(N) + A(eps));
       mean[i] = mu;
       rstd[i] = r;
+      if constexpr (kEigenVectorizable<T> && std::is_same_v<T, A>) {
+        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> ya(yi, N);
+        rows::Row<T> xa(xi, N);
+        if (weight && bias) {
+          ya = (xa - mu) * r * rows::Row<A>(weight, N) + rows::Row<A>(bias, N);
+        } else if (weight) {
+          ya = (xa - mu) * r * rows::Row<A>(weight, N);
+        } else if (bias) {
+          ya = (xa - mu) * r + rows::Row<A>(bias, N);
+        } else {
+          ya = (xa - mu) * r;
+        }
+        continue;
+      }
       for (int64_t j = 0; j < N; ++j) {
         A v = (A(xi[j]) - mu) * r;
         if (weight) v *= weight[j];
@@ -82,6 +99,24 @@ void layer_norm_backward(T* dx, A* dweight, A* dbias, const T* dy, const T* x, c
       const T* gi = dy + i * N;
       T* dxi = dx + i * N;
       const A mu = mean[i], r = rstd[i];
+      if constexpr (kEigenVectorizable<T> && std::is_same_v<T, A>) {
+        using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+        rows::Row<T> xa(xi, N), ga(gi, N);
+        Eigen::Map<Array> dxa(dxi, N);
+        dxa = (xa - mu) * r;  // xhat, kept in dx until the last line
+        A sum_g, sum_gx;
+        if (weight) {
+          rows::Row<A> wa(weight, N);
+          sum_g = (ga * wa).sum();
+          sum_gx = (ga * wa * dxa).sum();
+          dxa = r * ((ga * wa - sum_g / A(N)) - dxa * (sum_gx / A(N)));
+        } else {
+          sum_g = ga.sum();
+          sum_gx = (ga * dxa).sum();
+          dxa = r * ((ga - sum_g / A(N)) - dxa * (sum_gx / A(N)));
+        }
+        continue;
+      }
       A sum_g = 0, sum_gx = 0;
       for (int64_t j = 0; j < N; ++j) {
         A gh = weight ? A(gi[j]) * weight[j] : A(gi[j]);

@@ -15,6 +15,7 @@
 
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/pointwise.h"
+#include "kernels/cpu/vectorized_rows.h"
 
 namespace remat::kernels::cpu {
 
@@ -30,10 +31,21 @@ void softmax_forward(T* out, const T* in, int64_t outer, int64_t dim_size, int64
       for (int64_t r = b; r < e; ++r) {
         const T* x = in + r * dim_size;
         T* y = out + r * dim_size;
-        A max = -std::numeric_limits<A>::infinity();
-        for (int64_t k = 0; k < dim_size; ++k) max = std::max(max, A(x[k]));
-        A sum = 0;
-        for (int64_t k = 0; k < dim_size; ++k) sum += std::exp(A(x[k]) - max);
+        const A max = rows::max(x, dim_size);
+        if constexpr (kEigenVectorizable<T>) {
+          // exp once per element: y = exp(x - max), then scaled (or shifted, for log) in place
+          Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> ya(y, dim_size);
+          rows::Row<T> xa(x, dim_size);
+          if (log) {
+            const A log_sum = std::log(rows::sum_exp(x, dim_size, max));
+            ya = (xa - max) - log_sum;
+          } else {
+            ya = (xa - max).exp();
+            ya *= A(1) / ya.sum();
+          }
+          continue;
+        }
+        const A sum = rows::sum_exp(x, dim_size, max);
         if (log) {
           // (x - max) - log(sum), not x - (max + log(sum)): the shift would round at large max
           A log_sum = std::log(sum);
@@ -83,6 +95,16 @@ void softmax_backward(T* grad_in, const T* grad_out, const T* out, int64_t outer
         const T* dy = grad_out + r * dim_size;
         const T* y = out + r * dim_size;
         T* dx = grad_in + r * dim_size;
+        if constexpr (kEigenVectorizable<T>) {
+          Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> dxa(dx, dim_size);
+          rows::Row<T> dya(dy, dim_size), ya(y, dim_size);
+          if (log) {
+            dxa = dya - ya.exp() * rows::sum(dy, dim_size);
+          } else {
+            dxa = ya * (dya - rows::dot(dy, y, dim_size));
+          }
+          continue;
+        }
         A dot = 0;
         if (log) {
           for (int64_t k = 0; k < dim_size; ++k) dot += A(dy[k]);

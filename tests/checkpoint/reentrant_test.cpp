@@ -87,3 +87,21 @@ TEST_CASE("reentrant: random ops see the forward's RNG state", "[checkpoint][ree
   checkpoint(f, x, reentrant()).sum().backward();
   REQUIRE(equal(x.grad(), expected));
 }
+
+TEST_CASE("reentrant: the rerun is counted in checkpoint_stats (one recomputation, its FLOPs)", "[reentrant]") {
+  Tensor w = randn({8, 16}, kDouble).requires_grad_();
+  Tensor x = randn({4, 8}, kDouble).requires_grad_();
+  CheckpointOptions o;
+  o.use_reentrant = true;
+  reset_checkpoint_stats();
+  Tensor y = checkpoint([&](const Tensor& h) { return mm(h, w).relu(); }, x, o);
+  REQUIRE(checkpoint_stats().total.recomputations == 0);  // forward ran once, under no-grad
+  y.sum().backward();
+  CheckpointStats s = checkpoint_stats();
+  REQUIRE(s.regions.size() == 1);
+  CHECK(s.total.recomputations == 1);
+  CHECK(s.total.recomputed_by_op.at("aten::mm") == 1);
+  CHECK(s.total.recomputed_by_op.at("aten::relu") == 1);
+  CHECK(s.total.flops_recomputed == 2.0 * 4 * 8 * 16 + 4 * 16);  // mm 2mnk, relu one per element
+  CHECK(s.total.ops_replayed == 0);
+}

@@ -27,7 +27,40 @@ TEST_CASE("memory_allocated grows by exactly the tensor's bytes and returns on f
     REQUIRE(reinterpret_cast<uintptr_t>(big.data_ptr()) % 64 == 0);
   }
   REQUIRE(memory_allocated() == base);
-  REQUIRE(memory_reserved() == memory_allocated());  // the CPU allocator reserves what it allocates
+  REQUIRE(memory_reserved() >= memory_allocated());  // live blocks, rounded, plus cached ones
+}
+
+// Whether this build recycles freed blocks (allocator.cpp turns it off under AddressSanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRecycles = false;
+#else
+constexpr bool kRecycles = true;
+#endif
+
+TEST_CASE("A freed large block is reused for the same size; empty_cache returns it", "[allocator]") {
+  constexpr int64_t kBytes = 4 << 20;
+  empty_cache();
+  const int64_t reserved0 = memory_reserved(), allocated0 = memory_allocated();
+  void* first = nullptr;
+  {
+    Tensor a = empty({kBytes / 4});
+    first = a.data_ptr();
+    REQUIRE(memory_allocated() - allocated0 == kBytes);
+    REQUIRE(memory_reserved() - reserved0 == kBytes);
+  }
+  REQUIRE(memory_allocated() == allocated0);
+  REQUIRE(memory_reserved() - reserved0 == (kRecycles ? kBytes : 0));  // cached, still held
+  Tensor b = empty({kBytes / 4});
+  if (kRecycles) REQUIRE(b.data_ptr() == first);  // the same block, no page faults
+  REQUIRE(memory_reserved() - reserved0 == kBytes);
+  Tensor c = empty({kBytes / 4 + 1});  // another size: a new block
+  REQUIRE(c.data_ptr() != b.data_ptr());
+  REQUIRE(memory_reserved() - reserved0 == 2 * kBytes + 4096);  // rounded to pages
+  b.reset();
+  c.reset();
+  empty_cache();
+  REQUIRE(memory_reserved() == reserved0);
+  REQUIRE(memory_allocated() == allocated0);
 }
 
 TEST_CASE("max_memory_allocated tracks the peak since reset_peak_memory_stats", "[allocator]") {

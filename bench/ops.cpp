@@ -1,0 +1,376 @@
+// Op throughput against the machine's own limits, in the spirit of PyTorch's operator
+// microbenchmarks (benchmarks/operator_benchmark): the copy bandwidth and FP32 FMA peak measured in
+// the same run, then remat::mm against Eigen's and OpenBLAS's own GEMM, elementwise ops and
+// reductions as GB/s against copy bandwidth, and the transformer ops (softmax, layer_norm,
+// cross_entropy) forward and forward+backward through autograd.
+//
+//   ops [--quick] [--threads N]
+//
+// --quick: small sizes and few repetitions (a CI smoke run, seconds). --threads N: the thread count
+// of remat's loops (OpenMP), of Eigen's GEMM and of OpenBLAS (default: OpenMP's, the core count).
+// Figures are medians over repetitions after a warm-up; a sample is one or more calls (enough to
+// last a few milliseconds). GB = 1e9 bytes; bytes are the minimum an op must move (every input
+// read once, every output written once), so 100% of copy bandwidth is the best a memory-bound op
+// can do.
+#include <cblas.h>
+#include <immintrin.h>
+#include <omp.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/gemm.h"
+#include "remat.h"
+
+using namespace remat;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// sizes (full run / --quick)
+// ---------------------------------------------------------------------------------------------
+
+struct Sizes {
+  int64_t copy_floats;           // bandwidth: src and dst of this many floats each
+  int64_t fma_iters;             // FMA peak: loop trips per thread per sample
+  int fma_samples;               // FMA peak: the best of this many samples
+  std::vector<int64_t> mm_n;     // square GEMM sizes
+  int64_t rows, cols;            // elementwise and reductions: [rows, cols] f32
+  int64_t norm_rows, norm_cols;  // softmax and layer_norm: [batch*seq, d]
+  int64_t ce_rows, ce_classes;   // cross_entropy logits: [batch*seq, vocab]
+  int reps;                      // samples per figure (median)
+  double min_sample_s;           // a sample repeats the call until it lasts this long
+};
+
+const Sizes kFull = {16 << 20, 10'000'000, 21, {256, 1024, 2048}, 4096, 4096, 8 * 128, 1024, 1024, 4096, 7, 0.02};
+const Sizes kQuick = {1 << 20, 2'000'000, 5, {64, 128, 256}, 1024, 1024, 128, 256, 128, 512, 3, 0.002};
+
+// ---------------------------------------------------------------------------------------------
+// timing
+// ---------------------------------------------------------------------------------------------
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Median seconds per call of f: one warm-up call, then `reps` samples, each repeating f until it
+// lasts min_sample_s (the repeat count is fixed from the warm-up).
+double median_seconds(const std::function<void()>& f, const Sizes& s) {
+  double t0 = now_s();
+  f();
+  double once = std::max(now_s() - t0, 1e-9);
+  int calls = std::max(1, static_cast<int>(s.min_sample_s / once));
+  std::vector<double> samples;
+  for (int r = 0; r < s.reps; ++r) {
+    double a = now_s();
+    for (int i = 0; i < calls; ++i) f();
+    samples.push_back((now_s() - a) / calls);
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+// ---------------------------------------------------------------------------------------------
+// machine limits
+// ---------------------------------------------------------------------------------------------
+
+// Each thread copies its contiguous share of src into dst (what a memory-bound parallel op does).
+void parallel_copy(float* dst, const float* src, int64_t n, int threads) {
+#pragma omp parallel num_threads(threads)
+  {
+    int64_t per = (n + omp_get_num_threads() - 1) / omp_get_num_threads();
+    int64_t b = std::min(n, per * omp_get_thread_num()), e = std::min(n, b + per);
+    if (b < e) std::memcpy(dst + b, src + b, static_cast<size_t>(e - b) * sizeof(float));
+  }
+}
+
+struct Bandwidth {
+  double parallel_gbs;  // N threads, reused buffers
+  double single_gbs;    // one memcpy, reused buffers
+  // The reference for every "% copy" below: the faster of the two (with more threads than free
+  // cores, the parallel copy can be the slower one).
+  double reference() const { return std::max(parallel_gbs, single_gbs); }
+  double fresh_gbs;     // N threads into a freshly allocated buffer (page faults included, as an op's output)
+};
+
+Bandwidth measure_copy(const Sizes& s, int threads) {
+  const int64_t n = s.copy_floats;
+  const double bytes = 2.0 * n * sizeof(float);  // read + write
+  float* src = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  float* dst = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  for (int64_t i = 0; i < n; ++i) src[i] = static_cast<float>(i & 1023);
+  std::memset(dst, 0, n * sizeof(float));
+  Bandwidth b;
+  b.parallel_gbs = bytes / median_seconds([&] { parallel_copy(dst, src, n, threads); }, s) / 1e9;
+  b.single_gbs = bytes / median_seconds([&] { std::memcpy(dst, src, n * sizeof(float)); }, s) / 1e9;
+  b.fresh_gbs = bytes /
+                median_seconds(
+                    [&] {
+                      float* fresh = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+                      parallel_copy(fresh, src, n, threads);
+                      std::free(fresh);
+                    },
+                    s) /
+                1e9;
+  std::free(src);
+  std::free(dst);
+  return b;
+}
+
+#if defined(__AVX512F__)
+using Vec = __m512;
+constexpr int kLanes = 16;
+const char* kIsa = "AVX-512";
+inline Vec vset(float x) { return _mm512_set1_ps(x); }
+inline Vec vfma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+inline float vsum(Vec v) { return _mm512_reduce_add_ps(v); }
+#elif defined(__AVX2__) && defined(__FMA__)
+using Vec = __m256;
+constexpr int kLanes = 8;
+const char* kIsa = "AVX2";
+inline Vec vset(float x) { return _mm256_set1_ps(x); }
+inline Vec vfma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+inline float vsum(Vec v) {
+  float l[8];
+  _mm256_storeu_ps(l, v);
+  return l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
+}
+#else
+#define REMAT_BENCH_NO_FMA
+#endif
+
+volatile float fma_sink;
+
+// FP32 FMA peak in GFLOP/s (0 when the build has no AVX2/AVX-512 FMA): every thread runs 12
+// independent FMA chains (enough to cover the FMA latency on 2 pipes), all threads at once.
+double measure_fma_peak(const Sizes& s, int threads) {
+#ifdef REMAT_BENCH_NO_FMA
+  (void)s;
+  (void)threads;
+  return 0;
+#else
+  constexpr int kChains = 12;
+  auto run = [&] {
+#pragma omp parallel num_threads(threads)
+    {
+      // Named accumulators, not an array: GCC keeps an array in memory (a load and store per FMA).
+      Vec a0 = vset(0), a1 = vset(1), a2 = vset(2), a3 = vset(3), a4 = vset(4), a5 = vset(5);
+      Vec a6 = vset(6), a7 = vset(7), a8 = vset(8), a9 = vset(9), a10 = vset(10), a11 = vset(11);
+      const Vec x = vset(0.999999f), y = vset(1e-3f);  // a -> a*x + y converges: stays finite
+      for (int64_t i = 0; i < s.fma_iters; ++i) {
+        a0 = vfma(a0, x, y), a1 = vfma(a1, x, y), a2 = vfma(a2, x, y), a3 = vfma(a3, x, y);
+        a4 = vfma(a4, x, y), a5 = vfma(a5, x, y), a6 = vfma(a6, x, y), a7 = vfma(a7, x, y);
+        a8 = vfma(a8, x, y), a9 = vfma(a9, x, y), a10 = vfma(a10, x, y), a11 = vfma(a11, x, y);
+      }
+      fma_sink = vsum(a0) + vsum(a1) + vsum(a2) + vsum(a3) + vsum(a4) + vsum(a5) + vsum(a6) + vsum(a7) +
+                 vsum(a8) + vsum(a9) + vsum(a10) + vsum(a11);
+    }
+  };
+  run();  // warm-up (and clocks up)
+  std::vector<double> samples;
+  for (int r = 0; r < s.fma_samples; ++r) {
+    double t0 = now_s();
+    run();
+    samples.push_back(now_s() - t0);
+  }
+  // The fastest of many short samples: other load on the machine can only slow the loop down.
+  double flops = 2.0 * kLanes * kChains * static_cast<double>(s.fma_iters) * threads;
+  return flops / *std::min_element(samples.begin(), samples.end()) / 1e9;
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// tables
+// ---------------------------------------------------------------------------------------------
+
+std::string shape_str(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+Tensor seeded(const Shape& shape, uint64_t seed, bool requires_grad = false) {
+  Generator gen(seed);
+  Tensor t = randn(shape, TensorOptions().dtype(kFloat), &gen);
+  if (requires_grad) t.requires_grad_();
+  return t;
+}
+
+void print_bandwidth_header(const char* title) {
+  std::printf("\n%s\n", title);
+  std::printf("%-34s %-14s %10s %10s %8s\n", "op", "shape", "ms", "GB/s", "% copy");
+}
+
+void print_bandwidth_row(const std::string& op, const Shape& shape, double seconds, double bytes, double copy_gbs) {
+  double gbs = bytes / seconds / 1e9;
+  std::printf("%-34s %-14s %10.3f %10.1f %7.0f%%\n", op.c_str(), shape_str(shape).c_str(), seconds * 1e3, gbs,
+              100.0 * gbs / copy_gbs);
+}
+
+void mm_section(const Sizes& s, double peak_gflops) {
+  std::printf("\nmm, f32, square n x n (GFLOP/s = 2n^3 / time; remat::mm runs %s through the dispatcher)\n",
+              kernels::cpu::gemm_backend());
+  std::printf("%6s %12s %12s %12s %16s %10s\n", "n", "remat::mm", "Eigen", "OpenBLAS", "% fastest lib", "% peak");
+  for (int64_t n : s.mm_n) {
+    const double flops = 2.0 * n * n * n;
+    Tensor a = seeded({n, n}, 1), b = seeded({n, n}, 2);
+    double t_remat = median_seconds([&] { Tensor c = mm(a, b); }, s);
+
+    Eigen::MatrixXf ea = Eigen::MatrixXf::Random(n, n), eb = Eigen::MatrixXf::Random(n, n), ec(n, n);
+    double t_eigen = median_seconds([&] { ec.noalias() = ea * eb; }, s);
+
+    std::vector<float> pa(static_cast<size_t>(n * n), 0.5f), pb(static_cast<size_t>(n * n), 0.25f),
+        pc(static_cast<size_t>(n * n));
+    const int ni = static_cast<int>(n);
+    double t_blas = median_seconds(
+        [&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, ni, ni, ni, 1.0f, pa.data(), ni, pb.data(), ni,
+                      0.0f, pc.data(), ni);
+        },
+        s);
+
+    double g_remat = flops / t_remat / 1e9, g_eigen = flops / t_eigen / 1e9, g_blas = flops / t_blas / 1e9;
+    char peak[32] = "n/a";
+    if (peak_gflops > 0) std::snprintf(peak, sizeof peak, "%.0f%%", 100.0 * g_remat / peak_gflops);
+    std::printf("%6lld %12.1f %12.1f %12.1f %15.0f%% %10s\n", static_cast<long long>(n), g_remat, g_eigen, g_blas,
+                100.0 * g_remat / std::max(g_eigen, g_blas), peak);
+  }
+}
+
+void pointwise_section(const Sizes& s, double copy_gbs) {
+  const Shape shape = {s.rows, s.cols};
+  const double n = static_cast<double>(s.rows * s.cols), f = sizeof(float);
+  Tensor a = seeded(shape, 3), b = seeded(shape, 4);
+  print_bandwidth_header("elementwise, f32 (bytes: inputs read + output written)");
+  print_bandwidth_row("add  (a + b)", shape, median_seconds([&] { Tensor c = a + b; }, s), 3 * n * f, copy_gbs);
+  print_bandwidth_row("mul  (a * b)", shape, median_seconds([&] { Tensor c = a * b; }, s), 3 * n * f, copy_gbs);
+  print_bandwidth_row("gelu", shape, median_seconds([&] { Tensor c = gelu(a); }, s), 2 * n * f, copy_gbs);
+  print_bandwidth_row("relu", shape, median_seconds([&] { Tensor c = relu(a); }, s), 2 * n * f, copy_gbs);
+  Tensor acc = a.clone();
+  print_bandwidth_row("add_ (acc += b, in place)", shape, median_seconds([&] { acc.add_(b); }, s), 3 * n * f,
+                      copy_gbs);
+
+  print_bandwidth_header("reductions, f32 (bytes: input read + output written)");
+  print_bandwidth_row("sum (all)", shape, median_seconds([&] { Tensor c = sum(a); }, s), n * f + f, copy_gbs);
+  print_bandwidth_row("sum (last dim)", shape, median_seconds([&] { Tensor c = sum(a, {-1}); }, s),
+                      (n + s.rows) * f, copy_gbs);
+  print_bandwidth_row("mean (all)", shape, median_seconds([&] { Tensor c = mean(a); }, s), n * f + f, copy_gbs);
+}
+
+void transformer_section(const Sizes& s, double copy_gbs) {
+  print_bandwidth_header(
+      "transformer ops, f32 (fwd+bwd: forward, then .backward() through autograd; minimum bytes of both)");
+  const double f = sizeof(float);
+
+  {  // softmax over the last dim. fwd: read x, write y. bwd: read dy and y, write dx.
+    const Shape shape = {s.norm_rows, s.norm_cols};
+    const double n = static_cast<double>(s.norm_rows * s.norm_cols);
+    Tensor x = seeded(shape, 5, /*requires_grad=*/true), dy = seeded(shape, 6), xd = x.detach();
+    print_bandwidth_row("softmax(dim=-1) fwd", shape, median_seconds([&] { Tensor y = softmax(xd, -1); }, s),
+                        2 * n * f, copy_gbs);
+    print_bandwidth_row("softmax(dim=-1) fwd+bwd", shape, median_seconds([&] {
+                          x.set_grad(Tensor());
+                          softmax(x, -1).backward(dy);
+                        }, s),
+                        5 * n * f, copy_gbs);
+  }
+  {  // layer_norm with weight and bias. fwd: read x, write y (mean/rstd and w, b are one row each).
+     // bwd: read dy and x, write dx (dw, db: one row each).
+    const int64_t d = s.norm_cols;
+    const Shape shape = {s.norm_rows, d};
+    const double n = static_cast<double>(s.norm_rows * d);
+    const double rows_bytes = 4.0 * d * f;  // w, b read; dw, db written
+    Tensor x = seeded(shape, 7, true), dy = seeded(shape, 8), xd = x.detach();
+    Tensor w = ones({d}).requires_grad_(), b = zeros({d}).requires_grad_();
+    Tensor wd = w.detach(), bd = b.detach();
+    print_bandwidth_row("layer_norm fwd", shape,
+                        median_seconds([&] { Tensor y = layer_norm(xd, {d}, wd, bd); }, s), 2 * n * f, copy_gbs);
+    print_bandwidth_row("layer_norm fwd+bwd", shape, median_seconds([&] {
+                          x.set_grad(Tensor());
+                          w.set_grad(Tensor());
+                          b.set_grad(Tensor());
+                          layer_norm(x, {d}, w, b).backward(dy);
+                        }, s),
+                        5 * n * f + rows_bytes, copy_gbs);
+  }
+  {  // cross_entropy (mean over rows). fwd: read logits (targets: one int64 per row). bwd: read
+     // logits, write dlogits.
+    const Shape shape = {s.ce_rows, s.ce_classes};
+    const double n = static_cast<double>(s.ce_rows * s.ce_classes);
+    std::vector<double> idx(static_cast<size_t>(s.ce_rows));
+    for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<double>((i * 7919) % s.ce_classes);
+    Tensor targets = from_vector(idx, {s.ce_rows}, TensorOptions().dtype(kLong));
+    Tensor logits = seeded(shape, 9, true), ld = logits.detach();
+    const double target_bytes = 8.0 * s.ce_rows;
+    print_bandwidth_row("cross_entropy fwd", shape, median_seconds([&] { Tensor l = cross_entropy(ld, targets); }, s),
+                        n * f + target_bytes, copy_gbs);
+    print_bandwidth_row("cross_entropy fwd+bwd", shape, median_seconds([&] {
+                          logits.set_grad(Tensor());
+                          cross_entropy(logits, targets).backward();
+                        }, s),
+                        3 * n * f + 2 * target_bytes, copy_gbs);
+  }
+}
+
+int usage(const char* prog) {
+  std::fprintf(stderr, "usage: %s [--quick] [--threads N]\n", prog);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  int threads = omp_get_max_threads();
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--quick") {
+      quick = true;
+    } else if (arg == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
+      if (threads < 1) return usage(argv[0]);
+    } else {
+      return usage(argv[0]);
+    }
+  }
+  const Sizes& s = quick ? kQuick : kFull;
+  omp_set_num_threads(threads);  // remat's parallel_for and OpenBLAS (OpenMP build) read this
+  openblas_set_num_threads(threads);
+  Eigen::setNbThreads(threads);
+
+  std::printf("ops benchmark%s: %d thread(s), median of %d samples after a warm-up\n", quick ? " (--quick)" : "",
+              threads, s.reps);
+
+  Bandwidth bw = measure_copy(s, threads);
+  double peak = measure_fma_peak(s, threads);
+  std::printf("\nmachine (measured in this run)\n");
+  std::printf("%-58s %10s\n", "", "GB/s");
+  const std::string parallel_copy_row =
+      "copy, " + std::to_string(threads) + " thread(s), " + std::to_string(s.copy_floats) + " floats, read+write";
+  std::printf("%-58s %10.1f\n", parallel_copy_row.c_str(), bw.parallel_gbs);
+  std::printf("%-58s %10.1f\n", "copy, one memcpy", bw.single_gbs);
+  std::printf("%-58s %10.1f\n", "copy into a fresh allocation (first-touch page faults)", bw.fresh_gbs);
+  std::printf("%-58s %10.1f\n", "reference for \"% copy\": the faster reused-buffer copy", bw.reference());
+#ifdef REMAT_BENCH_NO_FMA
+  std::printf("FP32 FMA peak: not measured (built without AVX2/AVX-512 FMA)\n");
+#else
+  std::printf("FP32 FMA peak (%s, %d thread(s) at once): %.1f GFLOP/s\n", kIsa, threads, peak);
+#endif
+
+  mm_section(s, peak);
+  pointwise_section(s, bw.reference());
+  transformer_section(s, bw.reference());
+
+  // On a shared machine the load can change during the run: a reference far from the first one
+  // means the "% copy" columns are only rough.
+  std::printf("\ncopy bandwidth re-measured at the end: %.1f GB/s (reference: %.1f GB/s)\n",
+              measure_copy(s, threads).reference(), bw.reference());
+  return 0;
+}
