@@ -1,161 +1,238 @@
 #!/usr/bin/env bash
-# gpu_check.sh — the GPU check of remat's CUDA backend, for a machine with a Hopper GPU, nvcc,
-# CMake and ninja, but no network and no Bazel (the device machine of these sessions):
-#   1. configures and builds remat with CMake for sm_90 (-DREMAT_CUDA=ON), quietly, ninja -j16;
-#   2. runs every CUDA test binary (tests/**/cuda/**), one Catch2 summary per binary;
-#   3. runs bench/ops and bench/memory_vs_recompute with --device cuda (skipped with a message
-#      while those programs do not exist);
-#   4. runs bench/torch_reference.py with the machine's PyTorch, if both are there;
-#   5. prints one summary table.
-# The header-only dependencies come from third_party_local/ (tools/vendor_headers.sh; the
-# folder is git-ignored, so the device tool must carry it: carry=["third_party_local"]).
-# Logs go to $OUT (the device tool's output folder) when set, else build/gpu/logs. Sized to
-# finish in under 8 minutes on an H200 with 16 cores. Exit status: 1 if anything failed, 2 if
-# nothing failed but tests skipped for lack of a device, else 0.
+# gpu_check.sh — the GPU check of remat's CUDA backend in one run, for a machine with an NVIDIA
+# GPU, nvcc, CMake and ninja but no Bazel and no network (the device machine of these sessions,
+# lent for 15 minutes, machine start included):
+#   1. configures remat with CMake (-DREMAT_CUDA=ON, sm_90 unless CUDA_ARCH says otherwise) and
+#      builds the CUDA tests and bench/memory_vs_recompute with ninja -j$JOBS;
+#   2. runs every CUDA test binary (tests/**/cuda/**; one line each in cuda_tests.txt);
+#   3. bench/torch_reference.py --device cuda, if python3 has torch (its JSON is then compared);
+#   4. bench/memory_vs_recompute --device cuda at its default configuration (results.json and
+#      SVG plots in the output folder), and bench/ops --device cuda once such a bench exists;
+#   5. the CPU tests, built and run in parallel, if the time spent so far leaves room
+#      (CPU_TESTS=auto|yes|no);
+#   6. prints a summary table (also written to summary.txt).
+# Third-party headers (Eigen, Catch2 v2, nlohmann/json): the system's, else third_party_local/
+# (fill it with tools/vendor_headers.sh where they exist and carry the git-ignored folder:
+# carry=["third_party_local"]). CMake says which it used (see the "headers" row).
 #
-# Usage: tools/gpu_check.sh   (env: JOBS=16, REMAT_GPU_BUILD=build/gpu)
+# Outputs: $OUT when set (the device tool's folder), else $BUILD/logs. A rerun on the same machine
+# reuses the build folder (build/gpu, git-ignored). Sized for about 6 minutes on 16 cores; every
+# step has a timeout and steps are skipped once DEADLINE seconds have passed.
+# Exit status: 1 if anything failed, 2 if nothing failed but CUDA tests skipped for lack of a
+# device, else 0.
+#
+# Usage: tools/gpu_check.sh   (env: JOBS=16 CUDA_ARCH=90 CPU_TESTS=auto DEADLINE=480
+#                              REMAT_GPU_BUILD=build/gpu)
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD="${REMAT_GPU_BUILD:-build/gpu}"
 LOGS="${OUT:-$BUILD/logs}"
 JOBS="${JOBS:-16}"
+CUDA_ARCH="${CUDA_ARCH:-90}"
+CPU_TESTS="${CPU_TESTS:-auto}"
+DEADLINE="${DEADLINE:-480}"
 mkdir -p "$LOGS"
 
-ROWS=()      # "step|result|detail"
+ROWS=()  # "step|result|detail"
 FAILED=0
+SKIPPED_FOR_DEVICE=0
 row() { ROWS+=("$1|$2|$3"); }
 fail() { FAILED=1; row "$1" "FAILED" "$2"; }
 now() { date +%s; }
 T0=$(now)
+elapsed() { echo $(( $(now) - T0 )); }
+time_left() { echo $(( DEADLINE - $(elapsed) )); }
+section() { echo "== $* ($(elapsed)s)"; }
+
+# Prints the table (stdout and summary.txt).
+summary() {
+  {
+    echo
+    echo "== remat GPU check: $(elapsed)s; logs in $LOGS"
+    printf '%-36s %-8s %s\n' "step" "result" "detail"
+    for r in "${ROWS[@]}"; do
+      IFS='|' read -r step result detail <<<"$r"
+      printf '%-36s %-8s %s\n' "$step" "$result" "$detail"
+    done
+  } | tee "$LOGS/summary.txt"
+}
+
+# A Catch2 v2 binary's result: "cases failed" from its last summary line ("All tests passed
+# (A assertions in N test cases)" or "test cases: N | P passed | F failed"); empty if none.
+catch2_counts() {
+  local summary
+  summary=$(grep -E '^(All tests passed|test cases:)' "$1" | tail -n 1)
+  if [[ "$summary" =~ ^All\ tests\ passed.*in\ ([0-9]+)\ test\ case ]]; then
+    echo "${BASH_REMATCH[1]} 0"
+  elif [[ "$summary" =~ ^test\ cases:\ ([0-9]+) ]]; then
+    local n=${BASH_REMATCH[1]} f=0
+    [[ "$summary" =~ \|\ ([0-9]+)\ failed ]] && f=${BASH_REMATCH[1]}
+    echo "$n $f"
+  fi
+}
 
 # ---- 0. the machine -------------------------------------------------------------------------
 GPU=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -n 1)
 NVCC=$(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' | head -n 1)
-row "machine" "${GPU:+ok}${GPU:-no GPU}" "${GPU:+$GPU; }nvcc ${NVCC:-missing}, cmake $(cmake --version 2>/dev/null | head -n 1 | awk '{print $3}'), $(nproc) cores"
-
-if [[ ! -f third_party_local/Eigen/Core || ! -f third_party_local/catch2/catch.hpp ]]; then
-  fail "headers" "third_party_local/ missing: run tools/vendor_headers.sh and carry the folder"
-fi
+row "machine" "${GPU:+ok}${GPU:-no GPU}" \
+    "${GPU:+$GPU; }nvcc ${NVCC:-missing}, cmake $(cmake --version 2>/dev/null | head -n 1 | awk '{print $3}'), $(nproc) cores"
+nvidia-smi >"$LOGS/nvidia-smi.txt" 2>&1
 
 # ---- 1. configure and build -----------------------------------------------------------------
+section "configure and build ($BUILD, -j$JOBS)"
 build_ok=0
 t=$(now)
-if [[ $FAILED -eq 0 ]]; then
-  if cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DREMAT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-      >"$LOGS/configure.log" 2>&1; then
-    if ninja -C "$BUILD" -j "$JOBS" >"$LOGS/build.log" 2>&1; then
-      build_ok=1
-      row "build" "ok" "$(( $(now) - t ))s, sm_90, $(grep -c 'Building' "$LOGS/build.log") files compiled"
-    else
-      fail "build" "ninja failed after $(( $(now) - t ))s (see build.log)"
-      grep -E 'error|Error' "$LOGS/build.log" | head -n 20
-    fi
+if cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DREMAT_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" >"$LOGS/configure.log" 2>&1; then
+  headers=$(grep -o 'third-party headers from .*' "$LOGS/configure.log" | tail -n 1 | sed 's/third-party headers from //')
+  blas=$(grep -o 'remat: OpenBLAS.*' "$LOGS/configure.log" | tail -n 1 | sed 's/remat: //')
+  row "headers" "ok" "${headers:-?}; ${blas:-?}"
+  # The CUDA tests and the benchmark first: what the GPU is needed for.
+  if timeout 420 ninja -C "$BUILD" -j "$JOBS" remat_cuda_tests bench_memory_vs_recompute \
+      $( [[ -f bench/ops.cpp ]] && echo bench_ops ) >"$LOGS/build.log" 2>&1; then
+    build_ok=1
+    row "build" "ok" "$(( $(now) - t ))s, sm_$CUDA_ARCH, $(grep -c 'Building' "$LOGS/build.log") files compiled"
   else
-    fail "configure" "cmake failed (see configure.log)"
-    tail -n 20 "$LOGS/configure.log"
+    fail "build" "ninja failed or timed out after $(( $(now) - t ))s (see build.log)"
+    grep -E -A3 'error|FAILED' "$LOGS/build.log" | head -n 40
   fi
+else
+  fail "configure" "cmake failed (see configure.log)"
+  tail -n 20 "$LOGS/configure.log"
 fi
 
 # ---- 2. CUDA tests --------------------------------------------------------------------------
-# Catch2 v2 prints "All tests passed (A assertions in N test cases)" or
-# "test cases: N | P passed | F failed".
 if [[ $build_ok -eq 1 ]]; then
+  section "CUDA tests"
   mapfile -t TESTS < <(find "$BUILD/tests" -path '*/cuda/*' -type f -perm -u+x -name '*_test' | sort)
-  total_cases=0
-  total_failed=0
-  bad_binaries=0  # failed cases, crashes, timeouts
-  skipped_binaries=0
+  : >"$LOGS/cuda_tests.txt"  # one line per binary; the table shows only the failures
+  total_cases=0 total_failed=0 bad=0 skipped_binaries=0
+  t_all=$(now)
   for bin in "${TESTS[@]}"; do
     name="${bin#"$BUILD"/tests/}"
     log="$LOGS/test_${name//\//_}.log"
     t=$(now)
-    timeout 300 "$bin" >"$log" 2>&1
+    timeout 120 "$bin" >"$log" 2>&1
     rc=$?
     secs=$(( $(now) - t ))
-    summary=$(grep -E '^(All tests passed|test cases:)' "$log" | tail -n 1)
+    read -r n nfail < <(catch2_counts "$log"; echo)
     skips=$(grep -c 'no CUDA device: skipped' "$log")
     [[ $skips -gt 0 ]] && skipped_binaries=$((skipped_binaries + 1))
-    n=""
-    nfail=0
-    if [[ "$summary" =~ ^All\ tests\ passed.*in\ ([0-9]+)\ test\ case ]]; then
-      n=${BASH_REMATCH[1]}
-    elif [[ "$summary" =~ ^test\ cases:\ ([0-9]+) ]]; then  # also when no case asserted anything
-      n=${BASH_REMATCH[1]}
-      [[ "$summary" =~ \|\ ([0-9]+)\ failed ]] && nfail=${BASH_REMATCH[1]}
-    fi
-    if [[ -z "$n" ]]; then
-      bad_binaries=$((bad_binaries + 1))
-      fail "test $name" "crashed or timed out (exit $rc, ${secs}s, see $(basename "$log"))"
+    if [[ -z "${n:-}" ]]; then
+      bad=$((bad + 1))
+      fail "$name" "crashed or timed out (exit $rc, ${secs}s)"
       tail -n 20 "$log"
+      printf '%-36s exit %-3s crashed or timed out %4ss\n' "$name" "$rc" "$secs" >>"$LOGS/cuda_tests.txt"
       continue
     fi
     total_cases=$((total_cases + n))
     total_failed=$((total_failed + nfail))
-    if [[ $nfail -gt 0 || $rc -ne 0 ]]; then
-      bad_binaries=$((bad_binaries + 1))
-    fi
     if [[ $nfail -gt 0 ]]; then
-      fail "test $name" "$nfail of $n cases failed, ${secs}s"
+      bad=$((bad + 1))
+      fail "$name" "$nfail of $n cases failed, ${secs}s"
       grep -B 2 -A 12 -E 'FAILED:' "$log" | head -n 40
     elif [[ $rc -ne 0 ]]; then
-      fail "test $name" "exit $rc after all $n cases passed"
-    else
-      row "test $name" "ok" "$n cases, ${secs}s$([[ $skips -gt 0 ]] && echo ", $skips SKIPPED (no device)")"
+      bad=$((bad + 1))
+      fail "$name" "exit $rc after all $n cases passed"
     fi
+    printf '%-36s exit %-3s %3s cases %3s failed %3s skipped %4ss\n' "$name" "$rc" "$n" "$nfail" "$skips" "$secs" \
+        >>"$LOGS/cuda_tests.txt"
   done
   verdict=ok
-  [[ $skipped_binaries -gt 0 ]] && verdict=SKIPPED
-  [[ $bad_binaries -gt 0 ]] && verdict=FAILED
-  row "tests (all)" "$verdict" \
-      "${#TESTS[@]} binaries ($bad_binaries bad), $total_cases cases, $total_failed failed$([[ $skipped_binaries -gt 0 ]] && echo "; cases SKIPPED for lack of a device in $skipped_binaries binaries")"
+  if [[ $skipped_binaries -gt 0 ]]; then verdict=SKIPPED; SKIPPED_FOR_DEVICE=1; fi
+  [[ $bad -gt 0 ]] && verdict=FAILED
+  row "CUDA tests (all)" "$verdict" "${#TESTS[@]} binaries ($bad bad), $total_cases cases, $total_failed failed, $(( $(now) - t_all ))s$([[ $skipped_binaries -gt 0 ]] && echo "; SKIPPED (no device) in $skipped_binaries binaries")"
 fi
 
-# ---- 3. benchmarks --------------------------------------------------------------------------
-for b in ops memory_vs_recompute; do
-  if [[ $build_ok -ne 1 ]]; then
-    break
-  elif [[ ! -x "$BUILD/bench/$b" ]]; then
-    row "bench $b" "skipped" "bench/$b.cpp not in this tree yet"
+# ---- 3. the PyTorch reference (for the comparison in 4) --------------------------------------
+TORCH_JSON=""
+if [[ $build_ok -eq 1 && -n "$GPU" ]]; then
+  if ! python3 -c 'import torch; assert torch.cuda.is_available()' >/dev/null 2>&1; then
+    row "torch_reference" "skipped" "python3 has no torch with CUDA"
+  elif [[ $(time_left) -lt 200 ]]; then
+    row "torch_reference" "skipped" "out of time ($(elapsed)s spent)"
   else
+    section "bench/torch_reference.py --device cuda"
     t=$(now)
-    if timeout 150 "$BUILD/bench/$b" --device cuda >"$LOGS/bench_$b.log" 2>&1; then
-      row "bench $b" "ok" "$(( $(now) - t ))s (see bench_$b.log)"
-      echo "== bench/$b --device cuda"
-      tail -n 40 "$LOGS/bench_$b.log"
+    if timeout 120 python3 bench/torch_reference.py --device cuda --out "$LOGS/torch_cuda.json" \
+        >"$LOGS/torch_reference.log" 2>&1; then
+      TORCH_JSON="$LOGS/torch_cuda.json"
+      row "torch_reference" "ok" "$(( $(now) - t ))s, torch $(python3 -c 'import torch; print(torch.__version__)')"
     else
-      fail "bench $b" "exit $? after $(( $(now) - t ))s (see bench_$b.log)"
-      tail -n 20 "$LOGS/bench_$b.log"
+      fail "torch_reference" "exit $? after $(( $(now) - t ))s (see torch_reference.log)"
+      tail -n 20 "$LOGS/torch_reference.log"
     fi
   fi
-done
+fi
 
-# ---- 4. the PyTorch reference ---------------------------------------------------------------
-if [[ ! -f bench/torch_reference.py ]]; then
-  row "torch_reference" "skipped" "bench/torch_reference.py not in this tree yet"
-elif ! python3 -c 'import torch' >/dev/null 2>&1; then
-  row "torch_reference" "skipped" "python3 has no torch"
-else
-  t=$(now)
-  if timeout 150 python3 bench/torch_reference.py >"$LOGS/torch_reference.log" 2>&1; then
-    row "torch_reference" "ok" "$(( $(now) - t ))s, torch $(python3 -c 'import torch; print(torch.__version__)')"
-    echo "== bench/torch_reference.py"
-    tail -n 40 "$LOGS/torch_reference.log"
+# ---- 4. benchmarks on the GPU ---------------------------------------------------------------
+if [[ $build_ok -eq 1 ]]; then
+  if [[ -z "$GPU" ]]; then
+    row "benchmarks" "skipped" "no GPU"
   else
-    fail "torch_reference" "exit $? (see torch_reference.log)"
-    tail -n 20 "$LOGS/torch_reference.log"
+    section "bench/memory_vs_recompute --device cuda"
+    t=$(now)
+    # stderr: a progress bar; the table and the comparison go to stdout.
+    if timeout 150 "$BUILD/bench/memory_vs_recompute" --device cuda --out "$LOGS/memory_vs_recompute" \
+        ${TORCH_JSON:+--compare "$TORCH_JSON"} >"$LOGS/bench_memory_vs_recompute.log" \
+        2>"$LOGS/bench_memory_vs_recompute.stderr"; then
+      row "bench memory_vs_recompute" "ok" "$(( $(now) - t ))s, default config${TORCH_JSON:+, compared with PyTorch}"
+      cat "$LOGS/bench_memory_vs_recompute.log"
+    else
+      fail "bench memory_vs_recompute" "exit $? after $(( $(now) - t ))s (see bench_memory_vs_recompute.*)"
+      tail -n 20 "$LOGS/bench_memory_vs_recompute.log" "$LOGS/bench_memory_vs_recompute.stderr"
+    fi
+    if [[ ! -x "$BUILD/bench/ops" ]]; then
+      row "bench ops" "skipped" "no bench/ops.cpp in this tree"
+    elif ! grep -q 'cuda' bench/ops.cpp; then
+      row "bench ops" "skipped" "bench/ops.cpp has no CUDA option"
+    else
+      section "bench/ops --device cuda"
+      t=$(now)
+      if timeout 120 "$BUILD/bench/ops" --device cuda >"$LOGS/bench_ops.log" 2>&1; then
+        row "bench ops" "ok" "$(( $(now) - t ))s"
+        tail -n 40 "$LOGS/bench_ops.log"
+      else
+        fail "bench ops" "exit $? after $(( $(now) - t ))s (see bench_ops.log)"
+        tail -n 20 "$LOGS/bench_ops.log"
+      fi
+    fi
   fi
 fi
 
-# ---- 5. summary -----------------------------------------------------------------------------
-echo
-echo "== remat GPU check ($(( $(now) - T0 ))s; logs in $LOGS)"
-printf '%-42s %-10s %s\n' "step" "result" "detail"
-for r in "${ROWS[@]}"; do
-  IFS='|' read -r step result detail <<<"$r"
-  printf '%-42s %-10s %s\n' "$step" "$result" "$detail"
-done
-if [[ $FAILED -eq 0 && "${verdict:-ok}" == SKIPPED ]]; then
+# ---- 5. CPU tests (in a CUDA build, with the device present) ---------------------------------
+if [[ $build_ok -eq 1 ]]; then
+  if [[ "$CPU_TESTS" == no ]]; then
+    row "CPU tests" "skipped" "CPU_TESTS=no"
+  elif [[ "$CPU_TESTS" == auto && $(time_left) -lt 180 ]]; then
+    row "CPU tests" "skipped" "out of time ($(elapsed)s spent; CPU_TESTS=yes forces them)"
+  else
+    section "CPU tests"
+    t=$(now)
+    if timeout "$(( $(time_left) > 120 ? $(time_left) : 120 ))" ninja -C "$BUILD" -j "$JOBS" remat_cpu_tests \
+        >"$LOGS/build_cpu_tests.log" 2>&1; then
+      # ctest runs them in parallel; -LE cuda: the CUDA tests ran above.
+      (cd "$BUILD" && timeout 240 ctest -LE cuda -j "$JOBS" --timeout 120) >"$LOGS/ctest_cpu.log" 2>&1
+      rc=$?
+      result=$(grep -E 'tests passed, [0-9]+ tests failed out of' "$LOGS/ctest_cpu.log" | tail -n 1)
+      if [[ $rc -eq 0 ]]; then
+        row "CPU tests" "ok" "$(( $(now) - t ))s (build included): $result"
+      else
+        fail "CPU tests" "$(( $(now) - t ))s: ${result:-ctest exit $rc} (see ctest_cpu.log)"
+        sed -n '/The following tests FAILED/,$p' "$LOGS/ctest_cpu.log" | head -n 20
+      fi
+    else
+      fail "CPU tests" "build failed or timed out after $(( $(now) - t ))s (see build_cpu_tests.log)"
+    fi
+  fi
+fi
+
+# ---- 6. summary -----------------------------------------------------------------------------
+summary
+if [[ $FAILED -ne 0 ]]; then
+  exit 1
+elif [[ $SKIPPED_FOR_DEVICE -ne 0 ]]; then
   exit 2
 fi
-exit $FAILED
+exit 0

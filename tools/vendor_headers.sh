@@ -17,7 +17,7 @@ copy() {  # source-path name-in-dest package
     exit 1
   fi
   rm -rf "${DEST:?}/$2"
-  cp -r "$1" "$DEST/$2"
+  cp -rp "$1" "$DEST/$2"  # -p: the same timestamps, so vendoring again rebuilds nothing
 }
 
 mkdir -p "$DEST"
