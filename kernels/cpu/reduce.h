@@ -55,6 +55,11 @@ A reduce_one(const ReduceShape& s, const T* in) {
   const int nr = static_cast<int>(s.red_sizes.size());
   if (nr == 0) return A(in[0]);
   const int64_t inner = s.red_sizes[nr - 1], inner_stride = s.red_strides[nr - 1];
+  if constexpr (kEigenVectorizable<T> && std::is_same_v<T, A>) {
+    // One contiguous reduced dim (a row sum, the common case): no index bookkeeping per row.
+    if (nr == 1 && inner_stride == 1)
+      return R::combine(R::template identity<A>(), A(R::eigen(ConstArrayMap<T>(in, inner))));
+  }
   int64_t outer = 1;
   for (int d = 0; d < nr - 1; ++d) outer *= s.red_sizes[d];
   A acc = R::template identity<A>();
