@@ -112,6 +112,7 @@ class CachingMode : public SelectiveMode {
       for (const IValue& v : out) {
         if (v.isTensor()) {
           Tensor d = detach(v.toTensor());
+          claim_memory(d, MemoryCategory::Activation);
           e.versions.push_back(d._version());
           e.bytes += d.nbytes();
           e.values.emplace_back(d);

@@ -80,7 +80,8 @@ struct CustomOpAutograd : WrapperKernel {
       const Tensor& o = outputs[i];
       bool differentiable = o.defined() && isFloatingType(o.dtype()) && i < op_->num_differentiable_outputs();
       if (differentiable) autograd::impl::set_history(o, s->node);
-      else s->node->add_input_metadata(o.defined() ? o : make_empty({}, kFloat, Device{kMeta}));
+      else if (o.defined()) s->node->add_input_metadata(o);
+      else s->node->add_input_metadata(autograd::InputMetadata::placeholder());
     }
     op_->setup_context_fn()(&s->node->ctx, s->inputs, outputs);
     s->node->ctx.save_variables(outputs);  // the saved-tensor hooks see each saved tensor here, once
