@@ -18,6 +18,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/offload.h"
+#include "checkpoint/planner.h"
 #include "checkpoint/policies.h"
 #include "checkpoint/scope.h"
 #include "checkpoint/selective.h"

@@ -144,12 +144,37 @@ std::any CheckpointFrame::pack(const Tensor& x) {
   stats_detail::Update(id_)->tensors_packed += 1;
   x_metadatas_.push_back(metadata_of(x));  // pack hooks run under no-grad
   saved_by_.push_back(autograd::current_saving_node());
+  if (stats_detail::PlanningObserver* o = stats_detail::planning_observer()) o->saved(id_, x);
+  holder->why = keep_direct_ ? keep_direct_(x) : sac_detail::SavedTensorKeep::Drop;
+  const bool direct = holder->why != sac_detail::SavedTensorKeep::Drop;
+  if (direct) {
+    holder->direct = make_alias(x, x.sizes(), x.strides(), x.impl()->storage_offset());
+    holder->direct_version = x._version();
+  }
+  if (sac_calls_) holder->sac_calls_before = sac_calls_();
   if (checkpoint_trace_enabled()) {
     trace::emit("checkpoint #" + std::to_string(id_) + ": pack #" + std::to_string(weak_holders_.size() - 1) + " " +
                 (saved_by_.back().empty() ? std::string("?") : saved_by_.back()) + " " + describe(x) +
-                " -> holder (data not kept)");
+                (direct ? " -> kept as is (not produced here, or kept by SAC)" : " -> holder (data not kept)"));
   }
   return holder;
+}
+
+size_t CheckpointFrame::num_dropped() const {
+  size_t n = 0;
+  for (const auto& w : weak_holders_) {
+    auto h = w.lock();
+    if (h && !h->direct.defined()) ++n;
+  }
+  return n;
+}
+
+int64_t CheckpointFrame::first_unreachable_sac_call() const {
+  for (size_t i = weak_holders_.size(); i > 0; --i) {
+    auto h = weak_holders_[i - 1].lock();
+    if (h && !h->direct.defined()) return h->sac_calls_before;
+  }
+  return 0;
 }
 
 Tensor CheckpointFrame::unpack(const std::any& packed) {
@@ -164,14 +189,42 @@ Tensor CheckpointFrame::unpack(const std::any& packed) {
 }
 
 Tensor CheckpointFrame::unpack_impl(const std::shared_ptr<Holder>& holder) {
+  if (holder->direct.defined()) {
+    // Kept as is: no rerun. An in-place change since forward is caught as SavedVariable would.
+    const uint32_t now = holder->direct._version();
+    if (now != holder->direct_version && holder->why == sac_detail::SavedTensorKeep::KeptBySac) {
+      throw Error(detail::str("Tensor cached during selective activation checkpoint has been mutated (a tensor "
+                              "backward reads from the cache, version ", holder->direct_version,
+                              " when cached, now ", now, ")"));
+    }
+    if (now != holder->direct_version && holder->why == sac_detail::SavedTensorKeep::NotProducedHere) {
+      throw CheckpointError(detail::str(
+          "one of the variables needed for gradient computation has been modified by an inplace operation: [",
+          toString(holder->direct.dtype()), " ", holder->direct.sizes(), "] is at version ", holder->direct._version(),
+          "; expected version ", holder->direct_version, " instead (a tensor checkpoint kept from the forward pass)."));
+    }
+    return holder->direct;
+  }
   int64_t gid = Engine::current_graph_task_id();
   if (gid == -1) gid = Engine::new_graph_task_id();  // unpacked outside backward: a fresh id
 
   if (!is_recomputed_[gid]) {
+    // Early stop after the last holder that needs refilling: direct ones need none, nor do
+    // those whose node has run already (freed).
+    size_t until = 0, to_refill = 0;
+    for (size_t i = weak_holders_.size(); i > 0; --i) {
+      auto h = weak_holders_[i - 1].lock();
+      if (h && !h->direct.defined()) {
+        if (until == 0) until = i;
+        ++to_refill;
+      }
+    }
+    refill_until_[gid] = until;
     std::vector<Tensor> args = get_inputs();
     if (checkpoint_trace_enabled()) {
       trace::emit("checkpoint #" + std::to_string(id_) + ": recompute start (graph task " + std::to_string(gid) +
-                  ", " + std::to_string(weak_holders_.size()) + " saved tensors to refill, early_stop=" +
+                  ", " + std::to_string(to_refill) + " of " + std::to_string(weak_holders_.size()) +
+                  " saved tensors to refill, early_stop=" +
                   (early_stop_ ? "true" : "false") + ")");
     }
     bool stopped_early = false;
@@ -233,18 +286,20 @@ std::any CheckpointFrame::recompute_pack(const Tensor& x, int64_t gid) {
         std::to_string(weak_holders_.size()) + std::string(kDebugTip));
   }
   // The holder may be gone: a backward inside the forward may have freed it already.
-  if (auto holder = weak_holders_[recomp_idx].lock()) {
+  if (auto holder = weak_holders_[recomp_idx].lock(); holder && !holder->direct.defined()) {
     auto it = holder->handles.find(gid);
     REMAT_INTERNAL_ASSERT(it == holder->handles.end() || it->second == nullptr);
     holder->handles[gid] = std::make_shared<Handle>(kept, id_);
   }
-  if (early_stop_ && recomp_counter_[gid] == weak_holders_.size()) throw StopRecomputation{};
+  if (early_stop_ && recomp_counter_[gid] == refill_until_[gid]) throw StopRecomputation{};
   return kept;
 }
 
 void CheckpointFrame::check_recomputed_tensors_match(int64_t gid) {
   if (ignore_saved_mismatch_) return;
-  if (weak_holders_.size() != recomp_counter_[gid]) {
+  // With early stop the rerun ends after the last holder to refill; otherwise it saves them all.
+  const size_t expected = early_stop_ ? refill_until_[gid] : weak_holders_.size();
+  if (expected != recomp_counter_[gid]) {
     throw CheckpointError(
         "torch.utils.checkpoint: A different number of tensors was saved during the original forward and "
         "recomputation.\nNumber of tensors saved during forward: " +
@@ -256,7 +311,7 @@ void CheckpointFrame::check_recomputed_tensors_match(int64_t gid) {
   std::string first_value_mismatch;
   for (size_t idx = 0; idx < weak_holders_.size(); ++idx) {
     auto holder = weak_holders_[idx].lock();
-    if (!holder) continue;
+    if (!holder || holder->direct.defined() || idx >= recomp_counter_[gid]) continue;
     auto it = holder->handles.find(gid);
     REMAT_INTERNAL_ASSERT(it != holder->handles.end() && it->second != nullptr);
     SavedTensorMetadata recomputed = metadata_of(it->second->value);
@@ -332,6 +387,7 @@ std::vector<Tensor> checkpoint_without_reentrant(const CheckpointFn& fn, const s
       early_stop, check, unpack_error_cb);
   *accounting = stats_detail::make_recompute_accounting_mode(frame->id());
   sac_detail::bind_region(contexts, frame->id());
+  frame->set_keep_direct(sac_detail::keep_direct_fn(contexts), [contexts] { return sac_detail::forward_calls(contexts); });
 
   if (!autograd::GradMode::is_enabled()) return fn(inputs);
 
@@ -349,9 +405,17 @@ std::vector<Tensor> checkpoint_without_reentrant(const CheckpointFn& fn, const s
     outputs = fn(inputs);
   }
   frame->forward_completed = true;
+  sac_detail::forward_done(contexts);
+  // What SAC keeps for calls a rerun never reaches (or for every call, when backward needs no
+  // rerun at all) is dropped now: backward holds what it needs of them itself, as it would
+  // without checkpointing, and frees each tensor when the node that saved it has run.
+  if (early_stop) sac_detail::release_calls_from(contexts, frame->first_unreachable_sac_call());
   if (checkpoint_trace_enabled()) {
-    trace::emit("checkpoint #" + std::to_string(frame->id()) + ": forward done, " + std::to_string(frame->num_saved()) +
-                " saved tensors dropped");
+    trace::emit("checkpoint #" + std::to_string(frame->id()) + ": forward done, " + std::to_string(frame->num_dropped()) +
+                " saved tensors dropped" +
+                (frame->num_dropped() < frame->num_saved()
+                     ? ", " + std::to_string(frame->num_saved() - frame->num_dropped()) + " kept as they are"
+                     : std::string()));
   }
   return outputs;
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/selective.h"
 #include "engine/autograd/saved_variable.h"
 
 namespace remat::checkpoint_detail {
@@ -37,8 +38,15 @@ struct Handle {
 
 // What the forward pack hook stores instead of a tensor: per graph task, the handle of its
 // recomputed value (nullptr once unpacked).
+// A holder may instead keep the tensor itself ("direct"): under SAC, a saved tensor whose
+// storage the region did not produce (a parameter, an input, a buffer) or that SAC's cache keeps
+// anyway costs nothing to hold, and a region whose saved tensors are all direct is never rerun.
 struct Holder {
   std::unordered_map<int64_t, std::shared_ptr<Handle>> handles;
+  Tensor direct;              // an alias without history (no reference cycle through grad_fn)
+  uint32_t direct_version = 0;
+  sac_detail::SavedTensorKeep why = sac_detail::SavedTensorKeep::Drop;
+  int64_t sac_calls_before = 0;  // SAC forward calls decided when this tensor was saved
 };
 
 // What the determinism check compares.
@@ -74,6 +82,16 @@ class CheckpointFrame : public std::enable_shared_from_this<CheckpointFrame> {
   void save_inputs(const std::vector<Tensor>& inputs);
   std::vector<Tensor> get_inputs() const;
 
+  // Says which saved tensors are kept as they are rather than dropped (SAC's view of the region).
+  void set_keep_direct(std::function<sac_detail::SavedTensorKeep(const Tensor&)> keep,
+                       std::function<int64_t()> sac_calls) {
+    keep_direct_ = std::move(keep);
+    sac_calls_ = std::move(sac_calls);
+  }
+  // After forward: the SAC call from which a rerun that stops early never gets (the call after
+  // which the last dropped tensor was saved); 0 when every saved tensor is kept as is.
+  int64_t first_unreachable_sac_call() const;
+
   // The forward hooks (_checkpoint_hook).
   std::any pack(const Tensor& x);
   Tensor unpack(const std::any& packed);
@@ -85,6 +103,7 @@ class CheckpointFrame : public std::enable_shared_from_this<CheckpointFrame> {
 
   int64_t id() const { return id_; }
   size_t num_saved() const { return weak_holders_.size(); }
+  size_t num_dropped() const;  // saved tensors held as holders (to be refilled by a rerun)
   bool forward_completed = false;
 
  private:
@@ -100,7 +119,10 @@ class CheckpointFrame : public std::enable_shared_from_this<CheckpointFrame> {
   std::vector<std::weak_ptr<Holder>> weak_holders_;
   std::vector<SavedTensorMetadata> x_metadatas_;
   std::vector<std::string> saved_by_;  // node that saved each tensor (for messages and traces)
+  std::function<sac_detail::SavedTensorKeep(const Tensor&)> keep_direct_;
+  std::function<int64_t()> sac_calls_;
   std::unordered_map<int64_t, size_t> recomp_counter_;
+  std::unordered_map<int64_t, size_t> refill_until_;  // early stop: after the last holder to refill
   std::unordered_map<int64_t, bool> is_recomputed_;
   bool ignore_saved_mismatch_ = false;
 };

@@ -48,12 +48,18 @@ struct CacheEntry {
   std::vector<IValue> values;     // detached outputs (share storage and version counter)
   std::vector<int64_t> versions;  // version of each tensor when cached
   int64_t bytes = 0;
+  int64_t seq = 0;                // the call's place among all the region's forward calls
 };
 
 // The storage both modes of one checkpoint call share.
 struct Storage {
   std::unordered_map<const OperatorEntry*, std::vector<CacheEntry>> entries;
   int64_t region = 0;
+  // Storages the region's op calls produced in forward, and whether SAC keeps each (a saved
+  // tensor of a storage not listed here existed before the region: a parameter, an input). Keys
+  // are identities only, used while the forward runs.
+  std::unordered_map<const StorageImpl*, bool> produced;
+  int64_t calls = 0;  // forward calls decided so far
   void release(CacheEntry& e) {
     if (e.bytes != 0) {
       stats_detail::Update(region)->sac_bytes_held -= e.bytes;
@@ -105,6 +111,7 @@ class CachingMode : public SelectiveMode {
     auto& slots = storage_->entries[op.entry()];
     if (slots.size() <= static_cast<size_t>(idx)) slots.resize(static_cast<size_t>(idx) + 1);
     CacheEntry& e = slots[static_cast<size_t>(idx)];
+    e.seq = storage_->calls++;
     // A mutating op's return is its (possibly fresh) argument: it always reruns.
     bool save = is_save(policy) && !op.schema().is_mutable();
     if (save) {
@@ -128,6 +135,9 @@ class CachingMode : public SelectiveMode {
     } else {
       e.kind = CacheEntry::Kind::Recompute;
     }
+    record_produced(args, out, save);
+    if (stats_detail::PlanningObserver* o = stats_detail::planning_observer())
+      o->forward_call(storage_->region, ctx.scope, op, idx, args, out, save);
     if (checkpoint_trace_enabled()) {
       trace::emit("sac #" + std::to_string(storage_->region) + ": policy " + where(ctx.scope, op, idx) + " -> " +
                   toString(policy) + (save ? " (output kept, " + std::to_string(e.bytes) + " bytes)" : " (recompute)"));
@@ -136,6 +146,24 @@ class CachingMode : public SelectiveMode {
   }
 
  private:
+  // A new storage is produced here (a view of an input's or of an earlier output's is not); a
+  // kept alias keeps its storage alive, so it counts as kept.
+  void record_produced(const std::vector<IValue>& args, const std::vector<IValue>& out, bool save) {
+    for (const IValue& v : out) {
+      if (!v.isTensor() || !v.toTensor().defined()) continue;
+      const StorageImpl* st = v.toTensor().impl()->storage().get();
+      auto it = storage_->produced.find(st);
+      if (it != storage_->produced.end()) {
+        it->second = it->second || save;
+        continue;
+      }
+      bool from_input = false;
+      for (const IValue& a : args)
+        if (a.isTensor() && a.toTensor().defined() && a.toTensor().impl()->storage().get() == st) from_input = true;
+      if (!from_input) storage_->produced.emplace(st, save);
+    }
+  }
+
   PolicyFn policy_;
 };
 
@@ -196,11 +224,50 @@ class CachedMode : public SelectiveMode {
     return out;
   }
 
+  bool allow_mutation() const { return allow_mutation_; }
+
  private:
   bool allow_mutation_;
 };
 
 }  // namespace
+
+std::function<SavedTensorKeep(const Tensor&)> keep_direct_fn(const CheckpointContexts& contexts) {
+  auto* m = dynamic_cast<SelectiveMode*>(contexts.forward.get());
+  if (m == nullptr) return {};
+  auto* cached = dynamic_cast<CachedMode*>(contexts.recompute.get());
+  const bool allow_mutation = cached != nullptr && cached->allow_mutation();
+  std::weak_ptr<Storage> storage = m->storage_;
+  return [storage, allow_mutation](const Tensor& t) {
+    auto s = storage.lock();
+    if (!s || !t.defined()) return SavedTensorKeep::Drop;
+    auto it = s->produced.find(t.impl()->storage().get());
+    if (it == s->produced.end()) return SavedTensorKeep::NotProducedHere;
+    if (!it->second) return SavedTensorKeep::Drop;
+    return allow_mutation ? SavedTensorKeep::KeptBySacMutable : SavedTensorKeep::KeptBySac;
+  };
+}
+
+void forward_done(const CheckpointContexts& contexts) {
+  if (auto* m = dynamic_cast<SelectiveMode*>(contexts.forward.get())) m->storage_->produced.clear();
+}
+
+int64_t forward_calls(const CheckpointContexts& contexts) {
+  auto* m = dynamic_cast<SelectiveMode*>(contexts.forward.get());
+  return m == nullptr ? 0 : m->storage_->calls;
+}
+
+void release_calls_from(const CheckpointContexts& contexts, int64_t seq) {
+  auto* m = dynamic_cast<SelectiveMode*>(contexts.forward.get());
+  if (m == nullptr) return;
+  for (auto& kv : m->storage_->entries) {
+    for (CacheEntry& e : kv.second) {
+      if (e.seq < seq || e.kind != CacheEntry::Kind::Saved) continue;
+      m->storage_->release(e);
+      e.kind = CacheEntry::Kind::Recompute;  // never reached by a rerun that stops early
+    }
+  }
+}
 
 void bind_region(const CheckpointContexts& contexts, int64_t region) {
   for (const auto& mode : {contexts.forward, contexts.recompute}) {

@@ -54,6 +54,17 @@ namespace sac_detail {
 // Lets a checkpoint frame tell its selective modes which region they serve (for stats and
 // traces). No-op for other modes.
 void bind_region(const CheckpointContexts& contexts, int64_t region);
+// For a SAC forward mode: whether a tensor saved for backward is held as it is (its storage was
+// not produced in the region, or SAC keeps it) rather than dropped. Empty for other contexts.
+enum class SavedTensorKeep { Drop, NotProducedHere, KeptBySac, KeptBySacMutable };
+std::function<SavedTensorKeep(const Tensor&)> keep_direct_fn(const CheckpointContexts& contexts);
+// The region's forward is over: forget which storages it produced.
+void forward_done(const CheckpointContexts& contexts);
+// How many op calls the SAC forward mode has decided on so far (0 for other contexts).
+int64_t forward_calls(const CheckpointContexts& contexts);
+// Drops the cached outputs of the calls from number `seq` on: a rerun that stops early never
+// reaches them (and what backward needs of them, the frame holds itself).
+void release_calls_from(const CheckpointContexts& contexts, int64_t seq);
 // Ops SAC never counts or shows to a policy (PyTorch's SAC_IGNORED_OPS).
 bool is_ignored(const OperatorHandle& op);
 }  // namespace sac_detail

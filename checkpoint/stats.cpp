@@ -108,6 +108,12 @@ double op_flops(const OperatorHandle& op, const std::vector<IValue>& args, const
 }
 
 namespace {
+thread_local PlanningObserver* tls_planning_observer = nullptr;
+}
+PlanningObserver* planning_observer() { return tls_planning_observer; }
+void set_planning_observer(PlanningObserver* observer) { tls_planning_observer = observer; }
+
+namespace {
 class RecomputeAccountingMode : public DispatchMode {
  public:
   explicit RecomputeAccountingMode(int64_t region) : region_(region) {}
@@ -121,6 +127,7 @@ class RecomputeAccountingMode : public DispatchMode {
     s->flops_recomputed += flops;
     s->bytes_recomputed += bytes;
     s->recomputed_by_op[op.name()] += 1;
+    if (PlanningObserver* o = tls_planning_observer) o->recomputed(region_, op, args, out);
     return out;
   }
 

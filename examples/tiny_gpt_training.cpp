@@ -61,8 +61,30 @@ std::string usage() {
      << "  --heads N          attention heads; must divide --embd (default: " << d.heads << ")\n"
      << "  --lr X             AdamW learning rate (default: " << d.lr << ")\n"
      << "  --sample N         characters to generate after training (default: " << d.sample << ")\n"
+     << "  --budget SIZE      plan checkpointing to fit a peak of SIZE (e.g. 40MiB; a dry run on the Meta\n"
+     << "                     device chooses what each block keeps); instead of --checkpoint\n"
      << "  --help             this text\n";
   return os.str();
+}
+
+int64_t parse_byte_size(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  static const std::vector<std::pair<std::string, double>> units = {
+      {"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024}};
+  for (const auto& [name, scale] : units) {
+    if (used > 0 && unit == name) {
+      REMAT_CHECK(v > 0, flag, ": the size must be positive, got '", text, "'");
+      return static_cast<int64_t>(v * scale);
+    }
+  }
+  throw Error(flag + ": expected a size like 40MiB, 1.5GiB, 800KB or 65536, got '" + text + "'");
 }
 
 namespace {
@@ -111,7 +133,7 @@ TrainOptions parse_args(const std::vector<std::string>& args) {
     }
     static const std::vector<std::string> known = {"--data",  "--checkpoint", "--steps", "--seed",
                                                    "--batch", "--seq",        "--layers", "--embd",
-                                                   "--heads", "--lr",         "--sample"};
+                                                   "--heads", "--lr",         "--sample", "--budget"};
     REMAT_CHECK(std::find(known.begin(), known.end(), flag) != known.end(), "unknown flag '", flag, "'");
     if (!inline_value) {
       REMAT_CHECK(i + 1 < args.size(), flag, " needs a value");
@@ -141,8 +163,12 @@ TrainOptions parse_args(const std::vector<std::string>& args) {
       o.lr = parse_positive_double(flag, value);
     } else if (flag == "--sample") {
       o.sample = parse_int(flag, value, 0);
+    } else if (flag == "--budget") {
+      o.budget_bytes = parse_byte_size(flag, value);
     }
   }
+  REMAT_CHECK(o.budget_bytes == 0 || o.checkpoint == "none", "--budget plans the checkpointing itself; it cannot be "
+              "combined with --checkpoint ", o.checkpoint);
   REMAT_CHECK(o.embd % o.heads == 0, "--heads (", o.heads, ") must divide --embd (", o.embd, ")");
   return o;
 }
@@ -238,17 +264,44 @@ TrainResult train(const TrainOptions& o, const std::string& text, const std::fun
   cfg.n_embd = o.embd;
   cfg.dropout = 0.0;
   cfg.seed = o.seed;
-  nn::GPT model(cfg);
-  model.set_checkpointing(checkpointing_from_name(o.checkpoint));
   // nanoGPT's shakespeare_char settings: beta2 = 0.99 for a small model and few tokens per step.
-  optim::AdamW opt(model.parameters(), optim::AdamWOptions(o.lr).betas({0.9, 0.99}).weight_decay(0.1));
+  const optim::AdamWOptions adamw = optim::AdamWOptions(o.lr).betas({0.9, 0.99}).weight_decay(0.1);
+  auto step = [](nn::GPT& model, optim::AdamW& opt, const Tensor& idx, const Tensor& targets) {
+    opt.zero_grad();
+    nn::GPTOutput out = model.forward(idx, targets);
+    out.loss.backward();
+    nn::utils::clip_grad_norm_(model.parameters(), 1.0);
+    opt.step();
+    return out.loss;
+  };
 
   TrainResult result;
+  nn::ActivationCheckpointing checkpointing = checkpointing_from_name(o.checkpoint);
+  if (o.budget_bytes > 0) {
+    // The same loop as below, built on `device`: the planner runs it on Meta (no compute). Two
+    // steps: from the second on, AdamW's moments are alive during forward and backward too.
+    PlannedStep planned = [&](const PolicyFn& policy, Device device) {
+      nn::GPTConfig c = cfg;
+      c.options = TensorOptions().device(device);
+      nn::GPT m(c);
+      m.set_checkpointing(nn::ActivationCheckpointing::selective(policy));
+      optim::AdamW opt(m.parameters(), adamw);
+      TensorOptions lo = TensorOptions().dtype(kLong).device(device);
+      for (int i = 0; i < 2; ++i) step(m, opt, empty({o.batch, o.seq}, lo), empty({o.batch, o.seq}, lo));
+    };
+    CheckpointPlan plan = plan_checkpointing(planned, PlannerOptions{o.budget_bytes});
+    checkpointing = nn::ActivationCheckpointing::planned(plan);
+    result.plan = plan.summary();
+    result.predicted_peak_bytes = plan.predicted_peak_bytes;
+  }
+  reset_peak_memory_stats();
+  nn::GPT model(cfg);
+  model.set_checkpointing(checkpointing);
+  optim::AdamW opt(model.parameters(), adamw);
   result.num_parameters = model.num_parameters();
   std::mt19937_64 rng(o.seed);
   const uint64_t windows = static_cast<uint64_t>(data.size()) - static_cast<uint64_t>(o.seq);
-  reset_peak_memory_stats();
-  for (int64_t step = 1; step <= o.steps; ++step) {
+  for (int64_t step_no = 1; step_no <= o.steps; ++step_no) {
     auto start = std::chrono::steady_clock::now();
     std::vector<double> x, y;
     x.reserve(static_cast<size_t>(o.batch * o.seq));
@@ -262,16 +315,10 @@ TrainResult train(const TrainOptions& o, const std::string& text, const std::fun
     }
     Tensor idx = from_vector(x, {o.batch, o.seq}, kLong), targets = from_vector(y, {o.batch, o.seq}, kLong);
 
-    opt.zero_grad();
-    nn::GPTOutput out = model.forward(idx, targets);
-    out.loss.backward();
-    nn::utils::clip_grad_norm_(model.parameters(), 1.0);
-    opt.step();
-
-    const double loss = out.loss.item();
+    const double loss = step(model, opt, idx, targets).item();
     result.losses.push_back(loss);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (on_step) on_step(StepInfo{step, o.steps, loss, seconds});
+    if (on_step) on_step(StepInfo{step_no, o.steps, loss, seconds});
   }
   result.peak_bytes = max_memory_allocated();
 

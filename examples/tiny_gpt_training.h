@@ -29,6 +29,7 @@ struct TrainOptions {
   int64_t heads = 4;              // --heads
   double lr = 3e-3;               // --lr (AdamW)
   int64_t sample = 200;           // --sample: characters generated after training
+  int64_t budget_bytes = 0;       // --budget: plan checkpointing to fit this peak (e.g. 40MiB); 0: --checkpoint
   bool help = false;              // --help
 };
 
@@ -37,6 +38,9 @@ std::string usage();
 // Parses command-line arguments (without the program name): `--flag value` or `--flag=value`.
 // Throws remat::Error naming the flag for an unknown flag, a missing value or a bad value.
 TrainOptions parse_args(const std::vector<std::string>& args);
+
+// "40MiB", "1.5GiB", "800KB", "65536": bytes (KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000).
+int64_t parse_byte_size(const std::string& flag, const std::string& text);
 
 // The names --checkpoint accepts, and what each one does to the model's blocks.
 const std::vector<std::pair<std::string, std::string>>& checkpoint_names();
@@ -72,6 +76,8 @@ struct TrainResult {
   std::string sample;           // generated text, starting from the prompt
   int64_t num_parameters = 0;
   int64_t peak_bytes = 0;       // max_memory_allocated over the training steps
+  std::string plan;             // with --budget: the plan's summary (CheckpointPlan::summary)
+  int64_t predicted_peak_bytes = 0;  // with --budget: the plan's predicted peak
 };
 
 // Trains a GPT on `text` with AdamW (gradients clipped to norm 1) on random windows drawn from a

@@ -45,7 +45,10 @@ int main(int argc, char** argv) {
     std::cout << "data: " << (options.data_path.empty() ? "generated corpus" : options.data_path) << ", "
               << text.size() << " characters, " << CharVocab(text).size() << " distinct\n"
               << "model: " << options.layers << " layers, " << options.embd << " wide, " << options.heads
-              << " heads, context " << options.seq << "; checkpoint: " << options.checkpoint << "\n"
+              << " heads, context " << options.seq << "; checkpoint: "
+              << (options.budget_bytes > 0 ? "planned for a budget of " + std::to_string(options.budget_bytes) + " bytes"
+                                           : options.checkpoint)
+              << "\n"
               << "training: " << options.steps << " steps of " << options.batch << " sequences, AdamW lr "
               << options.lr << ", seed " << options.seed << "\n";
     TrainResult r = train(options, text, [](const StepInfo& s) {
@@ -55,6 +58,12 @@ int main(int argc, char** argv) {
     });
     std::printf("parameters: %lld\npeak memory during training: %.2f MiB\n",
                 static_cast<long long>(r.num_parameters), static_cast<double>(r.peak_bytes) / (1024.0 * 1024.0));
+    if (!r.plan.empty()) {
+      std::printf("%s", r.plan.c_str());
+      std::printf("predicted peak %lld bytes, measured %lld bytes, budget %lld bytes\n",
+                  static_cast<long long>(r.predicted_peak_bytes), static_cast<long long>(r.peak_bytes),
+                  static_cast<long long>(options.budget_bytes));
+    }
     if (!r.sample.empty()) std::cout << "sample:\n" << r.sample << "\n";
   } catch (const remat::Error& e) {
     std::cerr << "train_tiny_gpt: " << e.what() << "\n";

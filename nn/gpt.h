@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/planner.h"
 #include "checkpoint/selective.h"
 #include "nn/embedding.h"
 #include "nn/transformer.h"
@@ -38,6 +39,8 @@ struct ActivationCheckpointing {
   static ActivationCheckpointing every_nth(int64_t n, bool use_reentrant = false);
   static ActivationCheckpointing selective(PolicyFn policy);
   static ActivationCheckpointing selective(std::function<CheckpointContexts()> context_fn);
+  // Every block under SAC with a plan's policy (plan_checkpointing: a memory budget in).
+  static ActivationCheckpointing planned(const CheckpointPlan& plan) { return selective(plan.policy()); }
 
   bool applies_to(int64_t block) const;
   CheckpointOptions options() const;  // the checkpoint options for one block

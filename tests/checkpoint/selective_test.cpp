@@ -149,10 +149,12 @@ TEST_CASE("matmul chain: backward FLOPs and activation memory per strategy (hand
           policies::compose({policies::recompute_scopes({"head"}), policies::save_matmuls()}));
     }, false);
   }, true);
-  // h1 and h2 kept; the head's mm (whose output backward never needs) is recomputed: 2*n^2*2n.
+  // h1 and h2 kept; the head's mm is not, but backward never needs its output: every tensor
+  // backward needs is kept or was not made in the region, so the region is not rerun at all
+  // (PyTorch reruns it and recomputes the head's mm, 2*n^2*2n).
   REQUIRE(by_scope.activation_bytes == 2 * kMiB);
-  REQUIRE(by_scope.recomputed_flops == 4 * n3 + 1);
-  REQUIRE(by_scope.backward_matmul_flops == grad_flops + 4 * n3);
+  REQUIRE(by_scope.recomputed_flops == 0);
+  REQUIRE(by_scope.backward_matmul_flops == grad_flops);
 }
 
 TEST_CASE("the op list is validated: an unknown name throws with the closest names", "[sac]") {
@@ -221,7 +223,8 @@ TEST_CASE("a mutated cache entry is an error unless allowed", "[sac]") {
 
 TEST_CASE("backward twice through a SAC region with retain_graph", "[sac]") {
   Tensor x = randn({4, 4}).requires_grad_();
-  Tensor loss = checkpoint([](const Tensor& h) { return mm(h, h).sin().sum(); }, x,
+  // exp's output is saved and not kept: backward reruns the region, replaying (consuming) mm.
+  Tensor loss = checkpoint([](const Tensor& h) { return mm(h, h).sin().exp().sum(); }, x,
                            sac([] { return create_selective_checkpoint_contexts({"aten::mm"}); }));
   loss.backward({}, /*retain_graph=*/true);
   REQUIRE_THROWS_WITH(loss.backward(), Catch::Contains("Trying to backward an extra time. You are only allowed to "
@@ -233,7 +236,8 @@ TEST_CASE("a nondeterministic region: the op is not in storage", "[sac]") {
   Tensor x = randn({4, 4}).requires_grad_();
   bool first = true;
   auto fn = [&](const Tensor& h) {
-    Tensor y = first ? h.sin().sum() : h.cos().sin().sum();
+    // exp's output is saved and not kept, so backward reruns the region.
+    Tensor y = first ? h.sin().exp().sum() : h.cos().sin().exp().sum();
     first = false;
     return y;
   };
@@ -311,7 +315,8 @@ TEST_CASE("nested SAC regions each follow their own policy", "[sac][nested]") {
 TEST_CASE("SAC accounting: replays, recomputed calls, FLOPs", "[sac][stats]") {
   Tensor x = randn({64, 64}).requires_grad_();
   reset_checkpoint_stats();
-  Tensor loss = checkpoint([](const Tensor& h) { return mm(h, h).sin().sum(); }, x,
+  // exp's output is saved and not kept: backward reruns the region (early stop off: to the end).
+  Tensor loss = checkpoint([](const Tensor& h) { return mm(h, h).sin().exp().sum(); }, x,
                            sac([] { return create_selective_checkpoint_contexts({"aten::mm"}); }, false));
   loss.backward();
   CheckpointStats s = checkpoint_stats();
@@ -320,12 +325,59 @@ TEST_CASE("SAC accounting: replays, recomputed calls, FLOPs", "[sac][stats]") {
   REQUIRE(r.recomputations == 1);
   REQUIRE(r.ops_replayed == 1);                       // mm from the cache
   REQUIRE(r.replayed_by_op.at("aten::mm") == 1);
-  REQUIRE(r.recomputed_by_op.at("aten::sin") == 1);   // early stop off: sin and sum rerun
+  REQUIRE(r.recomputed_by_op.at("aten::sin") == 1);   // early stop off: sin, exp and sum rerun
+  REQUIRE(r.recomputed_by_op.at("aten::exp") == 1);
   REQUIRE(r.recomputed_by_op.at("aten::sum") == 1);
-  REQUIRE(r.flops_recomputed == 64.0 * 64 + 1);       // one per output element
+  REQUIRE(r.flops_recomputed == 2 * 64.0 * 64 + 1);   // one per output element
   REQUIRE(r.sac_tensors_saved == 1);
   REQUIRE(r.sac_bytes_saved == 64 * 64 * 4);
   REQUIRE(r.sac_bytes_held == 0);                     // consumed
   REQUIRE(r.holder_bytes_held == 0);                  // every recomputed tensor was taken
-  REQUIRE(r.tensors_packed == 3);                     // mm: x, x; sin: mm's output
+  REQUIRE(r.tensors_packed == 4);                     // mm: x, x; sin: mm's output; exp: its output
+}
+
+TEST_CASE("a region whose backward needs only what SAC kept (or what it did not make) is never rerun", "[sac]") {
+  Tensor x = randn({8, 8}).requires_grad_();
+  Tensor w = randn({8, 8}).requires_grad_();
+  auto fn = [&](const Tensor& h) { return mm(h, w).sin().sum(); };
+  Tensor expected_loss = fn(x);
+  expected_loss.backward();
+  Tensor gx = x.grad(), gw = w.grad();
+  x.set_grad(Tensor());
+  w.set_grad(Tensor());
+  reset_checkpoint_stats();
+  // mm saves x (the region's input) and w (a leaf); sin saves mm's output, which SAC keeps.
+  Tensor loss = checkpoint(fn, x, sac([] { return create_selective_checkpoint_contexts({"aten::mm"}); }));
+  loss.backward();
+  CheckpointStats s = checkpoint_stats();
+  CHECK(s.total.recomputations == 0);
+  CHECK(s.total.ops_recomputed == 0);
+  CHECK(equal(x.grad(), gx));
+  CHECK(equal(w.grad(), gw));
+  // Keeping sin's input alone is not enough once exp's output is needed too: one rerun, which
+  // stops right after exp (sum is never run again).
+  x.set_grad(Tensor());
+  reset_checkpoint_stats();
+  Tensor loss2 = checkpoint([&](const Tensor& h) { return mm(h, w).sin().exp().sum(); }, x,
+                            sac([] { return create_selective_checkpoint_contexts({"aten::mm"}); }));
+  loss2.backward();
+  s = checkpoint_stats();
+  CHECK(s.total.recomputations == 1);
+  CHECK(s.total.ops_replayed == 1);  // mm
+  CHECK(s.total.recomputed_by_op.count("aten::sum") == 0);
+  CHECK(s.total.recomputed_by_op.at("aten::exp") == 1);
+}
+
+TEST_CASE("a leaf saved by a never-rerun region and changed in place fails the version check", "[sac][errors]") {
+  Tensor x = randn({4, 4}).requires_grad_();
+  Tensor w = randn({4, 4}).requires_grad_();
+  Tensor loss = checkpoint([&](const Tensor& h) { return mm(h, w).sin().sum(); }, x,
+                           sac([] { return create_selective_checkpoint_contexts({"aten::mm"}); }));
+  {
+    autograd::NoGradGuard no_grad;
+    w.mul_(2.0);
+  }
+  REQUIRE_THROWS_WITH(loss.backward(), Catch::Contains("one of the variables needed for gradient computation has been "
+                                                       "modified by an inplace operation") &&
+                                           Catch::Contains("is at version 2; expected version 1"));  // randn filled it: version 1
 }

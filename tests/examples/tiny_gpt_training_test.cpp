@@ -103,3 +103,33 @@ TEST_CASE("train reports each step, samples text and refuses a text shorter than
   CHECK(r.peak_bytes > 0);
   REQUIRE_THROWS_WITH(train(o, std::string(10, 'a')), Contains("the text has 10 characters; --seq 16 needs at least 18"));
 }
+
+TEST_CASE("parse_byte_size reads sizes with units; --budget excludes --checkpoint", "[examples]") {
+  CHECK(parse_byte_size("--budget", "40MiB") == 40 << 20);
+  CHECK(parse_byte_size("--budget", "1.5GiB") == int64_t{3} << 29);
+  CHECK(parse_byte_size("--budget", "800KB") == 800000);
+  CHECK(parse_byte_size("--budget", "65536") == 65536);
+  CHECK(parse_args({"--budget", "2MiB"}).budget_bytes == 2 << 20);
+  REQUIRE_THROWS_WITH(parse_args({"--budget", "lots"}),
+                      Contains("--budget: expected a size like 40MiB, 1.5GiB, 800KB or 65536, got 'lots'"));
+  REQUIRE_THROWS_WITH(parse_args({"--budget", "4XB"}), Contains("got '4XB'"));
+  REQUIRE_THROWS_WITH(parse_args({"--budget", "0MiB"}), Contains("--budget: the size must be positive, got '0MiB'"));
+  REQUIRE_THROWS_WITH(parse_args({"--budget", "1MiB", "--checkpoint", "full"}),
+                      Contains("--budget plans the checkpointing itself; it cannot be combined with --checkpoint full"));
+}
+
+TEST_CASE("--budget trains under a plan: the measured peak is the predicted one, within the budget, same losses",
+          "[examples]") {
+  const std::string text = generate_corpus();
+  TrainResult none = train(small_run("none"), text);
+  TrainResult full = train(small_run("full"), text);
+  TrainOptions o = small_run("none");
+  o.budget_bytes = (none.peak_bytes + full.peak_bytes) / 2;
+  TrainResult planned = train(o, text);
+  CHECK(planned.peak_bytes == planned.predicted_peak_bytes);
+  CHECK(planned.peak_bytes <= o.budget_bytes);
+  CHECK(planned.losses == none.losses);
+  CHECK_THAT(planned.plan, Contains("checkpoint plan: budget"));
+  o.budget_bytes = full.peak_bytes / 4;
+  REQUIRE_THROWS_WITH(train(o, text), Contains("no plan fits a budget of"));
+}

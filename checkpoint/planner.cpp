@@ -1,0 +1,447 @@
+// The checkpointing planner (see planner.h).
+#include "checkpoint/planner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/stats.h"
+#include "engine/core/allocator.h"
+
+namespace remat {
+
+namespace {
+
+std::string call_key(const std::string& scope, const std::string& op, int64_t index) {
+  return (scope.empty() ? std::string("<top>") : scope) + " / " + op + " / #" + std::to_string(index);
+}
+
+const StorageImpl* storage_of(const Tensor& t) { return t.defined() ? t.impl()->storage().get() : nullptr; }
+
+bool shares_storage_with(const Tensor& t, const std::vector<IValue>& args) {
+  for (const IValue& a : args)
+    if (a.isTensor() && storage_of(a.toTensor()) == storage_of(t)) return true;
+  return false;
+}
+
+// Bytes of the outputs a call newly allocates (a view's output is its input's storage).
+int64_t new_output_bytes(const std::vector<IValue>& args, const std::vector<IValue>& outputs) {
+  int64_t n = 0;
+  for (const IValue& v : outputs)
+    if (v.isTensor() && v.toTensor().defined() && !shares_storage_with(v.toTensor(), args)) n += v.toTensor().nbytes();
+  return n;
+}
+
+struct Device_ {
+  double peak_flops, bandwidth;
+};
+
+// max(FLOPs / peak, bytes moved / bandwidth); a call that only makes views costs nothing.
+double recompute_cost(const Device_& d, const OperatorHandle& op, const std::vector<IValue>& args,
+                      const std::vector<IValue>& outputs) {
+  const int64_t out_bytes = new_output_bytes(args, outputs);
+  if (out_bytes == 0) return 0;
+  const double flops = stats_detail::op_flops(op, args, outputs);
+  const double moved = static_cast<double>(stats_detail::bytes_of(args) + out_bytes);
+  return std::max(flops / d.peak_flops, moved / d.bandwidth);
+}
+
+std::vector<Shape> arg_shapes(const std::vector<IValue>& args) {
+  std::vector<Shape> shapes;
+  for (const IValue& a : args)
+    if (a.isTensor()) shapes.push_back(a.toTensor().defined() ? a.toTensor().sizes() : Shape{-1});
+  return shapes;
+}
+
+}  // namespace
+
+struct CheckpointPlan::Data {
+  struct Call {
+    std::string key;
+    std::vector<Shape> arg_shapes;  // what the plan was made for
+    int64_t bytes = 0;              // new output bytes, summed over regions that share the key
+    double cost = 0;                // recompute cost of one call
+    bool needed = false;            // backward saves (a view of) its output
+    bool mutated = false;           // an in-place op changes its output later: SAC cannot keep it
+    bool kept = false;
+  };
+  struct Region {
+    std::string scope;
+    std::vector<size_t> calls;  // in forward order
+    double overhead = 0, flops = 0;
+    int64_t recomputed = 0;
+  };
+  std::vector<Call> calls;
+  std::unordered_map<std::string, size_t> by_key;
+  std::vector<Region> regions;
+  std::vector<size_t> candidates;  // the search's order
+  PlannerOptions options;
+};
+
+namespace {
+
+using Data = CheckpointPlan::Data;
+
+// Listens to one dry run: records the calls (when profiling) and prices what is recomputed.
+class DryRunObserver : public stats_detail::PlanningObserver {
+ public:
+  DryRunObserver(Data* data, bool profile, Device_ device) : data_(data), profile_(profile), device_(device) {}
+
+  void forward_call(int64_t region, const std::string& scope, const OperatorHandle& op, int64_t index,
+                    const std::vector<IValue>& args, const std::vector<IValue>& outputs, bool) override {
+    Data::Region& r = region_of(region, scope);
+    if (!profile_) return;
+    std::string key = call_key(scope, op.name(), index);
+    auto [it, fresh] = data_->by_key.emplace(key, data_->calls.size());
+    if (fresh) {
+      Data::Call c;
+      c.key = std::move(key);
+      c.arg_shapes = arg_shapes(args);
+      c.cost = recompute_cost(device_, op, args, outputs);
+      data_->calls.push_back(std::move(c));
+    }
+    Data::Call& c = data_->calls[it->second];
+    c.bytes += new_output_bytes(args, outputs);
+    r.calls.push_back(it->second);
+    if (op.schema().is_mutable()) {
+      for (const IValue& a : args) {
+        if (!a.isTensor()) continue;
+        auto p = producer_.find(storage_of(a.toTensor()));
+        if (p != producer_.end()) data_->calls[p->second].mutated = true;
+      }
+    }
+    for (const IValue& v : outputs)
+      if (v.isTensor() && v.toTensor().defined() && !shares_storage_with(v.toTensor(), args))
+        producer_[storage_of(v.toTensor())] = it->second;
+  }
+
+  void saved(int64_t, const Tensor& t) override {
+    if (!profile_) return;
+    auto p = producer_.find(storage_of(t));
+    if (p != producer_.end()) data_->calls[p->second].needed = true;
+  }
+
+  void recomputed(int64_t region, const OperatorHandle& op, const std::vector<IValue>& args,
+                  const std::vector<IValue>& outputs) override {
+    double c = recompute_cost(device_, op, args, outputs);
+    overhead += c;
+    auto it = region_index_.find(region);
+    if (it != region_index_.end()) {
+      Data::Region& r = data_->regions[it->second];
+      if (!profile_ && record_regions_) {
+        r.overhead += c;
+        r.flops += stats_detail::op_flops(op, args, outputs);
+        r.recomputed += 1;
+      }
+    }
+  }
+
+  double overhead = 0;
+  bool record_regions_ = false;
+
+ private:
+  // Regions are numbered afresh in every dry run: the n-th region seen is region n.
+  // A region's scope is what its calls' scopes share ("layers.3" for calls under layers.3.*).
+  Data::Region& region_of(int64_t region, const std::string& scope) {
+    auto [it, fresh] = region_index_.emplace(region, region_index_.size());
+    if (fresh && profile_) data_->regions.push_back(Data::Region{scope, {}, 0, 0, 0});
+    Data::Region& r = data_->regions.at(it->second);
+    if (profile_ && !fresh) {
+      size_t k = 0;
+      while (k < r.scope.size() && k < scope.size() && r.scope[k] == scope[k]) ++k;
+      if (k < r.scope.size()) {
+        while (k > 0 && !(k == scope.size() || scope[k] == '.')) --k;  // back to a whole name
+        r.scope.resize(k);
+      }
+    }
+    return r;
+  }
+
+  Data* data_;
+  bool profile_;
+  Device_ device_;
+  std::unordered_map<const StorageImpl*, size_t> producer_;
+  std::unordered_map<int64_t, size_t> region_index_;
+};
+
+struct RunResult {
+  int64_t peak = 0;
+  double flops = 0, overhead = 0;
+};
+
+class Planner {
+ public:
+  Planner(const PlannedStep& step, const PlannerOptions& o)
+      : step_(step), device_{o.peak_flops > 0 ? o.peak_flops : (o.device.is_cuda() ? kCUDAPeakFlops : kCPUPeakFlops),
+                             o.bandwidth > 0 ? o.bandwidth : (o.device.is_cuda() ? kCUDABandwidth : kCPUBandwidth)} {
+    data.options = o;
+  }
+
+  // One dry run with `keep` kept (profile: also records the calls).
+  RunResult run(const std::vector<bool>& keep, bool profile, bool record_regions = false) {
+    ++dry_runs;
+    auto kept_keys = std::make_shared<std::unordered_set<std::string>>();
+    for (size_t i = 0; i < keep.size(); ++i)
+      if (keep[i]) kept_keys->insert(data.calls[i].key);
+    PolicyFn policy = [kept_keys](const SelectiveCheckpointContext& ctx, const OperatorHandle& op,
+                                  const std::vector<IValue>&) {
+      return kept_keys->count(call_key(ctx.scope, op.name(), ctx.index)) ? CheckpointPolicy::MUST_SAVE
+                                                                         : CheckpointPolicy::PREFER_RECOMPUTE;
+    };
+    DryRunObserver observer(&data, profile, device_);
+    observer.record_regions_ = record_regions;
+    stats_detail::PlanningObserver* previous = stats_detail::planning_observer();
+    stats_detail::set_planning_observer(&observer);
+    const Device meta{kMeta};
+    reset_checkpoint_stats();
+    const int64_t start = memory_allocated(meta);
+    reset_peak_memory_stats(meta);
+    try {
+      step_(policy, meta);
+    } catch (...) {
+      stats_detail::set_planning_observer(previous);
+      throw;
+    }
+    stats_detail::set_planning_observer(previous);
+    RunResult r;
+    r.peak = max_memory_allocated(meta) - start;
+    r.flops = checkpoint_stats().total.flops_recomputed;
+    r.overhead = observer.overhead;
+    return r;
+  }
+
+  Data data;
+  int64_t dry_runs = 0;
+
+ private:
+  const PlannedStep& step_;
+  Device_ device_;
+};
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+// The last dry run: the plan's figures, verified, and each region priced.
+void finish_plan(Planner& planner, const std::vector<bool>& best, CheckpointPlan* plan) {
+  Data& data = planner.data;
+  for (Data::Region& r : data.regions) r.overhead = r.flops = 0, r.recomputed = 0;
+  RunResult final_run = planner.run(best, false, /*record_regions=*/true);
+  for (size_t i = 0; i < data.calls.size(); ++i) {
+    data.calls[i].kept = best[i];
+    if (best[i]) plan->kept.push_back(data.calls[i].key);
+  }
+  plan->candidates.clear();
+  for (size_t c : data.candidates) plan->candidates.push_back(data.calls[c].key);
+  plan->predicted_peak_bytes = final_run.peak;
+  plan->recompute_flops = final_run.flops;
+  plan->predicted_overhead_seconds = final_run.overhead;
+  plan->data = std::make_shared<const Data>(std::move(data));
+}
+
+}  // namespace
+
+CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (options.budget_bytes <= 0) {
+    throw CheckpointError("plan_checkpointing: the memory budget must be positive, got " +
+                          std::to_string(options.budget_bytes) + " bytes");
+  }
+  REMAT_CHECK(static_cast<bool>(step), "plan_checkpointing: the step function is empty");
+  REMAT_CHECK(!options.device.is_meta(), "plan_checkpointing: options.device is the device to plan for (cpu or cuda), "
+              "not meta");
+  REMAT_CHECK(options.max_dry_runs >= 3, "plan_checkpointing: max_dry_runs must be at least 3, got ",
+              options.max_dry_runs);
+  MetaAccountingGuard accounting(options.device.is_cuda() ? kCUDA : kCPU);
+  Planner planner(step, options);
+  Data& data = planner.data;
+
+  // 1. Profile: nothing kept, every call recorded (the lowest peak any plan reaches).
+  RunResult recompute_all = planner.run({}, /*profile=*/true);
+  REMAT_CHECK(!data.regions.empty(), "plan_checkpointing: the step ran no checkpointed region with a selective "
+              "policy (use the policy it is given, e.g. nn::ActivationCheckpointing::selective(policy))");
+  const size_t n = data.calls.size();
+  std::vector<size_t> candidates;
+  for (size_t i = 0; i < n; ++i)
+    if (data.calls[i].needed && !data.calls[i].mutated && data.calls[i].bytes > 0) candidates.push_back(i);
+  // Recompute cost saved per byte kept, highest first; ties in forward order.
+  std::stable_sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
+    return data.calls[a].cost * static_cast<double>(data.calls[b].bytes) >
+           data.calls[b].cost * static_cast<double>(data.calls[a].bytes);
+  });
+  data.candidates = candidates;
+
+  std::vector<bool> all(n, false);
+  for (size_t c : candidates) all[c] = true;
+  RunResult keep_all = planner.run(all, false);
+
+  CheckpointPlan plan;
+  plan.budget_bytes = options.budget_bytes;
+  plan.recompute_all_peak_bytes = recompute_all.peak;
+  plan.keep_all_peak_bytes = keep_all.peak;
+  if (options.budget_bytes < recompute_all.peak) {
+    throw CheckpointError("plan_checkpointing: no plan fits a budget of " + std::to_string(options.budget_bytes) +
+                          " bytes: the minimum feasible peak is " + std::to_string(recompute_all.peak) +
+                          " bytes (" + mib(recompute_all.peak) + ", everything recomputable recomputed)");
+  }
+
+  auto fits = [&](const RunResult& r) { return r.peak <= options.budget_bytes; };
+  std::vector<bool> best(n, false);
+  RunResult best_run = recompute_all;
+  auto better = [&](const RunResult& r) {
+    return fits(r) && (r.overhead < best_run.overhead || (r.overhead == best_run.overhead && r.peak < best_run.peak));
+  };
+  auto budget_left = [&] { return planner.dry_runs < options.max_dry_runs - 1; };  // one kept for the check
+  if (fits(keep_all)) {
+    best = all;
+    best_run = keep_all;
+  } else {
+    // 2. The longest prefix of the candidates that fits.
+    auto prefix = [&](size_t k) {
+      std::vector<bool> s(n, false);
+      for (size_t i = 0; i < k; ++i) s[candidates[i]] = true;
+      return s;
+    };
+    size_t lo = 0, hi = candidates.size();  // prefix lo fits, prefix hi does not
+    while (hi - lo > 1 && budget_left()) {
+      size_t mid = lo + (hi - lo) / 2;
+      RunResult r = planner.run(prefix(mid), false);
+      if (fits(r)) {  // a longer prefix keeps a superset: it recomputes no more
+        lo = mid;
+        best = prefix(mid);
+        best_run = r;
+      } else {
+        hi = mid;
+      }
+    }
+    // 3. Local improvement, each move priced by a dry run.
+    auto try_set = [&](const std::vector<bool>& s) {
+      if (!budget_left()) return false;
+      RunResult r = planner.run(s, false);
+      if (!better(r)) return false;
+      best = s;
+      best_run = r;
+      return true;
+    };
+    //    Whole regions: keeping all a region needs means it is not rerun at all.
+    for (const Data::Region& region : data.regions) {
+      std::vector<bool> s = best;
+      bool adds = false;
+      for (size_t c : region.calls)
+        if (all[c] && !s[c]) s[c] = adds = true;
+      if (adds) try_set(s);
+    }
+    //    First fit: every candidate left, in order.
+    for (size_t c : candidates) {
+      if (best[c]) continue;
+      std::vector<bool> s = best;
+      s[c] = true;
+      try_set(s);
+    }
+    //    One-for-one swaps: a kept call of lower value out, a better one in.
+    for (size_t in : candidates) {
+      if (best[in] || !budget_left()) continue;
+      for (auto out = candidates.rbegin(); out != candidates.rend() && budget_left(); ++out) {
+        if (!best[*out] || data.calls[*out].cost >= data.calls[in].cost) continue;
+        std::vector<bool> s = best;
+        s[*out] = false;
+        s[in] = true;
+        if (try_set(s)) break;
+      }
+    }
+  }
+
+  plan.dry_runs = planner.dry_runs;
+  finish_plan(planner, best, &plan);
+  plan.planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return plan;
+}
+
+CheckpointPlan CheckpointPlan::with_kept(const PlannedStep& step, const std::vector<std::string>& keys) const {
+  REMAT_CHECK(data != nullptr, "CheckpointPlan::with_kept: an empty plan (make one with plan_checkpointing)");
+  MetaAccountingGuard accounting(data->options.device.is_cuda() ? kCUDA : kCPU);
+  Planner planner(step, data->options);
+  planner.data = *data;
+  std::vector<bool> keep(planner.data.calls.size(), false);
+  for (const std::string& k : keys) {
+    auto it = planner.data.by_key.find(k);
+    if (it == planner.data.by_key.end() || !planner.data.calls[it->second].needed) {
+      throw CheckpointError("CheckpointPlan::with_kept: '" + k + "' is not one of the plan's candidates");
+    }
+    keep[it->second] = true;
+  }
+  CheckpointPlan plan = *this;
+  plan.kept.clear();
+  finish_plan(planner, keep, &plan);
+  return plan;
+}
+
+PolicyFn CheckpointPlan::policy() const {
+  REMAT_CHECK(data != nullptr, "CheckpointPlan::policy: an empty plan (make one with plan_checkpointing)");
+  std::shared_ptr<const Data> d = data;
+  return [d](const SelectiveCheckpointContext& ctx, const OperatorHandle& op, const std::vector<IValue>& args) {
+    std::string key = call_key(ctx.scope, op.name(), ctx.index);
+    auto it = d->by_key.find(key);
+    if (it == d->by_key.end()) {
+      throw CheckpointError("CheckpointPlan: the call '" + key +
+                            "' was never seen when this plan was made: the plan is for another model or "
+                            "configuration (plan again for this one)");
+    }
+    const Data::Call& c = d->calls[it->second];
+    std::vector<Shape> shapes = arg_shapes(args);
+    if (shapes != c.arg_shapes) {
+      std::ostringstream os;
+      os << "CheckpointPlan: the call '" << key << "' has arguments of shapes";
+      for (const Shape& s : shapes) os << " " << s;
+      os << ", but the plan was made for";
+      for (const Shape& s : c.arg_shapes) os << " " << s;
+      os << ": the plan is for another configuration (plan again for this one)";
+      throw CheckpointError(os.str());
+    }
+    return c.kept ? CheckpointPolicy::MUST_SAVE : CheckpointPolicy::PREFER_RECOMPUTE;
+  };
+}
+
+std::string CheckpointPlan::summary() const {
+  if (data == nullptr) return "(empty plan)\n";
+  std::ostringstream os;
+  char line[256];
+  std::snprintf(line, sizeof line, "checkpoint plan: budget %s, predicted peak %s (feasible %s .. %s), %zu kept\n",
+                mib(budget_bytes).c_str(), mib(predicted_peak_bytes).c_str(), mib(recompute_all_peak_bytes).c_str(),
+                mib(keep_all_peak_bytes).c_str(), kept.size());
+  os << line;
+  std::snprintf(line, sizeof line, "recompute: %.4g GFLOP, %.4g ms predicted; %lld dry runs in %.2f s\n",
+                recompute_flops / 1e9, predicted_overhead_seconds * 1e3, static_cast<long long>(dry_runs),
+                planning_seconds);
+  os << line;
+  std::snprintf(line, sizeof line, "%-28s %6s %12s %8s %12s %10s %12s\n", "region", "kept", "kept bytes", "dropped",
+                "drop bytes", "rerun ops", "cost ms");
+  os << line;
+  for (const Data::Region& r : data->regions) {
+    int64_t kept_n = 0, kept_b = 0, drop_n = 0, drop_b = 0;
+    std::unordered_set<size_t> seen;
+    for (size_t c : r.calls) {
+      if (!seen.insert(c).second) continue;
+      const Data::Call& call = data->calls[c];
+      if (!call.needed || call.bytes == 0) continue;
+      if (call.kept) ++kept_n, kept_b += call.bytes;
+      else ++drop_n, drop_b += call.bytes;
+    }
+    std::snprintf(line, sizeof line, "%-28s %6lld %12s %8lld %12s %10lld %12.4f\n",
+                  (r.scope.empty() ? std::string("<top>") : r.scope).c_str(), static_cast<long long>(kept_n),
+                  mib(kept_b).c_str(), static_cast<long long>(drop_n), mib(drop_b).c_str(),
+                  static_cast<long long>(r.recomputed), r.overhead * 1e3);
+    os << line;
+  }
+  return os.str();
+}
+
+}  // namespace remat

@@ -1,0 +1,89 @@
+// A memory budget in, the fastest checkpointing plan that fits out. Counterparts:
+// torch/_functorch/partitioners.py (activation_memory_budget, compiled graphs only, a fraction,
+// no guarantee) and torch/distributed/_tools/sac_estimator.py + sac_ilp.py (estimates). remat
+// plans in eager mode and exactly: every candidate plan is priced by a dry run on the Meta
+// device, whose peak is the real step's peak to the byte.
+//
+//   PlannedStep step = [&](const PolicyFn& policy, Device device) {
+//     nn::GPTConfig cfg;  cfg.options = TensorOptions().device(device);
+//     nn::GPT model(cfg);
+//     model.set_checkpointing(nn::ActivationCheckpointing::selective(policy));
+//     optim::AdamW opt(model.parameters(), optim::AdamWOptions(3e-4));
+//     auto [idx, targets] = batch_on(device);
+//     model.forward(idx, targets).loss.backward();
+//     opt.step();
+//   };
+//   CheckpointPlan plan = plan_checkpointing(step, PlannerOptions{40 << 20});
+//   std::cout << plan.summary();          // what each region keeps and recomputes
+//   step(plan.policy(), Device{kCPU});    // peaks at plan.predicted_peak_bytes, exactly
+//
+// How it plans. One profiling dry run (nothing kept) records every op call SAC sees in
+// checkpointed regions, its output bytes and recompute cost (cost model below), and whether
+// backward needs its output (a saved tensor shares its storage); the calls backward needs are
+// the candidates. Keeping all of them reruns no region at all (a region whose saved tensors SAC
+// kept is never rerun), so [recompute-all, keep-all] bounds the feasible peaks. The search:
+// candidates by recompute cost saved per byte kept, the longest prefix that fits (binary search
+// on the dry run's peak), then first-fit additions, whole-region completions and one-for-one
+// swaps, each priced by a dry run, within options.max_dry_runs. The result is verified by one
+// more dry run.
+//
+// Cost model: recomputing a call costs max(FLOPs / peak FLOP/s, bytes moved / bandwidth) on
+// options.device; views cost nothing.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checkpoint/selective.h"
+
+namespace remat {
+
+struct PlannerOptions {
+  int64_t budget_bytes = 0;      // bound on the step's peak memory_allocated, counted from its start
+  Device device = Device{kCPU};  // the device whose speed the cost model assumes (and whose accounting: CUDA counts blocks)
+  double peak_flops = 0;         // FLOP/s of the device; 0: the defaults below
+  double bandwidth = 0;          // bytes/s of the device; 0: the defaults below
+  int64_t max_dry_runs = 200;    // bound on the search's dry runs (the result is deterministic)
+};
+
+// The cost model's defaults. CPU: this project's build machine (2-core Xeon, AVX-512), as
+// bench/ops measures it: FMA peak about 490 GFLOP/s on two threads, copy bandwidth about 12 GB/s.
+// CUDA: the H200's documented figures, about 790 TFLOP/s (bf16 dense) and 4.3 TB/s.
+constexpr double kCPUPeakFlops = 4.9e11, kCPUBandwidth = 1.2e10;
+constexpr double kCUDAPeakFlops = 7.9e14, kCUDABandwidth = 4.3e12;
+
+struct CheckpointPlan {
+  int64_t predicted_peak_bytes = 0;      // the dry run's peak under this plan (what the real step will show)
+  int64_t recompute_all_peak_bytes = 0;  // the lowest peak any plan reaches (everything recomputable recomputed)
+  int64_t keep_all_peak_bytes = 0;       // the peak when every output backward needs is kept (nothing recomputed)
+  double recompute_flops = 0;            // FLOPs recomputed in one call of `step`, counted as checkpoint_stats() counts them
+  double predicted_overhead_seconds = 0; // the cost model's price of that recompute on options.device (what the plan minimises)
+  std::vector<std::string> kept;         // "scope / op / #index" of every op output the plan keeps
+  std::vector<std::string> candidates;   // every output backward needs, in the search's order (best value first)
+  int64_t budget_bytes = 0;
+  int64_t dry_runs = 0;                  // dry runs the search made
+  double planning_seconds = 0;           // wall time of plan_checkpointing
+
+  // MUST_SAVE for kept outputs, PREFER_RECOMPUTE for the rest. Throws CheckpointError for a call
+  // the plan has never seen, or one whose argument shapes differ from what it was made for.
+  PolicyFn policy() const;
+  std::string summary() const;  // per region: bytes kept / recomputed, cost
+  // The same model, another keep-set (any subset of `candidates`), priced by one dry run: for
+  // comparing a hand-made choice with the planner's. Ignores the budget.
+  CheckpointPlan with_kept(const std::function<void(const PolicyFn&, Device)>& step,
+                           const std::vector<std::string>& kept) const;
+
+  struct Data;  // the calls and regions seen when planning (planner.cpp)
+  std::shared_ptr<const Data> data;
+};
+
+// step(policy, device): builds what it needs on `device` (model, optimizer, inputs) and runs a
+// training step whose checkpointed regions use SAC under `policy`. The planner calls it with
+// Device{kMeta} only; the caller then runs plan.policy() for real.
+using PlannedStep = std::function<void(const PolicyFn&, Device)>;
+CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions& options);
+
+}  // namespace remat

@@ -1,0 +1,217 @@
+// Tests checkpoint/planner.{h,cpp}: plans made by dry runs on Meta, run for real on the CPU. Every
+// figure is exact (no timing): the measured peak is the predicted one to the byte, the FLOPs
+// recomputed are the plan's, and the losses are bitwise those of a run without checkpointing.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "remat.h"
+#include "tests/testing/matchers.h"
+
+using namespace remat;
+using Catch::Matchers::Contains;
+using remat::testing::What;
+
+namespace {
+
+struct Shape5 {
+  int64_t batch, seq, embd, heads, vocab, layers;
+};
+// Activations decide the peak.
+const Shape5 kActivationBound{4, 64, 32, 2, 17, 3};
+// One block: at most 16 candidates, for the exhaustive search.
+const Shape5 kOneBlock{2, 8, 16, 2, 11, 1};
+
+struct StepResult {
+  int64_t peak = 0;  // counted from the step's start
+  double flops = 0;
+  std::vector<double> loss_and_grads;
+};
+
+// A training step of a GPT on `device` under `ac` (AdamW; the batch made inside, as a real loop would).
+StepResult train_step(const Shape5& s, Device device, const nn::ActivationCheckpointing& ac) {
+  reset_checkpoint_stats();
+  const int64_t start = memory_allocated(device);
+  reset_peak_memory_stats(device);
+  StepResult r;
+  {
+    nn::GPTConfig cfg;
+    cfg.vocab_size = s.vocab;
+    cfg.block_size = s.seq;
+    cfg.n_layer = s.layers;
+    cfg.n_head = s.heads;
+    cfg.n_embd = s.embd;
+    cfg.options = TensorOptions().device(device);
+    nn::GPT model(cfg);
+    model.set_checkpointing(ac);
+    optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-3));
+    TensorOptions lo = TensorOptions().dtype(kLong).device(device);
+    Tensor idx, targets;
+    if (device.is_meta()) {
+      idx = empty({s.batch, s.seq}, lo);
+      targets = empty({s.batch, s.seq}, lo);
+    } else {
+      std::vector<double> a, b;
+      for (int64_t i = 0; i < s.batch * s.seq; ++i) {
+        a.push_back(static_cast<double>((i * 7 + 3) % s.vocab));
+        b.push_back(static_cast<double>((i * 5 + 1) % s.vocab));
+      }
+      idx = from_vector(a, {s.batch, s.seq}, lo);
+      targets = from_vector(b, {s.batch, s.seq}, lo);
+    }
+    nn::GPTOutput out = model.forward(idx, targets);
+    out.loss.backward();
+    opt.step();
+    if (!device.is_meta()) {
+      r.loss_and_grads.push_back(out.loss.item());
+      for (const Tensor& p : model.parameters())
+        for (double v : p.to_vector()) r.loss_and_grads.push_back(v);  // after the update: grads and moments agree
+    }
+  }
+  r.peak = max_memory_allocated(device) - start;
+  r.flops = checkpoint_stats().total.flops_recomputed;
+  return r;
+}
+
+PlannedStep planned_step(const Shape5& s) {
+  return [s](const PolicyFn& policy, Device device) {
+    train_step(s, device, nn::ActivationCheckpointing::selective(policy));
+  };
+}
+
+bool bitwise_equal(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("planner: a sweep of budgets: each plan fits, is exact on the CPU, and costs less as budgets grow",
+          "[planner]") {
+  const Shape5 s = kActivationBound;
+  PlannedStep step = planned_step(s);
+  StepResult plain = train_step(s, Device{kCPU}, nn::ActivationCheckpointing::none());
+  CheckpointPlan probe = plan_checkpointing(step, PlannerOptions{int64_t{1} << 40});
+  const int64_t lo = probe.recompute_all_peak_bytes, hi = probe.keep_all_peak_bytes;
+  REQUIRE(lo < hi);
+  CHECK(probe.predicted_peak_bytes == hi);  // a budget above everything keeps all
+  CHECK(probe.recompute_flops == 0);
+  CHECK(hi <= plain.peak);  // keeping all backward needs costs no more than no checkpointing
+
+  double previous_cost = std::numeric_limits<double>::infinity();
+  double previous_flops = std::numeric_limits<double>::infinity();
+  const int kBudgets = 6;
+  for (int i = 0; i <= kBudgets; ++i) {
+    const int64_t budget = lo + (hi - lo) * i / kBudgets;
+    INFO("budget " << budget << " (" << i << "/" << kBudgets << " of [" << lo << ", " << hi << "])");
+    CheckpointPlan plan = plan_checkpointing(step, PlannerOptions{budget});
+    CHECK(plan.predicted_peak_bytes <= budget);
+    StepResult real = train_step(s, Device{kCPU}, nn::ActivationCheckpointing::planned(plan));
+    CHECK(real.peak == plan.predicted_peak_bytes);
+    CHECK(real.peak <= budget);
+    CHECK(real.flops == plan.recompute_flops);
+    CHECK(bitwise_equal(real.loss_and_grads, plain.loss_and_grads));
+    CHECK(plan.predicted_overhead_seconds <= previous_cost);
+    CHECK(plan.recompute_flops <= previous_flops);
+    previous_cost = plan.predicted_overhead_seconds;
+    previous_flops = plan.recompute_flops;
+    if (i == kBudgets) {
+      CHECK(plan.recompute_flops == 0);
+      CHECK(plan.predicted_overhead_seconds == 0);
+    }
+  }
+}
+
+TEST_CASE("planner: at full checkpointing's own peak, the plan recomputes no more than full checkpointing",
+          "[planner]") {
+  const Shape5 s = kActivationBound;
+  StepResult full = train_step(s, Device{kCPU}, nn::ActivationCheckpointing::full());
+  CheckpointPlan plan = plan_checkpointing(planned_step(s), PlannerOptions{full.peak});
+  CHECK(plan.predicted_peak_bytes <= full.peak);
+  CHECK(plan.recompute_flops <= full.flops);
+  CHECK(full.flops > 0);
+}
+
+TEST_CASE("planner: on one block, no keep-set that fits is cheaper than the plan by more than 5%", "[planner]") {
+  const Shape5 s = kOneBlock;
+  PlannedStep step = planned_step(s);
+  CheckpointPlan probe = plan_checkpointing(step, PlannerOptions{int64_t{1} << 40});
+  const std::vector<std::string>& cands = probe.candidates;
+  REQUIRE(!cands.empty());
+  REQUIRE(cands.size() <= 16);
+  const int64_t lo = probe.recompute_all_peak_bytes, hi = probe.keep_all_peak_bytes;
+  // Every keep-set, priced once; then each budget's best.
+  std::vector<std::pair<int64_t, double>> all;  // peak, cost
+  for (uint32_t mask = 0; mask < (1u << cands.size()); ++mask) {
+    std::vector<std::string> kept;
+    for (size_t i = 0; i < cands.size(); ++i)
+      if (mask & (1u << i)) kept.push_back(cands[i]);
+    CheckpointPlan p = probe.with_kept(step, kept);
+    all.emplace_back(p.predicted_peak_bytes, p.predicted_overhead_seconds);
+  }
+  for (int i = 0; i <= 4; ++i) {
+    const int64_t budget = lo + (hi - lo) * i / 4;
+    INFO("budget " << budget);
+    CheckpointPlan plan = plan_checkpointing(step, PlannerOptions{budget});
+    double best = std::numeric_limits<double>::infinity();
+    for (const auto& [peak, cost] : all)
+      if (peak <= budget) best = std::min(best, cost);
+    CHECK(plan.predicted_overhead_seconds <= best * 1.05 + 1e-12);
+  }
+}
+
+TEST_CASE("planner: a plan prices what it keeps; with_kept reprices another choice", "[planner]") {
+  PlannedStep step = planned_step(kOneBlock);
+  CheckpointPlan plan = plan_checkpointing(step, PlannerOptions{int64_t{1} << 40});
+  CHECK(plan.kept.size() == plan.candidates.size());
+  CheckpointPlan none = plan.with_kept(step, {});
+  CHECK(none.predicted_peak_bytes == plan.recompute_all_peak_bytes);
+  CHECK(none.recompute_flops > 0);
+  CHECK(none.predicted_overhead_seconds > 0);
+  std::string table = plan.summary();
+  CHECK_THAT(table, Contains("checkpoint plan: budget") && Contains("layers.0") && Contains("kept bytes"));
+  REQUIRE_THROWS_MATCHES(plan.with_kept(step, {"nowhere / aten::mm / #0"}), CheckpointError,
+                         What(Contains("'nowhere / aten::mm / #0' is not one of the plan's candidates")));
+}
+
+TEST_CASE("planner: error paths name the budget, the minimum, and the call the plan was not made for",
+          "[planner][errors]") {
+  PlannedStep step = planned_step(kOneBlock);
+  REQUIRE_THROWS_MATCHES(plan_checkpointing(step, PlannerOptions{0}), CheckpointError,
+                         What(Contains("the memory budget must be positive, got 0 bytes")));
+  REQUIRE_THROWS_MATCHES(plan_checkpointing(step, PlannerOptions{-5}), CheckpointError,
+                         What(Contains("got -5 bytes")));
+  CheckpointPlan plan = plan_checkpointing(step, PlannerOptions{int64_t{1} << 40});
+  const int64_t minimum = plan.recompute_all_peak_bytes;
+  REQUIRE_THROWS_MATCHES(plan_checkpointing(step, PlannerOptions{minimum - 1}), CheckpointError,
+                         What(Contains("no plan fits a budget of " + std::to_string(minimum - 1) + " bytes") &&
+                              Contains("the minimum feasible peak is " + std::to_string(minimum) + " bytes")));
+  CHECK_NOTHROW(plan_checkpointing(step, PlannerOptions{minimum}));
+
+  // Another model: a second block the plan never saw.
+  Shape5 deeper = kOneBlock;
+  deeper.layers = 2;
+  REQUIRE_THROWS_MATCHES(train_step(deeper, Device{kMeta}, nn::ActivationCheckpointing::planned(plan)),
+                         CheckpointError, What(Contains("'layers.1.") && Contains("was never seen when this plan was made")));
+  // Another configuration: the same calls on longer sequences.
+  Shape5 longer = kOneBlock;
+  longer.seq = 16;
+  REQUIRE_THROWS_MATCHES(train_step(longer, Device{kMeta}, nn::ActivationCheckpointing::planned(plan)),
+                         CheckpointError, What(Contains("has arguments of shapes") && Contains("another configuration")));
+  // A step without a selective region has nothing to plan.
+  PlannedStep plain = [](const PolicyFn&, Device device) { train_step(kOneBlock, device, nn::ActivationCheckpointing::none()); };
+  REQUIRE_THROWS_WITH(plan_checkpointing(plain, PlannerOptions{1 << 20}),
+                      Contains("the step ran no checkpointed region with a selective policy"));
+  REQUIRE_THROWS_WITH(plan_checkpointing(step, [] { PlannerOptions o{1 << 20}; o.device = Device{kMeta}; return o; }()),
+                      Contains("options.device is the device to plan for (cpu or cuda), not meta"));
+}
+
+TEST_CASE("planner: planning for CUDA counts the CUDA allocator's blocks", "[planner]") {
+  PlannedStep step = planned_step(kOneBlock);
+  PlannerOptions o{int64_t{1} << 40};
+  o.device = Device{kCUDA};
+  CheckpointPlan cuda = plan_checkpointing(step, o);
+  CheckpointPlan cpu = plan_checkpointing(step, PlannerOptions{int64_t{1} << 40});
+  CHECK(cuda.predicted_peak_bytes > cpu.predicted_peak_bytes);  // every tensor rounded up to 512 bytes
+  CHECK(cuda.predicted_peak_bytes % 512 == 0);
+  CHECK(meta_accounting() == kCPU);  // restored
+}
