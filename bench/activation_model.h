@@ -5,7 +5,9 @@
 // score tensor), N = B*T*4 (one LayerNorm mean or rstd row, always f32), M = T*T (the causal
 // mask, one byte per element).
 //
-// What one block's ops save for backward (remat's derivative rules, in forward order):
+// What one block's ops save for backward (remat's derivative rules, in forward order; every
+// parameter trains: a rule saves a tensor only for gradients that are needed, so a model with
+// frozen weights keeps less than this table says):
 //   ln1 native_layer_norm  input x, mean, rstd          A + 2N
 //   qkv addmm              ln1's output                 A
 //   q @ k^T  bmm           contiguous copies of q, k^T  2A   (matmul reshapes the strided views)

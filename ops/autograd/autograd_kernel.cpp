@@ -2,8 +2,9 @@
 // torch/csrc/autograd/autograd_not_implemented_fallback.cpp: the kernel at the Autograd key.
 //
 // For an op with a derivative rule: if grad mode is on and an input requires grad, build the
-// rule's node, save the inputs it needs (saved-tensor pack hooks fire here, before the op runs),
-// run the op below Autograd, then connect and save the outputs.
+// rule's node, save the inputs that the needed gradients read (saved-tensor pack hooks fire
+// here, before the op runs), run the op below Autograd, then connect the outputs and save those
+// the needed gradients read.
 #include <algorithm>
 #include <mutex>
 
@@ -21,20 +22,41 @@ using namespace remat::autograd;
 // BackwardContext and FormulaNode
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+// "[0, 2]": the arguments a saved tensor is kept for (internal-assert messages).
+std::string read_by_str(const Derivative& d, SavedTensor::Kind kind, size_t index) {
+  for (const SavedTensor& s : d.saved)
+    if (s.kind == kind && s.index == index) return IValue(Shape(s.read_by.begin(), s.read_by.end())).str();
+  return "[] (it is not in the rule's table entry)";
+}
+
+}  // namespace
+
 Tensor BackwardContext::input(size_t a) const {
   REMAT_CHECK(!node_.has_freed_buffers, ERR_BACKWARD_TWICE);
   if (is_none(a)) return Tensor();
   REMAT_INTERNAL_ASSERT(a < node_.saved_inputs.size() && node_.saved_inputs[a].defined(), "derivative of ",
-                        node_.derivative().op, " reads argument ", a, " which it did not save");
-  return node_.saved_inputs[a].unpack();
+                        node_.derivative().op, " reads argument ", a,
+                        ", which it did not save: its table entry saves it only for the gradients of arguments ",
+                        read_by_str(node_.derivative(), SavedTensor::Kind::Argument, a),
+                        ", and none of them is needed");
+  if (unpacked_inputs_.size() <= a) unpacked_inputs_.resize(a + 1);
+  if (!unpacked_inputs_[a].defined()) unpacked_inputs_[a] = node_.saved_inputs[a].unpack();
+  return unpacked_inputs_[a];
 }
 
 Tensor BackwardContext::result(size_t i) const {
   REMAT_CHECK(!node_.has_freed_buffers, ERR_BACKWARD_TWICE);
-  REMAT_INTERNAL_ASSERT(i < node_.saved_outputs.size(), "derivative of ", node_.derivative().op,
-                        " reads output ", i, " which it did not save");
+  REMAT_INTERNAL_ASSERT(i < node_.saved_outputs.size() && node_.saved_outputs[i].defined(), "derivative of ",
+                        node_.derivative().op, " reads output ", i,
+                        ", which it did not save: its table entry saves it only for the gradients of arguments ",
+                        read_by_str(node_.derivative(), SavedTensor::Kind::Output, i), ", and none of them is needed");
+  if (unpacked_results_.size() <= i) unpacked_results_.resize(i + 1);
   // saved_for: an output's grad_fn is this very node
-  return node_.saved_outputs[i].unpack(std::const_pointer_cast<Node>(node_.shared_from_this()));
+  if (!unpacked_results_[i].defined())
+    unpacked_results_[i] = node_.saved_outputs[i].unpack(std::const_pointer_cast<Node>(node_.shared_from_this()));
+  return unpacked_results_[i];
 }
 
 const IValue& BackwardContext::arg(size_t a) const {
@@ -122,6 +144,16 @@ void redispatch_below_autograd(const OperatorHandle& op, DispatchKeySet ks, Stac
   op.redispatchBoxed(ks & DispatchKeySet::below(DispatchKey::Autograd), stack);
 }
 
+// Whether a gradient that reads s will be computed: one of its arguments requires grad (a
+// valid edge). PyTorch's Node::should_compute_output, not task_should_compute_output: this runs
+// in forward (and in a backward with create_graph, whose graph task must not decide what a
+// later backward may need).
+bool any_gradient_needed(const FormulaNode& node, const SavedTensor& s) {
+  for (size_t a : s.read_by)
+    if (node.next_edge(static_cast<size_t>(node.flat_index->at(a))).is_valid()) return true;
+  return false;
+}
+
 void check_inplace(const Derivative& d, const Tensor& self) {
   REMAT_CHECK(!(self.is_leaf() && self.requires_grad()),
               "a leaf Variable that requires grad is being used in an in-place operation. (", d.op,
@@ -138,7 +170,10 @@ class AutogradKernel : public WrapperKernel {
  public:
   explicit AutogradKernel(Derivative d)
       : WrapperKernel(DispatchKey::Autograd), d_(std::move(d)), node_name_(backward_node_name(d_.op)) {
-    for (size_t a : d_.saved_args) saved_args_end_ = std::max(saved_args_end_, a + 1);
+    for (const SavedTensor& s : d_.saved) {
+      if (s.kind == SavedTensor::Kind::Argument) saved_args_end_ = std::max(saved_args_end_, s.index + 1);
+      saves_outputs_ = saves_outputs_ || s.kind == SavedTensor::Kind::Output;
+    }
   }
 
   bool before(const OperatorHandle& op, const IValue* args, size_t n, std::shared_ptr<void>* state) const override {
@@ -146,6 +181,14 @@ class AutogradKernel : public WrapperKernel {
     const auto& schema_args = op.schema().arguments();
     // Layout of the arguments, from the schema, on first use (registration order is not known).
     std::call_once(layout_once_, [&] {
+      // Checked first: a throw leaves the layout unrecorded, for the next call to check again.
+      for (const SavedTensor& s : d_.saved) {
+        for (size_t a : s.read_by) {
+          REMAT_INTERNAL_ASSERT(a < schema_args.size() && schema_args[a].is_tensor(), "derivative of ", d_.op,
+                                ": a saved tensor is read by the gradient of argument ", a,
+                                ", which is not a Tensor argument");
+        }
+      }
       int edges = 0;
       for (const Argument& a : schema_args) {
         has_list_ = has_list_ || a.is_tensor_list();
@@ -188,17 +231,19 @@ class AutogradKernel : public WrapperKernel {
         if (!schema_args[i].is_tensor() && !schema_args[i].is_tensor_list()) node->args[i] = args[i];
     }
 
-    // 2. Save inputs now, before the kernel runs (checkpoint's early stop relies on this order).
+    // 2. Save inputs now, before the kernel runs (checkpoint's early stop relies on this order),
+    //    each only if a gradient that reads it is needed.
     if (d_.inplace) check_inplace(d_, args[0].toTensor());
     if (saved_args_end_ > 0) {
       SavingForNodeGuard saving(&node_name_);
       node->saved_inputs.resize(saved_args_end_);
-      for (size_t a : d_.saved_args) {
-        if (!args[a].isTensor()) continue;
-        const Tensor& t = args[a].toTensor();
+      for (const SavedTensor& s : d_.saved) {
+        if (s.kind != SavedTensor::Kind::Argument || !args[s.index].isTensor()) continue;
+        if (!any_gradient_needed(*node, s)) continue;
+        const Tensor& t = args[s.index].toTensor();
         // An in-place op overwrites self: save a copy of its old value.
-        node->saved_inputs[a] = (d_.inplace && a == 0) ? SavedVariable(ops_by_name::clone(t), false)
-                                                       : SavedVariable(t, false);
+        node->saved_inputs[s.index] = (d_.inplace && s.index == 0) ? SavedVariable(ops_by_name::clone(t), false)
+                                                                   : SavedVariable(t, false);
       }
     }
     *state = std::move(node);
@@ -231,12 +276,13 @@ class AutogradKernel : public WrapperKernel {
         connect(Tensor());
       }
     }
-    if (!d_.saved_results.empty()) {
+    if (saves_outputs_) {
       SavingForNodeGuard saving(&node_name_);
       node->saved_outputs.resize(out_index);
-      for (size_t r : d_.saved_results) {
-        REMAT_INTERNAL_ASSERT(r < nret && rets[r].isTensor());
-        node->saved_outputs[r] = SavedVariable(rets[r].toTensor(), /*is_output=*/true);
+      for (const SavedTensor& s : d_.saved) {
+        if (s.kind != SavedTensor::Kind::Output || !any_gradient_needed(*node, s)) continue;
+        REMAT_INTERNAL_ASSERT(s.index < nret && rets[s.index].isTensor());
+        node->saved_outputs[s.index] = SavedVariable(rets[s.index].toTensor(), /*is_output=*/true);
       }
     }
   }
@@ -245,6 +291,7 @@ class AutogradKernel : public WrapperKernel {
   Derivative d_;
   std::string node_name_;
   size_t saved_args_end_ = 0;
+  bool saves_outputs_ = false;
   mutable std::once_flag layout_once_;
   mutable std::vector<int> flat_index_;  // argument -> first edge (ops without a Tensor[] argument)
   mutable bool has_list_ = false;

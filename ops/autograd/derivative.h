@@ -24,8 +24,10 @@ class BackwardContext {
   BackwardContext(const FormulaNode& node, const std::vector<Tensor>& grads) : node_(node), grads_(grads) {}
 
   const Tensor& grad(size_t output = 0) const { return grads_.at(output); }
-  Tensor input(size_t arg) const;    // a saved tensor argument, by argument position
-  Tensor result(size_t output = 0) const;  // a saved output
+  // A saved tensor argument, by argument position (undefined for a None optional argument). A
+  // rule reads one only while computing a gradient its table entry names.
+  Tensor input(size_t arg) const;
+  Tensor result(size_t output = 0) const;  // a saved output, under the same rule
   const IValue& arg(size_t arg) const;     // a non-tensor argument
   double scalar(size_t a) const { return arg(a).toDouble(); }
   int64_t integer(size_t a) const { return arg(a).toInt(); }
@@ -42,16 +44,29 @@ class BackwardContext {
  private:
   const FormulaNode& node_;
   const std::vector<Tensor>& grads_;
+  // Each saved tensor is unpacked once per backward call, as the generated apply() does: a
+  // checkpoint holder can be unpacked only once per graph task.
+  mutable std::vector<Tensor> unpacked_inputs_, unpacked_results_;
 };
 
 // Returns one gradient per tensor input, in argument order (Tensor[] arguments contribute one
 // per element); undefined where not needed or not differentiable.
 using Formula = std::function<std::vector<Tensor>(const BackwardContext&)>;
 
+// A tensor a rule saves for backward, with the arguments whose gradients read it (in
+// derivatives.yaml, the per-input formulas that name it). It is saved only when one of those
+// gradients is needed, i.e. the argument requires grad: PyTorch's generated VariableType code
+// guards each SavedVariable with should_compute_output the same way.
+struct SavedTensor {
+  enum class Kind { Argument, Output };
+  Kind kind;
+  size_t index;                 // argument position, or output index
+  std::vector<size_t> read_by;  // argument positions (tensor arguments) whose gradient reads it
+};
+
 struct Derivative {
-  std::string op;                     // "aten::mul"
-  std::vector<size_t> saved_args;     // tensor arguments to save (by position)
-  std::vector<size_t> saved_results;  // outputs to save
+  std::string op;                  // "aten::mul"
+  std::vector<SavedTensor> saved;  // what backward may read, and for which gradients
   std::vector<size_t> non_differentiable_outputs;
   bool inplace = false;               // argument 0 is modified in place and returned
   bool non_differentiable = false;    // outputs never require grad (zeros_like, detach, ...)

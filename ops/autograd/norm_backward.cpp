@@ -32,11 +32,12 @@ NormDoubleBackward norm_double_backward(bool center, const Tensor& grad_out, con
   auto row_mean = [](const Tensor& t) { return mean(t, {1}, /*keepdim=*/true); };
   auto param_row = [&](const Tensor& t) { return reshape(t, {1, N}); };
 
-  Tensor x = rows(input), g = rows(grad_out), gg_in = rows(ggI);
+  Tensor x = rows(input), gg_in = rows(ggI);
   Tensor r = reshape(rstd_stat.to(dtype), {M, 1});  // float statistics of a BFloat16 input
   Tensor xhat = center ? mul(sub(x, reshape(mean_stat.to(dtype), {M, 1})), r) : mul(x, r);
   Tensor w = weight.defined() ? param_row(weight) : Tensor();
-  Tensor gh = w.defined() ? mul(g, w) : g;
+  // grad_out's values are read only by input's and weight's gradients (it is saved only for them)
+  Tensor g = need_input || need_weight ? rows(grad_out) : Tensor();
   auto project = [&](const Tensor& v) {  // P v
     Tensor centred = center ? sub(v, row_mean(v)) : v;
     return sub(centred, mul(xhat, row_mean(mul(v, xhat))));
@@ -49,12 +50,13 @@ NormDoubleBackward norm_double_backward(bool center, const Tensor& grad_out, con
     Tensor d = w.defined() ? mul(r_p_ggI, w) : r_p_ggI;
     if (ggW.defined()) d = add(d, mul(xhat, param_row(ggW)));
     if (ggB.defined()) d = add(d, param_row(ggB));
-    out.grad_grad_out = reshape(d, grad_out.sizes()).to(grad_out.dtype());
+    out.grad_grad_out = reshape(d, input.sizes()).to(dtype);  // grad_out's shape and dtype
   }
   if (need_weight && w.defined()) {
     out.grad_weight = reshape(sum(mul(g, r_p_ggI), {0}), normalized_shape).to(weight.dtype());
   }
   if (need_input) {
+    Tensor gh = w.defined() ? mul(g, w) : g;
     Tensor S = row_mean(mul(gg_in, gh));
     if (center) S = sub(S, mul(row_mean(gg_in), row_mean(gh)));
     Tensor c = row_mean(mul(gh, xhat)), a = row_mean(mul(gg_in, xhat));

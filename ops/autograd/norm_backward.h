@@ -12,6 +12,7 @@ namespace remat::ops::autograd {
 // always defined), ggW (of grad_weight; undefined without weight) and ggB (of grad_bias;
 // undefined without bias). mean/rstd are the forward's statistics; input's gradient treats them
 // as the functions of input they are. center = true: layer norm; false: RMS norm (mean unused).
+// grad_out may be undefined when neither input's nor weight's gradient is needed.
 struct NormDoubleBackward {
   Tensor grad_grad_out, grad_input, grad_weight;
 };

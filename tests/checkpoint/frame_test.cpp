@@ -219,6 +219,26 @@ TEST_CASE("determinism check: same count, different metadata", "[checkpoint][det
   }
 }
 
+TEST_CASE("determinism check: a recompute that saves a constant where forward saved a result", "[checkpoint][determinism]") {
+  // Forward exp(sin(x)) saves x (sin's input) and exp's result; the recompute mul(sin(x), c)
+  // saves x and the constant c, and not sin(x): only x's gradient is needed, and it reads c.
+  // PyTorch catches this by c's shape; so does remat, saving only what a needed gradient reads.
+  Tensor x = randn({3, 2}).requires_grad_();
+  Tensor c = randn({2});
+  bool first = true;
+  auto f = [&](const Tensor& h) {
+    Tensor y = first ? exp(sin(h)) : mul(sin(h), c);
+    first = false;
+    return y;
+  };
+  Tensor y = checkpoint(f, x);
+  REQUIRE_THROWS_MATCHES(y.sum().backward(), CheckpointError,
+                         What(Catch::Matchers::Contains("have different metadata than during the forward pass") &&
+                              Catch::Matchers::Contains("tensor at position 1 (saved by ExpBackward0)") &&
+                              Catch::Matchers::Contains("saved metadata: {shape: [3, 2], dtype: Float") &&
+                              Catch::Matchers::Contains("recomputed metadata: {shape: [2], dtype: Float")));
+}
+
 TEST_CASE("determinism check 'checksum' names the first tensor whose values differ", "[checkpoint][determinism]") {
   Tensor x = randn({4}).requires_grad_();
   double scale = 1.0;  // global state that changes between forward and backward

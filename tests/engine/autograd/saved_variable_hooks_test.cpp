@@ -72,7 +72,7 @@ TEST_CASE("pack receives the input tensor itself (the same TensorImpl)", "[saved
   Counter c;
   Tensor a = from_vector({1, 2}, {2}, f64(true));
   Tensor h = a * 3.0;
-  Tensor b = from_vector({5, 6}, {2}, kDouble);
+  Tensor b = from_vector({5, 6}, {2}, f64(true));  // requires grad: mul saves h for b's gradient
   {
     saved_tensors_hooks hooks(c.pack(), c.unpack());
     Tensor y = h * b;

@@ -408,3 +408,328 @@ TEST_CASE("gradgradcheck: second derivatives of mul, div, sin, cos, exp, log, mm
   REQUIRE(gradgradcheck([](const V& in) { return V{mul(sum(in[0], {1}, true), in[0])}; }, {leaf({2, 3}, 60)}));
 }
 }  // namespace engine_suite
+
+// ---- each rule saves only what a needed gradient reads (PyTorch's should_compute_output guards
+// on each SavedVariable; derivatives.yaml's per-input formulas) ----
+namespace saving {
+namespace {
+using V = std::vector<Tensor>;
+using Op = std::function<Tensor(const V&)>;
+
+// What one forward saved for backward.
+struct Saved {
+  int64_t count;  // tensors the pack hook saw
+  int64_t bytes;  // their bytes
+  int64_t held;   // bytes allocated after forward: the output and whatever its graph keeps alive
+};
+std::ostream& operator<<(std::ostream& os, const Saved& s) {
+  return os << "{" << s.count << " tensors, " << s.bytes << " bytes packed, " << s.held << " bytes held}";
+}
+
+// inputs: the op's arguments (float64 values; other dtypes are passed as they are). expected:
+// what is saved for each set of floating inputs requiring grad (bit i: input i), for every
+// non-empty set.
+struct Case {
+  const char* name;
+  V inputs;
+  Op op;
+  std::map<uint32_t, Saved> expected;
+};
+
+struct Run {
+  Saved saved{0, 0, 0};
+  V grads;  // of the inputs, after backward of (out * weights).sum()
+};
+
+// Runs op on fresh non-leaf copies (x * 1.0, which saves nothing) of the floating inputs, with
+// grad required of those in mask, so that memory_allocated sees what the graph keeps of them.
+Run run(const Case& c, uint32_t mask) {
+  V leaves;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const Tensor& t = c.inputs[i];
+    leaves.push_back(isFloatingType(t.dtype()) ? t.detach().requires_grad_(((mask >> i) & 1u) != 0) : t);
+  }
+  Run r;
+  const int64_t before = memory_allocated();
+  Tensor out;
+  {
+    // The hook keeps a detached alias (the same bytes; packing a saved output itself would make
+    // a reference cycle output -> node -> output).
+    autograd::saved_tensors_hooks count([&r](const Tensor& t) -> std::any {
+                                          r.saved.count += 1;
+                                          r.saved.bytes += t.nbytes();
+                                          return t.detach();
+                                        },
+                                        [](const std::any& a) { return std::any_cast<Tensor>(a); });
+    V args;
+    for (const Tensor& l : leaves) args.push_back(isFloatingType(l.dtype()) ? mul(l, 1.0) : l);
+    out = c.op(args);
+  }
+  r.saved.held = memory_allocated() - before;
+  if (mask != 0) {
+    mul(out, randn_seeded(out.sizes(), 99)).sum().backward();
+    for (const Tensor& l : leaves) r.grads.push_back(l.requires_grad() ? l.grad() : Tensor());
+  }
+  return r;
+}
+
+void check_case(const Case& c) {
+  uint32_t floating = 0;
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    if (isFloatingType(c.inputs[i].dtype())) floating |= 1u << i;
+  const Run all = run(c, floating);
+  for (uint32_t mask = 0; mask <= floating; ++mask) {
+    if ((mask & ~floating) != 0) continue;
+    INFO(c.name << ", inputs requiring grad (bits): " << mask);
+    Run r = run(c, mask);
+    if (mask == 0) {  // no node, nothing saved
+      CHECK(r.saved.count == 0);
+      continue;
+    }
+    auto e = c.expected.find(mask);
+    REQUIRE(e != c.expected.end());
+    INFO("saved " << r.saved << ", expected " << e->second);
+    CHECK(r.saved.count == e->second.count);
+    CHECK(r.saved.bytes == e->second.bytes);
+    CHECK(r.saved.held == e->second.held);
+    // A gradient does not depend on which other inputs require grad.
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      if (!((mask >> i) & 1u)) continue;
+      INFO("gradient of input " << i);
+      if (!all.grads[i].defined()) {  // no gradient flows to it (threshold_backward's self)
+        CHECK_FALSE(r.grads[i].defined());
+        continue;
+      }
+      REQUIRE(r.grads[i].defined());
+      CHECK(allclose(r.grads[i], all.grads[i], 1e-12, 1e-12));
+    }
+  }
+}
+
+Tensor f64(const Shape& s, uint64_t seed) { return randn_seeded(s, seed); }
+Tensor positive(const Shape& s, uint64_t seed) { return add(abs(randn_seeded(s, seed)), 0.5); }
+
+// out = a * b, saving both whatever needs a gradient (what a Function written this way does).
+struct SaveBoth : autograd::Function<SaveBoth> {
+  static Tensor forward(autograd::AutogradContext* ctx, Tensor a, Tensor b) {
+    ctx->save_for_backward({a, b});
+    return a * b;
+  }
+  static V backward(autograd::AutogradContext* ctx, V grads) {
+    V s = ctx->get_saved_variables();
+    return {grads[0] * s[1], sum_to_size(grads[0] * s[0], s[1].sizes())};
+  }
+};
+}  // namespace
+
+// Bytes, float64: a [2, 3] 48, r [3] 24, m [3, 4] 96; outputs: [2, 3] 48, [2, 4] 64.
+// held = the output + the saved tensors that are not the output (the inputs are fresh copies).
+TEST_CASE("saved tensors: pointwise binary ops save an operand only for the other's gradient", "[derivatives][saved]") {
+  Tensor a = f64({2, 3}, 1), r = positive({3}, 2), a2 = f64({2, 3}, 3);
+  Tensor cond = tensor({1, 0, 1, 1, 0, 0}, {2, 3}, kBool), row_mask = tensor({0, 1, 0}, {3}, kBool);
+  const std::vector<Case> cases = {
+      // self: grad * other; other: grad * self
+      {"mul", {a, r}, [](const V& v) { return mul(v[0], v[1]); }, {{1, {1, 24, 72}}, {2, {1, 48, 96}}, {3, {2, 72, 120}}}},
+      // self: grad / other; other: -grad * self / other^2
+      {"div", {a, r}, [](const V& v) { return div(v[0], v[1]); }, {{1, {1, 24, 72}}, {2, {2, 72, 120}}, {3, {2, 72, 120}}}},
+      {"add", {a, r}, [](const V& v) { return add(v[0], v[1]); }, {{1, {0, 0, 48}}, {2, {0, 0, 48}}, {3, {0, 0, 48}}}},
+      {"sub", {a, r}, [](const V& v) { return sub(v[0], v[1]); }, {{1, {0, 0, 48}}, {2, {0, 0, 48}}, {3, {0, 0, 48}}}},
+      // both gradients read both inputs and the result
+      {"maximum", {a, a2}, [](const V& v) { return maximum(v[0], v[1]); },
+       {{1, {3, 144, 144}}, {2, {3, 144, 144}}, {3, {3, 144, 144}}}},
+      {"minimum", {a, a2}, [](const V& v) { return minimum(v[0], v[1]); },
+       {{1, {3, 144, 144}}, {2, {3, 144, 144}}, {3, {3, 144, 144}}}},
+      // the condition (6 bytes, not a copy) for either gradient
+      {"where", {cond, a, r}, [](const V& v) { return where(v[0], v[1], v[2]); },
+       {{2, {1, 6, 48}}, {4, {1, 6, 48}}, {6, {1, 6, 48}}}},
+      {"masked_fill", {a, row_mask}, [](const V& v) { return masked_fill(v[0], v[1], 2.0); }, {{1, {1, 3, 48}}}},
+      {"pow", {a}, [](const V& v) { return pow(v[0], 3.0); }, {{1, {1, 48, 96}}}},
+      {"mul.Scalar", {a}, [](const V& v) { return mul(v[0], 3.0); }, {{1, {0, 0, 48}}}},
+  };
+  for (const Case& c : cases) check_case(c);
+}
+
+TEST_CASE("saved tensors: unary ops save their input or their result", "[derivatives][saved]") {
+  Tensor a = f64({2, 3}, 4), p = positive({2, 3}, 5);
+  auto unary = [](const char* name, Tensor (*op)(const Tensor&), const Tensor& x, Saved saved) {
+    return Case{name, {x}, [op](const V& v) { return op(v[0]); }, {{1, saved}}};
+  };
+  const Saved input{1, 48, 96}, result{1, 48, 48}, nothing{0, 0, 48};
+  const std::vector<Case> cases = {
+      unary("sin", &remat::sin, a, input),         unary("cos", &remat::cos, a, input),
+      unary("log", &remat::log, p, input),         unary("silu", &remat::silu, a, input),
+      unary("abs", &remat::abs, a, input),         unary("exp", &remat::exp, a, result),
+      unary("tanh", &remat::tanh, a, result),      unary("sigmoid", &remat::sigmoid, a, result),
+      unary("relu", &remat::relu, a, result),      unary("sqrt", &remat::sqrt, p, result),
+      unary("rsqrt", &remat::rsqrt, p, result),    unary("neg", &remat::neg, a, nothing),
+      {"gelu", {a}, [](const V& v) { return gelu(v[0]); }, {{1, input}}},
+  };
+  for (const Case& c : cases) check_case(c);
+}
+
+TEST_CASE("saved tensors: mm, bmm, addmm and linear save a factor only for the other factor's gradient",
+          "[derivatives][saved]") {
+  Tensor a = f64({2, 3}, 6), m = f64({3, 4}, 7), bias = f64({4}, 8), w = f64({4, 3}, 9);
+  Tensor p = f64({2, 2, 3}, 10), q = f64({2, 3, 4}, 11);  // 96 and 192 bytes; bmm's output 128
+  // addmm and linear: bit 0 bias (needs nothing), bit 1 the input, bit 2 the second factor
+  const std::map<uint32_t, Saved> addmm_saves = {{1, {0, 0, 64}},   {2, {1, 96, 160}},  {3, {1, 96, 160}},
+                                                 {4, {1, 48, 112}}, {5, {1, 48, 112}},  {6, {2, 144, 208}},
+                                                 {7, {2, 144, 208}}};
+  std::map<uint32_t, Saved> linear_saves;  // linear(x, w, bias) = addmm(bias, x, w^T): bits x, w, bias
+  for (auto [mask, saved] : addmm_saves) linear_saves[((mask & 1u) << 2) | (mask >> 1)] = saved;
+  const std::vector<Case> cases = {
+      {"mm", {a, m}, [](const V& v) { return mm(v[0], v[1]); }, {{1, {1, 96, 160}}, {2, {1, 48, 112}}, {3, {2, 144, 208}}}},
+      {"bmm", {p, q}, [](const V& v) { return bmm(v[0], v[1]); },
+       {{1, {1, 192, 320}}, {2, {1, 96, 224}}, {3, {2, 288, 416}}}},
+      {"addmm", {bias, a, m}, [](const V& v) { return addmm(v[0], v[1], v[2]); }, addmm_saves},
+      {"linear", {a, w, bias}, [](const V& v) { return linear(v[0], v[1], v[2]); }, linear_saves},
+      {"linear without bias", {a, w}, [](const V& v) { return linear(v[0], v[1]); },
+       {{1, {1, 96, 160}}, {2, {1, 48, 112}}, {3, {2, 144, 208}}}},
+  };
+  for (const Case& c : cases) check_case(c);
+}
+
+TEST_CASE("saved tensors: reductions, softmax, views and cat", "[derivatives][saved]") {
+  Tensor a = f64({2, 3}, 12), b = f64({1, 3}, 13);
+  const std::vector<Case> cases = {
+      {"sum", {a}, [](const V& v) { return sum(v[0], {1}); }, {{1, {0, 0, 16}}}},
+      {"mean", {a}, [](const V& v) { return mean(v[0], {0}, true); }, {{1, {0, 0, 24}}}},
+      // input and result: the gradient goes to the maxima
+      {"amax", {a}, [](const V& v) { return amax(v[0], 1); }, {{1, {2, 64, 64}}}},
+      {"softmax", {a}, [](const V& v) { return softmax(v[0], 1); }, {{1, {1, 48, 48}}}},
+      {"log_softmax", {a}, [](const V& v) { return log_softmax(v[0], 0); }, {{1, {1, 48, 48}}}},
+      // views keep their base (48 bytes) alive, and save nothing
+      {"views", {a},
+       [](const V& v) { return v[0].t().unsqueeze(0).permute({0, 2, 1}).squeeze(0).slice(1, 0, 2).expand({2, 2}); },
+       {{1, {0, 0, 48}}}},
+      {"view", {a}, [](const V& v) { return v[0].view({3, 2}); }, {{1, {0, 0, 48}}}},
+      {"cat", {a, b}, [](const V& v) { return cat({v[0], v[1]}); }, {{1, {0, 0, 72}}, {2, {0, 0, 72}}, {3, {0, 0, 72}}}},
+  };
+  for (const Case& c : cases) check_case(c);
+}
+
+TEST_CASE("saved tensors: layer_norm and rms_norm", "[derivatives][saved]") {
+  // x [2, 3] 48 bytes, weight and bias [3] 24, mean and rstd [2, 1] 16 each
+  Tensor x = f64({2, 3}, 14), w = f64({3}, 15), b = f64({3}, 16);
+  const Saved stats{4, 48 + 24 + 16 + 16, 48 + 104};    // input, weight, mean, rstd
+  const Saved stats_and_bias{5, 128, 48 + 128};          // and bias (the fused kernel's grad_bias)
+  const std::vector<Case> cases = {
+      // bits: x, weight, bias. bias's gradient alone (sum of grad over the rows) reads nothing
+      // but bias, which the fused kernel needs for grad_bias when it also computes the others
+      {"layer_norm", {x, w, b}, [](const V& v) { return layer_norm(v[0], {3}, v[1], v[2]); },
+       {{1, stats}, {2, stats}, {3, stats}, {4, {1, 24, 72}}, {5, stats_and_bias}, {6, stats_and_bias}, {7, stats_and_bias}}},
+      {"layer_norm without affine", {x}, [](const V& v) { return layer_norm(v[0], {3}); }, {{1, {3, 80, 128}}}},
+      // input, weight, rstd
+      {"rms_norm", {x, w}, [](const V& v) { return rms_norm(v[0], {3}, v[1]); },
+       {{1, {3, 88, 136}}, {2, {3, 88, 136}}, {3, {3, 88, 136}}}},
+  };
+  for (const Case& c : cases) check_case(c);
+}
+
+TEST_CASE("saved tensors: embedding, cross_entropy, dropout", "[derivatives][saved]") {
+  Tensor weight = f64({5, 3}, 17), logits = f64({4, 5}, 18), a = f64({2, 3}, 19);
+  Tensor indices = tensor({0, 4, 4, 2}, {4}, kLong), targets = tensor({1, 0, 4, 2}, {4}, kLong);  // 32 bytes
+  const std::vector<Case> cases = {
+      // the indices (not a copy)
+      {"embedding", {weight, indices}, [](const V& v) { return embedding(v[0], v[1]); }, {{1, {1, 32, 96}}}},
+      // logits (160 bytes) and targets; the output is one float64
+      {"cross_entropy", {logits, targets}, [](const V& v) { return cross_entropy(v[0], v[1]); }, {{1, {2, 192, 168}}}},
+      // the keep mask (6 bytes of bool)
+      {"dropout", {a},
+       [](const V& v) {
+         Generator g(7);
+         return dropout(v[0], 0.5, /*train=*/true, &g);
+       },
+       {{1, {1, 6, 54}}}},
+  };
+  for (const Case& c : cases) check_case(c);
+}
+
+TEST_CASE("saved tensors: causal scaled_dot_product_attention under each requires_grad set", "[derivatives][saved]") {
+  // q, k, v [2, 3, 4] (192 bytes each); scores and probabilities [2, 3, 3] (144); the causal
+  // mask [3, 3] (9 bytes of bool); the output 192. q @ k^T saves k^T for q's gradient and q for
+  // k's; masked_fill its mask and softmax its result when q or k needs a gradient; probs @ v
+  // saves v for the probabilities' gradient (q or k) and the probabilities for v's.
+  Tensor q = f64({2, 3, 4}, 20), k = f64({2, 3, 4}, 21), v = f64({2, 3, 4}, 22);
+  const Case c{"scaled_dot_product_attention",
+               {q, k, v},
+               [](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], /*is_causal=*/true); },
+               {{1, {4, 192 + 9 + 144 + 192, 192 + 192 + 9 + 144 + 192}},
+                {2, {4, 192 + 9 + 144 + 192, 192 + 192 + 9 + 144 + 192}},
+                {3, {5, 192 + 192 + 9 + 144 + 192, 192 + 384 + 9 + 144 + 192}},
+                {4, {1, 144, 192 + 144}},
+                {5, {5, 192 + 9 + 144 + 192 + 144, 192 + 192 + 9 + 144 + 192}},
+                {6, {5, 192 + 9 + 144 + 192 + 144, 192 + 192 + 9 + 144 + 192}},
+                {7, {6, 384 + 9 + 144 + 192 + 144, 192 + 384 + 9 + 144 + 192}}}};
+  check_case(c);
+}
+
+TEST_CASE("saved tensors: in-place ops and custom Functions", "[derivatives][saved]") {
+  Tensor a = f64({2, 3}, 23), r = f64({3}, 24);
+  const std::vector<Case> cases = {
+      // other for self's gradient; a copy of self's old value (48 bytes) for other's
+      {"mul_", {a, r}, [](const V& v) { Tensor h = v[0]; return h.mul_(v[1]); },
+       {{1, {1, 24, 72}}, {2, {1, 48, 96}}, {3, {2, 72, 120}}}},
+      {"add_", {a, r}, [](const V& v) { Tensor h = v[0]; return h.add_(v[1]); },
+       {{1, {0, 0, 48}}, {2, {0, 0, 48}}, {3, {0, 0, 48}}}},
+      {"relu_", {a}, [](const V& v) { Tensor h = v[0]; return h.relu_(); }, {{1, {1, 48, 48}}}},
+      // a Function saves what its forward asks for, whatever requires grad
+      {"Function", {a, r}, [](const V& v) { return SaveBoth::apply(v[0], v[1]); },
+       {{1, {2, 72, 120}}, {2, {2, 72, 120}}, {3, {2, 72, 120}}}},
+  };
+  for (const Case& c : cases) check_case(c);
+}
+
+TEST_CASE("saved tensors: the fused backward kernels (double backward)", "[derivatives][saved]") {
+  // bit 0: grad_output, bit 1: the saved tensor of the first-order rule
+  Tensor g = f64({2, 3}, 25), y = sigmoid(f64({2, 3}, 26)), x = f64({2, 3}, 27), relu_out = relu(f64({2, 3}, 28));
+  const std::map<uint32_t, Saved> second_operand_for_first = {{1, {1, 48, 96}}, {2, {2, 96, 144}}, {3, {2, 96, 144}}};
+  const std::vector<Case> cases = {
+      {"sigmoid_backward", {g, y}, [](const V& v) { return sigmoid_backward(v[0], v[1]); }, second_operand_for_first},
+      {"tanh_backward", {g, y}, [](const V& v) { return tanh_backward(v[0], v[1]); }, second_operand_for_first},
+      {"silu_backward", {g, x}, [](const V& v) { return silu_backward(v[0], v[1]); }, second_operand_for_first},
+      {"gelu_backward", {g, x}, [](const V& v) { return gelu_backward(v[0], v[1]); }, second_operand_for_first},
+      {"_softmax_backward_data", {g, y}, [](const V& v) { return _softmax_backward_data(v[0], v[1], 1); },
+       second_operand_for_first},
+      {"_log_softmax_backward_data", {g, y}, [](const V& v) { return _log_softmax_backward_data(v[0], v[1], 1); },
+       second_operand_for_first},
+      // piecewise constant in self: self is read by grad_output's gradient only
+      {"threshold_backward", {g, relu_out}, [](const V& v) { return threshold_backward(v[0], v[1], 0.0); },
+       {{1, {1, 48, 96}}, {2, {0, 0, 48}}, {3, {1, 48, 96}}}},
+  };
+  for (const Case& c : cases) check_case(c);
+}
+
+TEST_CASE("gradients under every requires_grad combination match gradcheck", "[derivatives][saved][gradcheck]") {
+  // Each rule computes only the gradients needed, reading only what it saved for them.
+  std::vector<std::pair<const char*, std::pair<Fn, V>>> ops = {
+      {"mul", {[](auto& v) { return mul(v[0], v[1]); }, {leaf({2, 3}, 1), leaf({3}, 2)}}},
+      {"div", {[](auto& v) { return div(v[0], v[1]); }, {leaf({2, 3}, 3), positive_leaf({3}, 4)}}},
+      {"addmm", {[](auto& v) { return addmm(v[0], v[1], v[2]); }, {leaf({4}, 5), leaf({2, 3}, 6), leaf({3, 4}, 7)}}},
+      {"bmm", {[](auto& v) { return bmm(v[0], v[1]); }, {leaf({2, 2, 3}, 8), leaf({2, 3, 2}, 9)}}},
+      {"layer_norm", {[](auto& v) { return layer_norm(v[0], {3}, v[1], v[2]); }, {leaf({2, 3}, 10), leaf({3}, 11), leaf({3}, 12)}}},
+      {"rms_norm", {[](auto& v) { return rms_norm(v[0], {3}, v[1]); }, {leaf({2, 3}, 13), leaf({3}, 14)}}},
+      {"sdpa", {[](auto& v) { return scaled_dot_product_attention(v[0], v[1], v[2], true); },
+                {leaf({1, 3, 2}, 15), leaf({1, 3, 2}, 16), leaf({1, 3, 2}, 17)}}},
+      {"maximum", {[](auto& v) { return maximum(v[0], v[1]); }, {leaf({2, 3}, 18), leaf({2, 3}, 19)}}},
+      {"sigmoid_backward", {[](auto& v) { return sigmoid_backward(v[0], v[1]); }, {leaf({2, 3}, 20), leaf({2, 3}, 21)}}},
+      {"gelu_backward tanh", {[](auto& v) { return gelu_backward(v[0], v[1], "tanh"); }, {leaf({2, 3}, 22), leaf({2, 3}, 23)}}},
+      {"_softmax_backward_data", {[](auto& v) { return _softmax_backward_data(v[0], v[1], 1); },
+                                  {leaf({2, 3}, 24), leaf({2, 3}, 25)}}},
+      {"_log_softmax_backward_data", {[](auto& v) { return _log_softmax_backward_data(v[0], v[1], 1); },
+                                      {leaf({2, 3}, 26), leaf({2, 3}, 27)}}},
+      {"cross_entropy_backward", {[](auto& v) { return cross_entropy_backward(v[0], v[1], tensor({2, 0}, {2}, kLong)); },
+                                  {leaf({}, 28), leaf({2, 3}, 29)}}},
+  };
+  for (auto& [name, op] : ops) {
+    auto& [fn, inputs] = op;
+    for (uint32_t mask = 1; mask < (1u << inputs.size()); ++mask) {
+      INFO(name << ", inputs requiring grad (bits): " << mask);
+      V in;
+      for (size_t i = 0; i < inputs.size(); ++i) in.push_back(inputs[i].detach().requires_grad_(((mask >> i) & 1u) != 0));
+      REQUIRE(gradcheck1(fn, in));
+      REQUIRE(gradgradcheck1(fn, in));
+    }
+  }
+}
+}  // namespace saving
