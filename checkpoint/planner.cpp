@@ -65,7 +65,7 @@ struct CheckpointPlan::Data {
   struct Call {
     std::string key;
     std::vector<Shape> arg_shapes;  // what the plan was made for
-    int64_t bytes = 0;              // new output bytes, summed over regions that share the key
+    int64_t bytes = 0;              // new output bytes of one call
     double cost = 0;                // recompute cost of one call
     bool needed = false;            // backward saves (a view of) its output
     bool mutated = false;           // an in-place op changes its output later: SAC cannot keep it
@@ -107,7 +107,7 @@ class DryRunObserver : public stats_detail::PlanningObserver {
       data_->calls.push_back(std::move(c));
     }
     Data::Call& c = data_->calls[it->second];
-    c.bytes += new_output_bytes(args, outputs);
+    c.bytes = std::max(c.bytes, new_output_bytes(args, outputs));  // one call's (regions sharing a key repeat it)
     r.calls.push_back(it->second);
     if (op.schema().is_mutable()) {
       for (const IValue& a : args) {
@@ -425,7 +425,13 @@ std::string CheckpointPlan::summary() const {
   std::snprintf(line, sizeof line, "%-28s %6s %12s %8s %12s %10s %12s\n", "region", "kept", "kept bytes", "dropped",
                 "drop bytes", "rerun ops", "cost ms");
   os << line;
-  for (const Data::Region& r : data->regions) {
+  // Regions with the same scope (the same block in a step's second iteration) are one row.
+  std::map<std::string, int> repeats;
+  std::vector<const Data::Region*> rows;
+  for (const Data::Region& r : data->regions)
+    if (repeats[r.scope]++ == 0) rows.push_back(&r);
+  for (const Data::Region* rp : rows) {
+    const Data::Region& r = *rp;
     int64_t kept_n = 0, kept_b = 0, drop_n = 0, drop_b = 0;
     std::unordered_set<size_t> seen;
     for (size_t c : r.calls) {
@@ -435,12 +441,16 @@ std::string CheckpointPlan::summary() const {
       if (call.kept) ++kept_n, kept_b += call.bytes;
       else ++drop_n, drop_b += call.bytes;
     }
-    std::snprintf(line, sizeof line, "%-28s %6lld %12s %8lld %12s %10lld %12.4f\n",
-                  (r.scope.empty() ? std::string("<top>") : r.scope).c_str(), static_cast<long long>(kept_n),
+    std::string name = r.scope.empty() ? std::string("<top>") : r.scope;
+    if (repeats[r.scope] > 1) name += " (x" + std::to_string(repeats[r.scope]) + ")";
+    std::snprintf(line, sizeof line, "%-28s %6lld %12s %8lld %12s %10lld %12.4f\n", name.c_str(),
+                  static_cast<long long>(kept_n),
                   mib(kept_b).c_str(), static_cast<long long>(drop_n), mib(drop_b).c_str(),
                   static_cast<long long>(r.recomputed), r.overhead * 1e3);
     os << line;
   }
+  os << "(kept / dropped: calls whose outputs backward needs; a region repeated in the step, e.g. by a second\n"
+        " training step, is one row with the figures of one instance)\n";
   return os.str();
 }
 
