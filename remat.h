@@ -33,6 +33,8 @@
 #include "engine/core/cuda_hooks.h"
 #include "engine/core/generator.h"
 #include "engine/core/ivalue.h"
+#include "engine/core/memory_context.h"
+#include "engine/core/memory_tracker.h"
 #include "engine/core/tensor.h"
 #include "engine/dispatch/dispatch_mode.h"
 #include "engine/dispatch/dispatcher.h"

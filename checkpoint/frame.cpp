@@ -128,7 +128,13 @@ SavedTensorMetadata CheckpointFrame::metadata_of(const Tensor& t) const {
   m.sizes = t.sizes();
   m.dtype = t.dtype();
   m.device = t.device();
-  if (check_ == DeterminismCheck::Checksum && !t.is_meta()) m.checksum = tensor_checksum(t);
+  if (check_ == DeterminismCheck::Checksum) {
+    if (t.is_meta())
+      throw CheckpointError(detail::str("remat checkpoint: determinism_check='checksum' needs values, but a tensor "
+                                        "saved in this region is on the Meta device (shape ", t.sizes(),
+                                        "); a dry run can check metadata only (determinism_check='default')"));
+    m.checksum = tensor_checksum(t);
+  }
   return m;
 }
 
@@ -175,6 +181,7 @@ Tensor CheckpointFrame::unpack_impl(const std::shared_ptr<Holder>& holder) {
           [self, gid](const Tensor& x) { return self.lock()->recompute_pack(x, gid); },
           [](const std::any& p) { return std::any_cast<Tensor>(p); });
       autograd::EnableGradGuard enable_grad;
+      MemoryPhaseGuard phase(MemoryPhase::Recompute);
       recompute_fn_(args);
     } catch (const StopRecomputation&) {
       stopped_early = true;
@@ -211,6 +218,7 @@ Tensor CheckpointFrame::unpack_impl(const std::shared_ptr<Holder>& holder) {
 
 std::any CheckpointFrame::recompute_pack(const Tensor& x, int64_t gid) {
   Tensor kept = x.requires_grad() ? detach(x) : x;
+  claim_memory(kept, MemoryCategory::Activation);
   size_t recomp_idx = recomp_counter_[gid]++;
   if (recomp_idx >= weak_holders_.size()) {
     REMAT_INTERNAL_ASSERT(!early_stop_, "checkpoint: recomputation saved more tensors with early stop on");

@@ -55,6 +55,7 @@ std::vector<Tensor> CheckpointFunction::backward(AutogradContext* ctx, std::vect
   {
     RestoreDeviceStateGuard restore(state);  // fork_rng + the forward's autocast state
     autograd::EnableGradGuard enable_grad;
+    MemoryPhaseGuard phase(MemoryPhase::Recompute);
     DispatchModeGuard count(stats_detail::make_recompute_accounting_mode(region));  // the rerun's ops and FLOPs
     outputs = fn(detached);
   }

@@ -1,26 +1,16 @@
 // The thread-local scope path (see scope.h).
 #include "checkpoint/scope.h"
 
+#include "engine/core/scope_path.h"
+
 namespace remat {
 
-namespace {
-thread_local std::vector<std::string> tls_scope;
-}
+scope::scope(std::string name) { push_scope_name(std::move(name)); }
+scope::~scope() { pop_scope_name(); }
 
-scope::scope(std::string name) { tls_scope.push_back(std::move(name)); }
-scope::~scope() { tls_scope.pop_back(); }
+std::string current_scope() { return scope_path(); }
 
-std::string current_scope() {
-  std::string path;
-  for (const std::string& n : tls_scope) {
-    if (n.empty()) continue;
-    if (!path.empty()) path += '.';
-    path += n;
-  }
-  return path;
-}
-
-const std::vector<std::string>& current_scope_names() { return tls_scope; }
+const std::vector<std::string>& current_scope_names() { return scope_path_names(); }
 
 bool scope_matches(const std::string& pattern, const std::string& path) {
   // Iterative glob with backtracking to the last '*'.

@@ -129,6 +129,7 @@ class CachingMode : public SelectiveMode {
       for_each_tensor(e.values, [&](Tensor& t) {
         if (!t.defined()) return;
         t = detach(t);
+        claim_memory(t, MemoryCategory::Activation);
         e.versions.push_back(t._version());
         e.bytes += t.nbytes();
         ++tensors;

@@ -126,6 +126,7 @@ GPTOutput GPT::forward(const Tensor& idx, const Tensor& targets) const {
   const int64_t B = idx.size(0), T = idx.size(1);
   REMAT_CHECK(T <= config_.block_size, "GPT: Cannot forward sequence of length ", T, ", block size is only ",
               config_.block_size);
+  DefaultMemoryPhaseGuard phase(MemoryPhase::Forward);  // for the memory tracker
   Tensor pos = arange(T, TensorOptions().dtype(kLong).device(idx.device()));
   Tensor x = drop->forward(add(wte->forward(idx), wpe->forward(pos)));
   {

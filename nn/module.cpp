@@ -11,6 +11,7 @@ Tensor& Module::register_parameter(const std::string& name, Tensor value, bool r
   for (const auto& p : parameters_)
     REMAT_CHECK(p.first != name, type_name_, ": attribute '", name, "' already exists");
   if (value.defined() && requires_grad) value.requires_grad_(true);
+  claim_memory(value, MemoryCategory::Parameter);
   parameters_.emplace_back(name, std::move(value));
   return parameters_.back().second;
 }
@@ -18,6 +19,7 @@ Tensor& Module::register_parameter(const std::string& name, Tensor value, bool r
 Tensor& Module::register_buffer(const std::string& name, Tensor value) {
   REMAT_CHECK(name.find('.') == std::string::npos && !name.empty(), type_name_, ": buffer name '", name,
               "' must be non-empty and contain no '.'");
+  claim_memory(value, MemoryCategory::Buffer);
   buffers_.emplace_back(name, std::move(value));
   return buffers_.back().second;
 }
@@ -91,6 +93,7 @@ void Module::for_each_tensor(const std::function<Tensor(const Tensor&)>& convert
     bool rg = t.requires_grad();
     Tensor converted = convert(t);
     if (parameter && !converted.is_same(t)) converted = converted.detach().requires_grad_(rg);
+    claim_memory(converted, parameter ? MemoryCategory::Parameter : MemoryCategory::Buffer);
     done.emplace_back(old, converted);
     t = converted;
   };

@@ -62,8 +62,15 @@ class Module {
   void for_each_tensor(const std::function<Tensor(const Tensor&)>& convert);
 
  protected:
+  // What enter() returns: the module's scope, and the "forward" phase for the memory tracker
+  // unless a phase is set already (a rerun during backward stays "recompute").
+  struct ForwardScope {
+    explicit ForwardScope(const std::string& name) : scope(name), phase(MemoryPhase::Forward) {}
+    remat::scope scope;
+    DefaultMemoryPhaseGuard phase;
+  };
   // Opens this module's scope for its forward: `auto s = enter();`
-  std::unique_ptr<remat::scope> enter() const { return std::make_unique<remat::scope>(name_); }
+  std::unique_ptr<ForwardScope> enter() const { return std::make_unique<ForwardScope>(name_); }
 
  private:
   void collect(const std::string& prefix, bool recurse, bool buffers,

@@ -33,7 +33,6 @@ bool is_autocast_enabled(DeviceType type) { return tls_autocast.enabled[static_c
 ScalarType get_autocast_dtype(DeviceType type) { return tls_autocast.dtype[static_cast<int>(type)]; }
 
 autocast::autocast(DeviceType type, ScalarType dtype, bool enabled) : previous_(tls_autocast) {
-  REMAT_CHECK(type != kMeta, "autocast: device type meta is not supported (use cpu or cuda)");
   REMAT_CHECK(dtype == kBFloat16 || dtype == kHalf || dtype == kFloat,
               "autocast: In autocast, but the target dtype is not supported. Supported dtypes are "
               "BFloat16, Half and Float (got ", toString(dtype), ")");

@@ -8,7 +8,8 @@
 // its kernel casts an op's float/bf16/half inputs on that device to the op's autocast dtype (the
 // lower-precision list: mm, bmm, matmul, addmm, linear; the float32 list: softmax, log_softmax,
 // layer_norm, rms_norm, cross_entropy), then calls the op again below Autocast. The casts are
-// ordinary _to_copy calls, so autograd records them.
+// ordinary _to_copy calls, so autograd records them. autocast(kMeta) applies the same lists to
+// Meta tensors, so a dry run of an autocast step allocates what the real step does.
 #pragma once
 
 #include "engine/core/device.h"

@@ -203,7 +203,8 @@ struct CustomOpAutograd : WrapperKernel {
       bool differentiable = o.defined() && isFloatingType(o.dtype()) && i < op_->num_differentiable_outputs() &&
                             !ctx.is_non_differentiable(o);
       if (differentiable) autograd::impl::set_history(o, s->node);
-      else s->node->add_input_metadata(o.defined() ? o : make_empty({}, kFloat, Device{kMeta}));
+      else if (o.defined()) s->node->add_input_metadata(o);
+      else s->node->add_input_metadata(autograd::InputMetadata::placeholder());
     }
     ctx.save_variables(outputs);  // the saved-tensor hooks see each saved tensor here, once
   }

@@ -35,10 +35,14 @@ Tensor scalar_tensor(double value, TensorOptions options) { return full({}, valu
 Tensor from_vector(const std::vector<double>& values, const Shape& size, TensorOptions options) {
   REMAT_CHECK(static_cast<int64_t>(values.size()) == shape_numel(size), "from_vector: ", values.size(),
               " values do not fill a tensor of shape ", size, " (", shape_numel(size), " elements)");
-  Tensor host = make_empty(size, kDouble, Device{kCPU});
-  std::copy(values.begin(), values.end(), host.data_ptr<double>());
+  // On Meta there is nothing to write (and no host buffer: a dry run allocates what the CPU
+  // run allocates, one tensor); elsewhere the values are converted straight into place.
+  if (options.device().is_meta()) return finish(make_empty(size, options.dtype(), options.device()), options);
   Tensor t = make_empty(size, options.dtype(), Device{kCPU});
-  ops::copy_into_cpu(t, host);
+  REMAT_DISPATCH_ALL_TYPES(options.dtype(), "from_vector", [&] {
+    scalar_t* p = t.data_ptr<scalar_t>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = static_cast<scalar_t>(values[i]);
+  });
   if (!options.device().is_cpu()) t = t.to(options.device());
   return finish(std::move(t), options);
 }

@@ -80,7 +80,9 @@ Tensor cross_entropy_backward_cpu(const Tensor& grad_output, const Tensor& logit
   Tensor t = contiguous_cpu(targets);
   check_target_range(op, t, C);
   Tensor x = contiguous_cpu(logits);
-  const double grad_loss = *cast_cpu(grad_output, kDouble).data_ptr<double>();
+  // Read in place: a converted copy would be one more allocation than a Meta dry run makes.
+  double grad_loss = 0;
+  REMAT_DISPATCH_FLOATING_TYPES(grad_output.dtype(), op, [&] { grad_loss = static_cast<double>(*grad_output.data_ptr<scalar_t>()); });
   Tensor grad_logits = make_empty(logits.sizes(), logits.dtype(), device);
   if (grad_logits.numel() == 0) return grad_logits;
   REMAT_DISPATCH_FLOATING_TYPES(logits.dtype(), op, [&] {

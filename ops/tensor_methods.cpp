@@ -29,6 +29,8 @@ std::vector<double> Tensor::to_vector() const {
 double Tensor::item() const {
   REMAT_CHECK(defined() && numel() == 1, "a Tensor with ", defined() ? numel() : 0,
               " elements cannot be converted to Scalar");
+  REMAT_CHECK(!is_meta(), "item: a meta tensor (shape ", sizes(), ") has no value (a dry run on the Meta device "
+              "computes no values)");
   return to_vector()[0];
 }
 
@@ -97,6 +99,8 @@ Tensor operator/(double a, const Tensor& b) { return mul(pow(b, -1.0), a); }
 Tensor operator-(const Tensor& a) { return neg(a); }
 
 bool equal(const Tensor& a, const Tensor& b) {
+  REMAT_CHECK(!a.is_meta() && !b.is_meta(), "equal: a meta tensor (shape ", a.is_meta() ? a.sizes() : b.sizes(),
+              ") has no values to compare");
   if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) return false;
   // Bitwise: every remat dtype converts to double exactly and injectively, so comparing the
   // doubles' bits compares the values' bits (-0.0 differs from 0.0; NaN equals the same NaN).
@@ -105,6 +109,8 @@ bool equal(const Tensor& a, const Tensor& b) {
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
+  REMAT_CHECK(!a.is_meta() && !b.is_meta(), "allclose: a meta tensor (shape ",
+              a.is_meta() ? a.sizes() : b.sizes(), ") has no values to compare");
   if (a.sizes() != b.sizes()) return false;
   std::vector<double> x = a.to_vector(), y = b.to_vector();
   for (size_t i = 0; i < x.size(); ++i) {

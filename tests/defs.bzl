@@ -22,7 +22,7 @@ _CUDA_LIBS = [
 # two configurations); the library they test keeps -O2.
 _TEST_COPTS = ["-O1"]
 
-def remat_tests(srcs, deps = [], cuda_macro = []):
+def remat_tests(srcs, deps = [], cuda_macro = [], size = "medium"):
     for src in srcs:
         name = src[:-len(".cpp")]
         native.cc_test(
@@ -34,7 +34,7 @@ def remat_tests(srcs, deps = [], cuda_macro = []):
                 "//tools:cuda_enabled": ["REMAT_CUDA"],
                 "//conditions:default": [],
             }) if src in cuda_macro else [],
-            size = "medium",
+            size = size,
         )
 
 def remat_cuda_tests(srcs, deps = []):

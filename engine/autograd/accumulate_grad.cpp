@@ -41,6 +41,7 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
     // create_graph: the accumulated gradient keeps its history (double backward).
     m->grad_ = m->grad_.defined() ? ops_by_name::add(m->grad_, new_grad) : ops_by_name::clone(new_grad);
   }
+  claim_memory(m->grad_, MemoryCategory::Gradient);
   return {};
 }
 

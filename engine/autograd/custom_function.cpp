@@ -77,7 +77,7 @@ std::vector<Tensor> wrap_outputs(const std::vector<Tensor>& inputs, std::vector<
   };
   for (Tensor& out : outputs) {
     if (!out.defined()) {
-      if (is_executable) node->add_input_metadata(make_empty({}, kFloat, Device{kMeta}));
+      if (is_executable) node->add_input_metadata(InputMetadata::placeholder());
       continue;
     }
     bool dirty = ctx.is_dirty(out);

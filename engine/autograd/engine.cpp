@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "engine/autograd/grad_mode.h"
+#include "engine/core/memory_context.h"
 #include "engine/autograd/input_buffer.h"
 #include "engine/autograd/ops_by_name.h"
 
@@ -165,6 +166,9 @@ variable_list Engine::execute(const edge_list& roots, const variable_list& grads
 
   CurrentGraphTaskGuard current(&task);
   AutoGradMode grad_mode(create_graph);  // backward formulas record only for create_graph
+  // What the memory tracker calls this (a rerun of a checkpointed region inside it says
+  // "recompute" itself).
+  MemoryPhaseGuard phase(MemoryPhase::Backward);
 
   std::priority_queue<ReadyItem> ready;
   std::unordered_map<Node*, InputBuffer> not_ready;

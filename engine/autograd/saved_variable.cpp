@@ -44,6 +44,9 @@ SavedVariable::SavedVariable(const Tensor& variable, bool is_output) {
   }
   // An input (its grad_fn is an older node) or a leaf (it holds its accumulator weakly) can be
   // kept as is without forming a cycle.
+  // (The memory tracker counts what is kept here as an activation, unless it is something more
+  // specific already, like a parameter.)
+  claim_memory(variable, MemoryCategory::Activation);
   if (!is_output || is_leaf_) {
     saved_original_ = true;
     data_ = variable;

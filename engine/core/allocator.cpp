@@ -165,11 +165,28 @@ class CPUAllocator final : public Allocator {
   AllocatorStats stats_;
 };
 
-// Meta tensors have shapes and dtypes but no memory: nothing is allocated or counted.
+std::atomic<DeviceType> g_meta_accounting{kCPU};
+
+// Meta tensors have shapes and dtypes but no memory: nothing is touched, but every storage
+// counts what the allocator of the imitated device would count (set_meta_accounting), so a
+// step on Meta reports the peak the same step shows on that device.
 class MetaAllocator final : public Allocator {
  public:
-  void* allocate(Device, size_t) override { return nullptr; }
-  void deallocate(Device, void*, size_t) override {}
+  void* allocate(Device device, size_t nbytes) override {
+    int64_t n = counted_bytes(device, nbytes);
+    if (n > 0) stats_.on_alloc(n);
+    return nullptr;
+  }
+  // Meta storages all have a null pointer: the count comes from the size alone.
+  void deallocate(Device device, void*, size_t nbytes) override {
+    int64_t n = counted_bytes(device, nbytes);
+    if (n > 0) stats_.on_free(n);
+  }
+  int64_t counted_bytes(Device, size_t nbytes) const override {
+    if (nbytes == 0) return 0;
+    return static_cast<int64_t>(g_meta_accounting.load(std::memory_order_relaxed) == kCUDA ? cuda_round_size(nbytes)
+                                                                                             : nbytes);
+  }
   AllocatorStats& stats(Device) override { return stats_; }
   void copy_from_host(void*, const void*, size_t) override {}
   void copy_to_host(void*, const void*, size_t) override {}
@@ -185,6 +202,10 @@ struct Registry {
   std::atomic<Allocator*> by_type[kNumDeviceTypes] = {{&cpu}, {nullptr}, {&meta}};
   AllocationObserver observer;
   std::atomic<bool> has_observer{false};
+  std::mutex storage_observers_mutex;
+  std::vector<std::pair<int, StorageObserver>> storage_observers;
+  int next_storage_observer = 0;
+  std::atomic<bool> has_storage_observers{false};
 };
 
 Registry& registry() {
@@ -215,6 +236,55 @@ void set_allocation_observer(AllocationObserver observer) {
 void notify_allocation(Device device, int64_t nbytes) {
   Registry& r = registry();
   if (r.has_observer.load(std::memory_order_relaxed)) r.observer(device, nbytes);
+}
+
+int add_storage_observer(StorageObserver observer) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.storage_observers_mutex);
+  int id = r.next_storage_observer++;
+  r.storage_observers.emplace_back(id, std::move(observer));
+  r.has_storage_observers.store(true);
+  return id;
+}
+
+void remove_storage_observer(int id) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.storage_observers_mutex);
+  auto& v = r.storage_observers;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (it->first == id) {
+      v.erase(it);
+      break;
+    }
+  }
+  r.has_storage_observers.store(!v.empty());
+}
+
+bool has_storage_observers() { return registry().has_storage_observers.load(std::memory_order_relaxed); }
+
+void notify_storage_event(const StorageEvent& event) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.storage_observers_mutex);
+  for (auto& [id, observer] : r.storage_observers) observer(event);
+}
+
+void set_meta_accounting(DeviceType imitated) {
+  REMAT_CHECK(imitated != kMeta, "set_meta_accounting: a Meta run imitates cpu or cuda, not meta");
+  int64_t live = memory_allocated(Device{kMeta});
+  REMAT_CHECK(live == 0 || imitated == g_meta_accounting.load(),
+              "set_meta_accounting: cannot change what the Meta device counts while Meta tensors are alive (", live,
+              " bytes allocated on meta)");
+  g_meta_accounting.store(imitated);
+}
+
+DeviceType meta_accounting() { return g_meta_accounting.load(); }
+
+MetaAccountingGuard::MetaAccountingGuard(DeviceType imitated) : prev_(meta_accounting()) {
+  set_meta_accounting(imitated);
+}
+MetaAccountingGuard::~MetaAccountingGuard() {
+  // Restoring with Meta tensors still alive would unbalance the counts: keep the setting then.
+  if (memory_allocated(Device{kMeta}) == 0) g_meta_accounting.store(prev_);
 }
 
 int64_t memory_allocated(Device device) { return get_allocator(device)->stats(device).allocated.load(); }

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "engine/core/device.h"
+#include "engine/core/memory_context.h"
 
 namespace remat {
 
@@ -18,6 +19,9 @@ struct AllocatorStats {
   std::atomic<int64_t> allocated{0};
   std::atomic<int64_t> peak{0};
   std::atomic<int64_t> reserved{0};  // live + cached blocks, in the allocator's rounded sizes
+  // `allocated`, split by what the bytes are (memory_context.h); kept by StorageImpl, so that a
+  // MemoryTracker made in the middle of a run knows what the live bytes already are.
+  std::atomic<int64_t> by_category[kNumMemoryCategories] = {};
 
   void on_alloc(int64_t nbytes) {
     int64_t now = allocated.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
@@ -36,6 +40,9 @@ class Allocator {
   virtual void* allocate(Device device, size_t nbytes) = 0;
   virtual void deallocate(Device device, void* ptr, size_t nbytes) = 0;
   virtual AllocatorStats& stats(Device device) = 0;
+  // The bytes a request of nbytes adds to stats().allocated (a caching allocator may count
+  // rounded block sizes, as c10's CUDA allocator does).
+  virtual int64_t counted_bytes(Device, size_t nbytes) const { return static_cast<int64_t>(nbytes); }
   // Returns cached, unused blocks to the system (a caching allocator's torch.cuda.empty_cache).
   virtual void empty_cache(Device) {}
   // Copies between host memory and this allocator's memory (memcpy on CPU).
@@ -54,6 +61,49 @@ Allocator* set_allocator(DeviceType type, Allocator* allocator);
 using AllocationObserver = std::function<void(Device, int64_t nbytes)>;
 void set_allocation_observer(AllocationObserver observer);
 void notify_allocation(Device device, int64_t nbytes);
+
+// Observers of every storage's life on every device: its allocation, its free, and a change of
+// what its bytes are (claim_memory): one event taking the bytes from the old category
+// (delta < 0) and one giving them to the new (delta > 0), memory_allocated unchanged.
+// The MemoryTracker is built on these.
+struct StorageEvent {
+  Device device;
+  const void* storage;      // the StorageImpl, an identity only
+  int64_t delta;            // counted bytes: + allocated, - freed
+  MemoryCategory category;  // the category the delta belongs to
+  int64_t allocated;        // memory_allocated(device) after the event
+  bool relabel;             // part of a change of category, not an allocation or free
+};
+using StorageObserver = std::function<void(const StorageEvent&)>;
+int add_storage_observer(StorageObserver observer);  // returns an id for remove_storage_observer
+void remove_storage_observer(int id);
+bool has_storage_observers();
+void notify_storage_event(const StorageEvent& event);
+
+// What a dry run on the Meta device counts: by default what the CPU allocator counts (the
+// bytes asked for); told to imitate CUDA, what remat's CUDA caching allocator counts (sizes
+// rounded up to its 512-byte blocks, as c10's allocated_bytes), so that a dry run predicts a GPU
+// step's memory_allocated on a machine without a GPU. Only while no Meta storage is alive.
+void set_meta_accounting(DeviceType imitated);
+DeviceType meta_accounting();
+class MetaAccountingGuard {
+ public:
+  explicit MetaAccountingGuard(DeviceType imitated);
+  ~MetaAccountingGuard();
+  MetaAccountingGuard(const MetaAccountingGuard&) = delete;
+  MetaAccountingGuard& operator=(const MetaAccountingGuard&) = delete;
+
+ private:
+  DeviceType prev_;
+};
+
+// The CUDA caching allocator's block rounding (c10's round_size): shared by the CUDA allocator
+// and by Meta runs that imitate it, which must agree to the byte.
+constexpr size_t kCUDAMinBlockSize = 512;
+constexpr size_t cuda_round_size(size_t nbytes) {
+  return nbytes < kCUDAMinBlockSize ? kCUDAMinBlockSize
+                                    : kCUDAMinBlockSize * ((nbytes + kCUDAMinBlockSize - 1) / kCUDAMinBlockSize);
+}
 
 int64_t memory_allocated(Device device = Device{kCPU});      // bytes held by live tensors
 int64_t max_memory_allocated(Device device = Device{kCPU});  // peak since last reset

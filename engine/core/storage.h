@@ -15,8 +15,14 @@ class StorageImpl : public intrusive_ptr_target {
  public:
   StorageImpl(size_t nbytes, Device device)
       : nbytes_(nbytes), device_(device), allocator_(get_allocator(device)),
-        data_(allocator_->allocate(device, nbytes)) {}
-  ~StorageImpl() override { allocator_->deallocate(device_, data_, nbytes_); }
+        data_(allocator_->allocate(device, nbytes)), counted_(allocator_->counted_bytes(device, nbytes)),
+        category_(current_memory_category()) {
+    account(category_, counted_, false);
+  }
+  ~StorageImpl() override {
+    allocator_->deallocate(device_, data_, nbytes_);
+    account(category_, -counted_, false);
+  }
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
 
@@ -30,12 +36,32 @@ class StorageImpl : public intrusive_ptr_target {
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
+  // What the bytes are (memory_context.h), for the memory tracker. claim() re-labels them when
+  // `category` comes before the current one in MemoryCategory's order.
+  MemoryCategory memory_category() const { return category_; }
+  void claim(MemoryCategory category) {
+    if (static_cast<int>(category) >= static_cast<int>(category_)) return;
+    account(category_, -counted_, true);
+    category_ = category;
+    account(category_, counted_, true);
+  }
+
  private:
   size_t nbytes_;
   Device device_;
   Allocator* allocator_;
   void* data_;
+  int64_t counted_;  // what this storage adds to its allocator's stats().allocated
+  MemoryCategory category_;
   std::atomic<uint32_t> version_{0};
+
+  void account(MemoryCategory c, int64_t delta, bool relabel) {
+    if (counted_ == 0) return;
+    AllocatorStats& s = allocator_->stats(device_);
+    s.by_category[static_cast<int>(c)].fetch_add(delta, std::memory_order_relaxed);
+    if (has_storage_observers())
+      notify_storage_event(StorageEvent{device_, this, delta, c, s.allocated.load(std::memory_order_relaxed), relabel});
+  }
 };
 
 }  // namespace remat

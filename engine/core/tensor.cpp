@@ -48,4 +48,8 @@ Tensor make_alias(const Tensor& base, const Shape& sizes, const Shape& strides, 
   return Tensor(std::move(impl));
 }
 
+void claim_memory(const Tensor& t, MemoryCategory category) {
+  if (t.defined() && t.impl()->storage()) t.impl()->storage()->claim(category);
+}
+
 }  // namespace remat

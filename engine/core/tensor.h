@@ -187,6 +187,10 @@ Tensor make_empty_strided(Shape sizes, Shape strides, ScalarType dtype, Device d
 // storage and therefore the version counter.
 Tensor make_alias(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t storage_offset);
 
+// Says what a tensor's bytes are, for the memory tracker (memory_context.h): the storage is
+// re-labelled when `category` ranks before its current one. No-op for an undefined tensor.
+void claim_memory(const Tensor& t, MemoryCategory category);
+
 // Wraps a possibly-negative dim into [0, ndim); names the op in the error.
 int64_t maybe_wrap_dim(int64_t dim, int64_t ndim, const char* op);
 

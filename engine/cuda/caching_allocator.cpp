@@ -14,10 +14,9 @@
 
 namespace remat::cuda::CUDACachingAllocator {
 
-size_t round_size(size_t nbytes) {
-  if (nbytes < kMinBlockSize) return kMinBlockSize;
-  return kMinBlockSize * ((nbytes + kMinBlockSize - 1) / kMinBlockSize);
-}
+// The rule lives in engine/core/allocator.h, where Meta runs that imitate CUDA read it too.
+static_assert(kMinBlockSize == kCUDAMinBlockSize, "one block rounding for CUDA and its Meta imitation");
+size_t round_size(size_t nbytes) { return cuda_round_size(nbytes); }
 
 size_t allocation_size(size_t rounded) {
   if (rounded <= kSmallSize) return kSmallBuffer;
@@ -131,7 +130,10 @@ void* DeviceCachingAllocator::malloc(size_t nbytes, cudaStream_t stream) {
   active_.emplace(block->ptr, block);
   ++counters_.active_blocks;
   counters_.active_bytes += static_cast<int64_t>(block->size);
-  stats_->on_alloc(static_cast<int64_t>(nbytes));
+  counters_.requested_bytes += static_cast<int64_t>(nbytes);
+  // memory_allocated counts rounded sizes, as c10's allocated_bytes does (c10 counts a whole
+  // unsplit block; remat the rounded request, which a Meta dry run can predict exactly).
+  stats_->on_alloc(static_cast<int64_t>(size));
   return block->ptr;
 }
 
@@ -144,7 +146,8 @@ void DeviceCachingAllocator::free(void* ptr) {
   active_.erase(it);
   --counters_.active_blocks;
   counters_.active_bytes -= static_cast<int64_t>(block->size);
-  stats_->on_free(static_cast<int64_t>(block->requested));
+  counters_.requested_bytes -= static_cast<int64_t>(block->requested);
+  stats_->on_free(static_cast<int64_t>(round_size(block->requested)));
   block->allocated = false;
   block->requested = 0;
   if (!block->stream_uses.empty()) {
@@ -365,6 +368,9 @@ class CUDAAllocator final : public Allocator {
     if (ptr == nullptr) return;
     device_allocator(device).free(ptr);
     notify_allocation(device, -static_cast<int64_t>(nbytes));
+  }
+  int64_t counted_bytes(Device, size_t nbytes) const override {
+    return nbytes == 0 ? 0 : static_cast<int64_t>(round_size(nbytes));
   }
   AllocatorStats& stats(Device device) override {
     REMAT_CHECK(device.index >= 0 && device.index < kMaxDevices, "CUDA allocator: bad device index ", device.index);

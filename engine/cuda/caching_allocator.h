@@ -65,7 +65,8 @@ class DeviceBackend {
 
 // A snapshot of one device's counters.
 struct DeviceStats {
-  int64_t allocated_bytes = 0;       // requested bytes of live allocations
+  int64_t allocated_bytes = 0;       // live allocations in rounded sizes (memory_allocated, c10's allocated_bytes)
+  int64_t requested_bytes = 0;       // bytes asked for by live allocations (c10's requested_bytes)
   int64_t peak_allocated_bytes = 0;  // since the last reset_peak_memory_stats
   int64_t reserved_bytes = 0;        // bytes of the segments held from the device
   int64_t active_blocks = 0;         // blocks handed out and not yet freed

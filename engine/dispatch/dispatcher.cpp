@@ -153,6 +153,7 @@ DispatchKeySet keys_of_stack(const Stack& stack, size_t nargs) {
 void OperatorHandle::callBoxed(Stack* stack) const {
   schema().check_and_normalize(*stack);
   DispatchKeySet ks = detail::apply_tls(detail::keys_of_stack(*stack, stack->size()));
+  CurrentOpGuard current_op(&name());
   entry_->lookup(ks).callBoxed(*this, ks, stack);
 }
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/core/memory_context.h"
 #include "engine/dispatch/function_schema.h"
 #include "engine/dispatch/kernel_function.h"
 #include "engine/dispatch/local_dispatch_key_set.h"
@@ -107,6 +108,7 @@ class TypedOperatorHandle<R(Args...)> : public OperatorHandle {
 
   R call(Args... args) const {
     DispatchKeySet ks = detail::apply_tls((DispatchKeySet() | ... | detail::keys_of(args)));
+    CurrentOpGuard current_op(&name());  // what the memory tracker names an allocation by
     return entry_->lookup(ks).template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
   }
   // ks: the keys still to run (a kernel passes its own key set minus itself and above).

@@ -38,6 +38,7 @@ const AdamWParamState* AdamW::state(const Tensor& p) const {
 
 void AdamW::step() {
   autograd::NoGradGuard no_grad;
+  MemoryPhaseGuard phase(MemoryPhase::Optimizer);
   for (OptimizerParamGroup& group : param_groups()) {
     const auto& o = static_cast<const AdamWOptions&>(group.options());
     auto [beta1, beta2] = o.betas();
@@ -48,6 +49,7 @@ void AdamW::step() {
       if (o.maximize()) grad = neg(grad);
       AdamWParamState& s = state_[p.unsafeGetTensorImpl()];
       if (s.step == 0) {
+        MemoryCategoryGuard state(MemoryCategory::OptimizerState);
         s.exp_avg = zeros_like(p);
         s.exp_avg_sq = zeros_like(p);
         if (o.amsgrad()) s.max_exp_avg_sq = zeros_like(p);
@@ -69,7 +71,10 @@ void AdamW::step() {
       Tensor second = s.exp_avg_sq;
       if (o.amsgrad()) {
         // The running maximum of v (not of v_hat), as in PyTorch.
-        if (!s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = zeros_like(p);  // amsgrad turned on mid-run
+        if (!s.max_exp_avg_sq.defined()) {  // amsgrad turned on mid-run
+          MemoryCategoryGuard state(MemoryCategory::OptimizerState);
+          s.max_exp_avg_sq = zeros_like(p);
+        }
         copy_(s.max_exp_avg_sq, maximum(s.max_exp_avg_sq, s.exp_avg_sq));
         second = s.max_exp_avg_sq;
       }

@@ -32,6 +32,7 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
                        bool error_if_nonfinite) {
   check_norm_type(norm_type);
   autograd::NoGradGuard no_grad;
+  DefaultMemoryPhaseGuard phase(MemoryPhase::Optimizer);  // part of the update, for the memory tracker
   std::vector<Tensor> grads;
   for (const Tensor& p : parameters) {
     REMAT_CHECK(p.defined(), "clip_grad_norm_: a parameter is an undefined tensor");

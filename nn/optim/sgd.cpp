@@ -35,6 +35,7 @@ Tensor SGD::momentum_buffer(const Tensor& p) const {
 
 void SGD::step() {
   autograd::NoGradGuard no_grad;
+  MemoryPhaseGuard phase(MemoryPhase::Optimizer);
   for (OptimizerParamGroup& group : param_groups()) {
     const auto& o = static_cast<const SGDOptions&>(group.options());
     for (Tensor& p : group.params()) {
@@ -45,6 +46,7 @@ void SGD::step() {
       if (o.momentum() != 0) {
         Tensor& buf = momentum_buffers_[p.unsafeGetTensorImpl()];
         if (!buf.defined()) {
+          MemoryCategoryGuard state(MemoryCategory::OptimizerState);
           buf = clone(grad).detach();
         } else {
           mul_(buf, o.momentum());

@@ -172,8 +172,15 @@ TEST_CASE("autocast leaves float64, integer and non-listed ops alone", "[autocas
   CHECK(add(f, f).dtype() == kFloat);
   CHECK(sin(f).dtype() == kFloat);
   CHECK(sum(f).dtype() == kFloat);
-  // Meta tensors are not autocast (only CPU and CUDA have autocast state)
+  // Meta tensors follow Meta's own autocast state (off here)
   CHECK(mm(meta({2, 2}), meta({2, 2})).dtype() == kFloat);
+}
+
+TEST_CASE("autocast(kMeta) casts Meta tensors by the same lists (a dry run of an autocast step)", "[autocast]") {
+  autocast guard(kMeta, kBFloat16);
+  CHECK(mm(meta({2, 2}), meta({2, 2})).dtype() == kBFloat16);
+  CHECK(softmax(meta({2, 2}).to(kBFloat16), -1).dtype() == kFloat);
+  CHECK(mm(ones({2, 2}), ones({2, 2})).dtype() == kFloat);  // CPU tensors: CPU autocast is off
 }
 
 TEST_CASE("autocast: gradients flow back to float32 leaves as float32", "[autocast][autograd]") {
@@ -239,7 +246,6 @@ TEST_CASE("autocast: the float32 list (softmax, log_softmax, layer_norm, rms_nor
 TEST_CASE("autocast error paths", "[autocast][errors]") {
   REQUIRE_THROWS_WITH(autocast(kCPU, kDouble), Contains("autocast") && Contains("target dtype is not supported") && Contains("Double"));
   REQUIRE_THROWS_WITH(autocast(kCPU, kLong), Contains("Long"));
-  REQUIRE_THROWS_WITH(autocast(kMeta), Contains("autocast") && Contains("meta"));
   CHECK_FALSE(is_autocast_enabled(kCPU));  // a failed guard changes nothing
   // errors inside an autocast op still name the op
   autocast guard(kCPU);

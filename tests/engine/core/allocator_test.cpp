@@ -82,17 +82,83 @@ TEST_CASE("max_memory_allocated tracks the peak since reset_peak_memory_stats", 
   REQUIRE(memory_allocated() == base);
 }
 
-TEST_CASE("Zero-byte and Meta tensors allocate and count nothing", "[allocator]") {
+TEST_CASE("Zero-byte tensors allocate nothing; Meta tensors touch no memory but count like the CPU's", "[allocator]") {
   const int64_t cpu = memory_allocated();
   const int64_t meta = memory_allocated(Device{kMeta});
   Tensor z = empty({0, 4});
-  Tensor m = empty({1024, 1024}, Device{kMeta});
   REQUIRE(z.data_ptr() == nullptr);
-  REQUIRE(m.data_ptr() == nullptr);
-  REQUIRE(m.nbytes() == 4 * 1024 * 1024);  // the metadata still knows the size
   REQUIRE(memory_allocated() == cpu);
+  {
+    Tensor m = empty({1024, 1024}, Device{kMeta});
+    REQUIRE(m.data_ptr() == nullptr);          // no memory behind it
+    REQUIRE(m.nbytes() == 4 * 1024 * 1024);  // the metadata knows the size
+    REQUIRE(memory_allocated() == cpu);
+    REQUIRE(memory_allocated(Device{kMeta}) == meta + 4 * 1024 * 1024);  // and a dry run counts it
+    Tensor odd = empty({3}, TensorOptions().dtype(kBFloat16).device(kMeta));
+    REQUIRE(memory_allocated(Device{kMeta}) == meta + 4 * 1024 * 1024 + 6);  // the bytes asked for, as on CPU
+    REQUIRE(max_memory_allocated(Device{kMeta}) >= meta + 4 * 1024 * 1024 + 6);
+    Tensor none = empty({0}, Device{kMeta});
+    REQUIRE(memory_allocated(Device{kMeta}) == meta + 4 * 1024 * 1024 + 6);
+  }
   REQUIRE(memory_allocated(Device{kMeta}) == meta);
-  REQUIRE(meta == 0);
+  reset_peak_memory_stats(Device{kMeta});
+  REQUIRE(max_memory_allocated(Device{kMeta}) == meta);
+}
+
+TEST_CASE("A Meta run told to imitate CUDA counts the CUDA caching allocator's 512-byte blocks", "[allocator]") {
+  REQUIRE(meta_accounting() == kCPU);
+  REQUIRE(memory_allocated(Device{kMeta}) == 0);
+  {
+    MetaAccountingGuard like_cuda(kCUDA);
+    REQUIRE(meta_accounting() == kCUDA);
+    Tensor a = empty({1}, Device{kMeta});        // 4 bytes: one 512-byte block
+    Tensor b = empty({1000}, Device{kMeta});     // 4000 bytes: 4096
+    Tensor c = empty({128}, Device{kMeta});      // 512 bytes exactly: 512
+    Tensor d = empty({0}, Device{kMeta});        // nothing
+    REQUIRE(memory_allocated(Device{kMeta}) == 512 + 4096 + 512);
+    REQUIRE(memory_allocated(Device{kMeta}) ==
+            static_cast<int64_t>(cuda_round_size(4) + cuda_round_size(4000) + cuda_round_size(512)));
+    REQUIRE(cuda_round_size(1) == 512);
+    REQUIRE(cuda_round_size(513) == 1024);
+    REQUIRE(cuda_round_size((size_t{1} << 20) + 1) == (size_t{1} << 20) + 512);
+    REQUIRE_THROWS_WITH(set_meta_accounting(kCPU),
+                        Catch::Contains("set_meta_accounting: cannot change what the Meta device counts while Meta "
+                                        "tensors are alive (5120 bytes allocated on meta)"));
+  }
+  REQUIRE(meta_accounting() == kCPU);
+  REQUIRE(memory_allocated(Device{kMeta}) == 0);
+  REQUIRE_THROWS_WITH(set_meta_accounting(kMeta),
+                      Catch::Contains("set_meta_accounting: a Meta run imitates cpu or cuda, not meta"));
+}
+
+TEST_CASE("Storage observers see allocations, frees and changes of category with the bytes counted", "[allocator]") {
+  std::vector<StorageEvent> events;
+  int id = add_storage_observer([&](const StorageEvent& e) { events.push_back(e); });
+  const int64_t base = memory_allocated(Device{kMeta});
+  {
+    Tensor t = empty({4}, Device{kMeta});     // 16 bytes, Other (no phase is set)
+    claim_memory(t, MemoryCategory::Activation);
+    claim_memory(t, MemoryCategory::Temporary);  // ranks after Activation: ignored
+    REQUIRE(t.impl()->storage()->memory_category() == MemoryCategory::Activation);
+  }
+  remove_storage_observer(id);
+  Tensor after = empty({2}, Device{kMeta});  // not observed any more
+  REQUIRE(events.size() == 4);
+  CHECK(events[0].delta == 16);
+  CHECK(events[0].category == MemoryCategory::Other);
+  CHECK(events[0].allocated == base + 16);
+  CHECK(!events[0].relabel);
+  CHECK(events[1].delta == -16);
+  CHECK(events[1].category == MemoryCategory::Other);
+  CHECK(events[1].relabel);
+  CHECK(events[2].delta == 16);
+  CHECK(events[2].category == MemoryCategory::Activation);
+  CHECK(events[2].relabel);
+  CHECK(events[2].allocated == base + 16);
+  CHECK(events[3].delta == -16);
+  CHECK(events[3].category == MemoryCategory::Activation);
+  CHECK(events[3].allocated == base);
+  CHECK(events[0].storage == events[3].storage);
 }
 
 TEST_CASE("The allocation observer sees every allocation and free with its device", "[allocator]") {
@@ -100,7 +166,7 @@ TEST_CASE("The allocation observer sees every allocation and free with its devic
   set_allocation_observer([&](Device d, int64_t n) { events.emplace_back(d, n); });
   {
     Tensor a = empty({3}, kDouble);
-    Tensor m = empty({3}, Device{kMeta});  // Meta allocates nothing: no event
+    Tensor m = empty({3}, Device{kMeta});  // Meta allocates no memory: no allocator event
   }
   set_allocation_observer(nullptr);
   Tensor after = empty({2});  // not observed any more

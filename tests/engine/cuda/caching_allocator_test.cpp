@@ -100,7 +100,8 @@ TEST_CASE("small allocations are carved out of one 2 MiB segment and reused afte
   CHECK(b == at(a, 1024));  // split from the same segment, right after a
   CHECK(f.backend->allocs == 1);
   cca::DeviceStats s = f.alloc.stats();
-  CHECK(s.allocated_bytes == 4000);
+  CHECK(s.allocated_bytes == 1024 + 3072);  // rounded to 512-byte blocks, as c10 counts
+  CHECK(s.requested_bytes == 4000);
   CHECK(s.reserved_bytes == static_cast<int64_t>(2 * kMiB));
   CHECK(s.segments == 1);
   CHECK(s.active_blocks == 2);
@@ -108,7 +109,8 @@ TEST_CASE("small allocations are carved out of one 2 MiB segment and reused afte
   CHECK(s.cached_bytes == static_cast<int64_t>(2 * kMiB - 4096));
 
   f.alloc.free(a);
-  CHECK(f.alloc.stats().allocated_bytes == 3000);
+  CHECK(f.alloc.stats().allocated_bytes == 3072);
+  CHECK(f.alloc.stats().requested_bytes == 3000);
   void* c = f.alloc.malloc(900, stream(1));
   CHECK(c == a);  // the freed block is the best fit
   CHECK(f.backend->allocs == 1);
@@ -181,17 +183,22 @@ TEST_CASE("record_stream: a block used by another stream is reused only after th
   f.alloc.free(c);
 }
 
-TEST_CASE("statistics are exact: requested bytes, peak, reserved", "[allocator]") {
+TEST_CASE("statistics are exact: rounded bytes, peak, reserved", "[allocator]") {
   Fixture f;
   void* a = f.alloc.malloc(100, stream(1));
   void* b = f.alloc.malloc(5 * kMiB + 7, stream(1));
-  CHECK(f.stats.allocated.load() == static_cast<int64_t>(100 + 5 * kMiB + 7));
+  // memory_allocated counts each request rounded to 512-byte blocks, the rule a Meta dry run
+  // imitating CUDA uses (cuda_round_size).
+  CHECK(f.stats.allocated.load() == static_cast<int64_t>(512 + 5 * kMiB + 512));
+  CHECK(f.stats.allocated.load() ==
+        static_cast<int64_t>(cuda_round_size(100) + cuda_round_size(5 * kMiB + 7)));
+  CHECK(f.alloc.stats().requested_bytes == static_cast<int64_t>(100 + 5 * kMiB + 7));
   CHECK(f.stats.peak.load() == f.stats.allocated.load());
   f.alloc.free(b);
-  CHECK(f.stats.allocated.load() == 100);
-  CHECK(f.stats.peak.load() == static_cast<int64_t>(100 + 5 * kMiB + 7));
+  CHECK(f.stats.allocated.load() == 512);
+  CHECK(f.stats.peak.load() == static_cast<int64_t>(512 + 5 * kMiB + 512));
   f.stats.reset_peak();
-  CHECK(f.stats.peak.load() == 100);
+  CHECK(f.stats.peak.load() == 512);
   CHECK(f.stats.reserved.load() == static_cast<int64_t>(2 * kMiB + 20 * kMiB));
   f.alloc.free(a);
   CHECK(f.stats.allocated.load() == 0);
@@ -261,16 +268,16 @@ TEST_CASE("freeing or recording a pointer the allocator does not own throws", "[
 
 // ---- the real kCUDA allocator ----
 
-TEST_CASE("kCUDA allocator: memory_allocated counts the bytes of live tensors exactly", "[allocator][gpu]") {
+TEST_CASE("kCUDA allocator: memory_allocated counts the live tensors' rounded blocks exactly", "[allocator][gpu]") {
   REMAT_REQUIRE_CUDA_DEVICE();
   const Device d = testing::cuda0();
   cuda::device_synchronize();
   const int64_t base = memory_allocated(d);
   {
-    Tensor a = empty({1000}, TensorOptions().device(d));           // 4000 bytes
-    Tensor b = empty({3, 7}, TensorOptions().dtype(kHalf).device(d));  // 42 bytes
-    CHECK(memory_allocated(d) == base + 4042);
-    CHECK(max_memory_allocated(d) >= base + 4042);
+    Tensor a = empty({1000}, TensorOptions().device(d));           // 4000 bytes: a 4096-byte block
+    Tensor b = empty({3, 7}, TensorOptions().dtype(kHalf).device(d));  // 42 bytes: a 512-byte block
+    CHECK(memory_allocated(d) == base + 4096 + 512);
+    CHECK(max_memory_allocated(d) >= base + 4096 + 512);
     CHECK(memory_reserved(d) >= memory_allocated(d));
   }
   CHECK(memory_allocated(d) == base);

@@ -1,0 +1,51 @@
+// The benchmark's training step (no PyTorch counterpart: the loop of nanoGPT's train.py), on any
+// device. On Device{kMeta} it is a dry run: the same ops, allocations and frees in the same
+// order as on the CPU, no kernel, and memory_allocated(Device{kMeta}) reports what the CPU would
+// (torch's FakeTensorMode + MemTracker, exact rather than estimated).
+//
+//   StepRecord cpu = run_training_steps(strategy, shape, Device{kCPU}, 2)[1];
+//   StepRecord meta = run_training_steps(strategy, shape, Device{kMeta}, 2)[1];
+//   cpu.peak_bytes == meta.peak_bytes;   cpu.allocation_sizes == meta.allocation_sizes;
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "bench/activation_model.h"
+#include "bench/strategies.h"
+#include "remat.h"
+
+namespace remat::bench {
+
+// One training step's memory, as the device's allocator counted it.
+struct StepRecord {
+  int64_t start_bytes = 0;       // memory_allocated when the step began
+  int64_t peak_bytes = 0;        // max_memory_allocated over the step (counted from zero, as torch does)
+  int64_t activation_bytes = 0;  // allocated after forward minus allocated before it
+  std::vector<int64_t> allocation_sizes;      // every allocation of the step, in order
+  std::vector<MemoryEvent> timeline;          // the tracker's events (when asked for)
+  std::map<MemoryCategory, int64_t> at_peak;  // bytes by category at the peak
+  CheckpointStats checkpoint;                 // the step's recompute accounting
+  double loss = 0;                            // NaN on Meta
+};
+
+struct TrainingOptions {
+  ScalarType dtype = kFloat;
+  double lr = 1e-3;
+  bool keep_timeline = false;  // fill StepRecord::timeline
+  uint64_t data_seed = 42;
+};
+
+// Builds the GPT of `shape` directly on `device` (no host copy: a GPT-2-XL-sized model dry-runs
+// without its 6 GB of weights), AdamW and the token batch, and runs `steps` training steps under
+// `strategy`.
+std::vector<StepRecord> run_training_steps(const Strategy& strategy, const ModelShape& shape, Device device,
+                                           int64_t steps, const TrainingOptions& options = {});
+
+// The model configuration the benchmark uses for `shape`.
+nn::GPTConfig gpt_config(const ModelShape& shape, ScalarType dtype, Device device);
+// The benchmark's token batch: uniform ids from a fixed seed on the CPU; shape-only on Meta.
+std::pair<Tensor, Tensor> token_batch(const ModelShape& shape, Device device, uint64_t seed = 42);
+
+}  // namespace remat::bench

@@ -1,0 +1,68 @@
+// The memory tracker (see memory_tracker.h), built on the allocator's storage observers.
+#include "engine/core/memory_tracker.h"
+
+#include "engine/core/allocator.h"
+#include "engine/core/scope_path.h"
+
+namespace remat {
+
+MemoryTracker::MemoryTracker(Device device) : device_(device) {
+  // What is alive already (parameters, optimizer state of earlier steps) is known by category.
+  AllocatorStats& stats = get_allocator(device)->stats(device);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (int c = 0; c < kNumMemoryCategories; ++c) live_[c] = at_peak_[c] = stats.by_category[c].load();
+  peak_ = stats.allocated.load();
+  observer_id_ = add_storage_observer([this](const StorageEvent& e) {
+    if (e.device == device_) on_event(e.relabel, e.delta, e.category, e.allocated);
+  });
+}
+
+MemoryTracker::~MemoryTracker() { remove_storage_observer(observer_id_); }
+
+void MemoryTracker::on_event(bool relabel, int64_t delta, MemoryCategory category, int64_t allocated) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  live_[static_cast<int>(category)] += delta;
+  if (!relabel) at_peak_is_now_ = false;
+  if (allocated > peak_ || (relabel && at_peak_is_now_)) {
+    peak_ = std::max(peak_, allocated);
+    for (int c = 0; c < kNumMemoryCategories; ++c) at_peak_[c] = live_[c];
+    at_peak_is_now_ = true;
+  }
+  timeline_.push_back(MemoryEvent{allocated, delta, current_memory_op(), scope_path(), category,
+                                  toString(current_memory_phase()), relabel});
+}
+
+int64_t MemoryTracker::peak() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return peak_;
+}
+
+namespace {
+std::map<MemoryCategory, int64_t> by_category(const int64_t (&bytes)[kNumMemoryCategories]) {
+  std::map<MemoryCategory, int64_t> m;
+  for (int c = 0; c < kNumMemoryCategories; ++c) m[static_cast<MemoryCategory>(c)] = bytes[c];
+  return m;
+}
+}  // namespace
+
+std::map<MemoryCategory, int64_t> MemoryTracker::at_peak() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return by_category(at_peak_);
+}
+
+std::map<MemoryCategory, int64_t> MemoryTracker::current() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return by_category(live_);
+}
+
+const std::vector<MemoryEvent>& MemoryTracker::timeline() const { return timeline_; }
+
+std::vector<int64_t> MemoryTracker::allocation_sizes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int64_t> sizes;
+  for (const MemoryEvent& e : timeline_)
+    if (!e.relabel && e.delta > 0) sizes.push_back(e.delta);
+  return sizes;
+}
+
+}  // namespace remat

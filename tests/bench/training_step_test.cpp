@@ -1,0 +1,97 @@
+// Tests bench/training_step.{h,cpp}: a GPT training step on the Meta device is an exact dry run
+// of the same step on the CPU, for every benchmark strategy.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "bench/training_step.h"
+
+using namespace remat;
+using namespace remat::bench;
+
+namespace {
+
+// batch, seq, embd, heads, vocab, layers
+const ModelShape kTiny{2, 8, 16, 2, 11, 2};
+// Activations decide the peak: long sequences, a small model.
+const ModelShape kActivationBound{4, 64, 32, 2, 17, 3};
+// The benchmark's default model (config A).
+const ModelShape kConfigA{8, 128, 256, 4, 65, 4};
+
+void check_dry_run_matches(const Strategy& s, const ModelShape& shape, int64_t steps) {
+  INFO("strategy " << s.name << ", " << shape.layers << " layers, d_model " << shape.embd << ", seq " << shape.seq);
+  TrainingOptions o;
+  o.keep_timeline = true;
+  std::vector<StepRecord> cpu = run_training_steps(s, shape, Device{kCPU}, steps, o);
+  std::vector<StepRecord> meta = run_training_steps(s, shape, Device{kMeta}, steps, o);
+  REQUIRE(cpu.size() == meta.size());
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    INFO("step " << i);
+    CHECK(meta[i].start_bytes == cpu[i].start_bytes);
+    CHECK(meta[i].peak_bytes == cpu[i].peak_bytes);
+    CHECK(meta[i].activation_bytes == cpu[i].activation_bytes);
+    CHECK(meta[i].allocation_sizes.size() == cpu[i].allocation_sizes.size());
+    if (meta[i].allocation_sizes != cpu[i].allocation_sizes) {
+      size_t n = std::min(meta[i].allocation_sizes.size(), cpu[i].allocation_sizes.size()), j = 0;
+      while (j < n && meta[i].allocation_sizes[j] == cpu[i].allocation_sizes[j]) ++j;
+      std::ostringstream where;
+      auto ops = [](const std::vector<MemoryEvent>& t) {
+        std::vector<std::string> v;
+        for (const MemoryEvent& e : t)
+          if (!e.relabel && e.delta > 0) v.push_back(e.op + " " + std::to_string(e.delta) + " (" + e.phase + ")");
+        return v;
+      };
+      std::vector<std::string> c = ops(cpu[i].timeline), m = ops(meta[i].timeline);
+      for (size_t k = j; k < j + 4 && k < n; ++k) where << "\n  cpu: " << c[k] << "  meta: " << m[k];
+      FAIL("allocation sequences differ first at allocation " << j << where.str());
+    }
+    CHECK(meta[i].checkpoint.total.flops_recomputed == cpu[i].checkpoint.total.flops_recomputed);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("dry run: every strategy's Meta step matches the CPU step to the byte (tiny GPT)", "[dry_run]") {
+  for (const Strategy& s : all_strategies()) check_dry_run_matches(s, kTiny, 2);
+}
+
+TEST_CASE("dry run: every strategy matches where activations decide the peak", "[dry_run]") {
+  for (const Strategy& s : all_strategies()) {
+    check_dry_run_matches(s, kActivationBound, 2);
+  }
+  // The config is what its name says: activations are most of the peak without checkpointing.
+  std::vector<StepRecord> none = run_training_steps(all_strategies()[0], kActivationBound, Device{kMeta}, 1);
+  CHECK(none[0].activation_bytes > none[0].peak_bytes / 2);
+}
+
+TEST_CASE("dry run: every strategy matches at the benchmark's config A", "[dry_run]") {
+  for (const Strategy& s : all_strategies()) check_dry_run_matches(s, kConfigA, 2);
+}
+
+TEST_CASE("dry run: a GPT-2-XL-shaped step runs on Meta, predicting more memory than this machine has", "[dry_run]") {
+  // 48 layers, d_model 1600, 25 heads, seq 1024, batch 4, vocab 50257: 1.56e9 parameters.
+  const ModelShape xl{4, 1024, 1600, 25, 50257, 48};
+  reset_peak_memory_stats(Device{kCPU});
+  const int64_t cpu_before = memory_allocated(Device{kCPU});
+  std::vector<StepRecord> r = run_training_steps(all_strategies()[0], xl, Device{kMeta}, 1);
+  const int64_t params = 4 * (50257LL * 1600 + 1024LL * 1600 + 48 * (12LL * 1600 * 1600 + 13LL * 1600) + 2 * 1600);
+  CHECK(r[0].at_peak[MemoryCategory::Parameter] == params);
+  CHECK(params > 6'000'000'000LL);
+  CHECK(r[0].peak_bytes > 24'000'000'000LL);
+  CHECK(max_memory_allocated(Device{kCPU}) - cpu_before < (64 << 20));  // nothing of that size on the host
+  CHECK(memory_allocated(Device{kMeta}) == 0);  // everything it made is gone
+}
+
+TEST_CASE("dry run: ops that need values throw on Meta, naming themselves", "[dry_run]") {
+  Tensor m = empty({2, 3}, Device{kMeta});
+  REQUIRE_THROWS_WITH(m.to_vector(), Catch::Contains("to_vector: a meta tensor (shape [2, 3]) has no values"));
+  REQUIRE_THROWS_WITH(empty({}, Device{kMeta}).item(), Catch::Contains("item: a meta tensor (shape []) has no value"));
+  REQUIRE_THROWS_WITH(equal(m, m), Catch::Contains("equal: a meta tensor (shape [2, 3]) has no values to compare"));
+  REQUIRE_THROWS_WITH(allclose(m, m), Catch::Contains("allclose: a meta tensor (shape [2, 3]) has no values"));
+  REQUIRE_THROWS_WITH(m.to(Device{kCPU}), Catch::Contains("aten::_to_copy"));
+  CheckpointOptions o;
+  o.determinism_check = "checksum";
+  Tensor x = empty({4}, TensorOptions().device(kMeta).requires_grad(true));
+  REQUIRE_THROWS_WITH(checkpoint([](const Tensor& h) { return sin(h); }, x, o),
+                      Catch::Contains("determinism_check='checksum' needs values") && Catch::Contains("Meta device"));
+}

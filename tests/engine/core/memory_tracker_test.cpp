@@ -1,0 +1,157 @@
+// Tests engine/core/memory_tracker.{h,cpp} (torch.distributed._tools.mem_tracker.MemTracker's
+// role): every allocation and free with its op, scope, phase and category; the peak and what
+// it is made of, with exact figures, the same on the CPU and on Meta.
+#include <catch2/catch.hpp>
+
+#include <numeric>
+
+#include "remat.h"
+
+using namespace remat;
+
+namespace {
+
+int64_t sum_of(const std::map<MemoryCategory, int64_t>& m) {
+  int64_t s = 0;
+  for (const auto& [c, b] : m) s += b;
+  return s;
+}
+
+int64_t bytes_of(const std::vector<Tensor>& ts) {
+  int64_t s = 0;
+  for (const Tensor& t : ts) s += t.nbytes();
+  return s;
+}
+
+// A two-layer MLP trained with AdamW on `device`; returns the tracker of the second step.
+struct MlpRun {
+  int64_t param_bytes = 0, grad_bytes = 0;
+  int64_t peak = 0;
+  std::map<MemoryCategory, int64_t> at_peak;
+  std::vector<MemoryEvent> timeline;
+};
+
+MlpRun train_mlp_two_steps(Device device) {
+  TensorOptions o = TensorOptions().device(device);
+  Generator gen(7);
+  nn::Linear fc1(32, 64, true, &gen, o), fc2(64, 8, true, &gen, o);
+  std::vector<Tensor> params = {fc1.weight, fc1.bias, fc2.weight, fc2.bias};
+  optim::AdamW opt(params, optim::AdamWOptions(1e-3));
+  Tensor x = device.is_meta() ? empty({16, 32}, o) : randn({16, 32}, o, &gen);
+  auto step = [&] {
+    opt.zero_grad();
+    Tensor loss = sum(gelu(fc2.forward(gelu(fc1.forward(x)))));
+    loss.backward();
+    opt.step();
+  };
+  step();  // the first step creates the optimizer state
+  MlpRun r;
+  MemoryTracker tracker(device);
+  step();
+  r.param_bytes = bytes_of(params);
+  for (const Tensor& p : params) r.grad_bytes += p.grad().nbytes();
+  r.peak = tracker.peak();
+  r.at_peak = tracker.at_peak();
+  r.timeline = tracker.timeline();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("MemoryTracker: the peak of an AdamW step holds the parameters, twice them as state, the gradients",
+          "[memory_tracker]") {
+  for (Device device : {Device{kCPU}, Device{kMeta}}) {
+    INFO("device " << device);
+    MlpRun r = train_mlp_two_steps(device);
+    const int64_t params = (32 * 64 + 64 + 64 * 8 + 8) * 4;
+    REQUIRE(r.param_bytes == params);
+    CHECK(r.at_peak[MemoryCategory::Parameter] == params);
+    CHECK(r.at_peak[MemoryCategory::OptimizerState] == 2 * params);  // exp_avg and exp_avg_sq
+    CHECK(r.at_peak[MemoryCategory::Gradient] == r.grad_bytes);
+    CHECK(r.grad_bytes == params);
+    CHECK(sum_of(r.at_peak) == r.peak);
+    bool backward = false, forward = false, optimizer = false;
+    for (const MemoryEvent& e : r.timeline) {
+      backward |= e.phase == "backward";
+      forward |= e.phase == "forward";
+      optimizer |= e.phase == "optimizer";
+    }
+    CHECK(backward);
+    CHECK(forward);
+    CHECK(optimizer);
+  }
+}
+
+TEST_CASE("MemoryTracker: the CPU and Meta runs record the same events", "[memory_tracker]") {
+  MlpRun cpu = train_mlp_two_steps(Device{kCPU});
+  MlpRun meta = train_mlp_two_steps(Device{kMeta});
+  CHECK(cpu.peak == meta.peak);
+  CHECK(cpu.at_peak == meta.at_peak);
+  REQUIRE(cpu.timeline.size() == meta.timeline.size());
+  for (size_t i = 0; i < cpu.timeline.size(); ++i) {
+    INFO("event " << i);
+    CHECK(cpu.timeline[i].delta == meta.timeline[i].delta);
+    CHECK(cpu.timeline[i].op == meta.timeline[i].op);
+    CHECK(cpu.timeline[i].scope == meta.timeline[i].scope);
+    CHECK(cpu.timeline[i].category == meta.timeline[i].category);
+    CHECK(cpu.timeline[i].phase == meta.timeline[i].phase);
+  }
+}
+
+TEST_CASE("MemoryTracker: events name the op, the scope, the phase and the category", "[memory_tracker]") {
+  Tensor w = randn({8, 8}).requires_grad_();
+  claim_memory(w, MemoryCategory::Parameter);  // as nn::Module does: saving it leaves it a parameter
+  Tensor x = randn({4, 8});
+  reset_peak_memory_stats();
+  MemoryTracker tracker;
+  const int64_t start = memory_allocated();
+  Tensor y;
+  {
+    scope s("block");
+    MemoryPhaseGuard phase(MemoryPhase::Forward);
+    y = relu(mm(x, w));  // mm's output (temporary, freed later), relu's output (saved: activation)
+  }
+  sum(y).backward();
+  const std::vector<MemoryEvent>& t = tracker.timeline();
+  // mm saves x for w's gradient first: x (made outside any phase, Other) becomes an activation.
+  REQUIRE(t.size() >= 4);
+  CHECK(t[0].relabel);
+  CHECK(t[0].category == MemoryCategory::Other);
+  CHECK(t[0].delta == -4 * 8 * 4);
+  CHECK(t[1].relabel);
+  CHECK(t[1].category == MemoryCategory::Activation);
+  CHECK(t[1].op == "aten::mm");
+  CHECK(t[2].op == "aten::mm");  // then mm's output
+  CHECK(!t[2].relabel);
+  CHECK(t[2].scope == "block");
+  CHECK(t[2].phase == "forward");
+  CHECK(t[2].category == MemoryCategory::Temporary);
+  CHECK(t[2].delta == 4 * 8 * 4);
+  CHECK(t[2].allocated == start + 4 * 8 * 4);
+  CHECK(t[3].op == "aten::relu");
+  // relu saves its result: the bytes become an activation (a pair of relabel events).
+  bool relabelled = false;
+  for (size_t i = 0; i + 1 < t.size(); ++i)
+    if (t[i].relabel && t[i + 1].relabel && t[i + 1].category == MemoryCategory::Activation) relabelled = true;
+  CHECK(relabelled);
+  bool grad = false;
+  for (const MemoryEvent& e : t)
+    if (e.phase == "backward" && e.category == MemoryCategory::Gradient) grad = true;
+  CHECK(grad);  // w.grad, kept by AccumulateGrad
+  CHECK(tracker.peak() == max_memory_allocated());  // both count from the same moment
+  int64_t net = 0;
+  for (const MemoryEvent& e : t) net += e.delta;
+  CHECK(net == memory_allocated() - start);  // the deltas add up to what is live now
+}
+
+TEST_CASE("MemoryTracker: bytes alive before it starts are known by category; only its device counts",
+          "[memory_tracker]") {
+  Tensor p = empty({10}, Device{kMeta});
+  claim_memory(p, MemoryCategory::Parameter);
+  MemoryTracker tracker(Device{kMeta});
+  Tensor cpu = empty({100});  // another device: not recorded
+  CHECK(tracker.timeline().empty());
+  CHECK(tracker.at_peak()[MemoryCategory::Parameter] >= 40);
+  CHECK(sum_of(tracker.at_peak()) == memory_allocated(Device{kMeta}));
+  CHECK(tracker.peak() == memory_allocated(Device{kMeta}));
+}
