@@ -46,10 +46,24 @@ const char* const kMismatch =
 struct CacheEntry {
   enum class Kind { Recompute, Saved, Consumed } kind = Kind::Recompute;
   std::vector<IValue> values;     // detached outputs (share storage and version counter)
-  std::vector<int64_t> versions;  // version of each tensor when cached
+  std::vector<int64_t> versions;  // version of each tensor when cached, a Tensor[]'s elements in order
   int64_t bytes = 0;
   int64_t seq = 0;                // the call's place among all the region's forward calls
 };
+
+// Calls fn on each tensor among an op's returns (a Tensor[] return's elements in order).
+template <class Fn>
+void for_each_tensor(std::vector<IValue>& values, Fn fn) {
+  for (IValue& v : values) {
+    if (v.isTensor()) {
+      fn(v.toTensor());
+    } else if (v.isTensorList()) {
+      std::vector<Tensor> list = v.toTensorVector();
+      for (Tensor& t : list) fn(t);
+      v = IValue(std::move(list));
+    }
+  }
+}
 
 // The storage both modes of one checkpoint call share.
 struct Storage {
@@ -116,20 +130,19 @@ class CachingMode : public SelectiveMode {
     bool save = is_save(policy) && !op.schema().is_mutable();
     if (save) {
       e.kind = CacheEntry::Kind::Saved;
-      for (const IValue& v : out) {
-        if (v.isTensor()) {
-          Tensor d = detach(v.toTensor());
-          claim_memory(d, MemoryCategory::Activation);
-          e.versions.push_back(d._version());
-          e.bytes += d.nbytes();
-          e.values.emplace_back(d);
-        } else {
-          e.versions.push_back(-1);
-          e.values.push_back(v);
-        }
-      }
+      // Detached, so that autograd recording the recomputed call never rewires the forward's outputs.
+      e.values = out;
+      int64_t tensors = 0;
+      for_each_tensor(e.values, [&](Tensor& t) {
+        if (!t.defined()) return;
+        t = detach(t);
+        claim_memory(t, MemoryCategory::Activation);
+        e.versions.push_back(t._version());
+        e.bytes += t.nbytes();
+        ++tensors;
+      });
       stats_detail::Update s(storage_->region);
-      s->sac_tensors_saved += static_cast<int64_t>(out.size());
+      s->sac_tensors_saved += tensors;
       s->sac_bytes_saved += e.bytes;
       s->sac_bytes_held += e.bytes;
     } else {
@@ -202,14 +215,16 @@ class CachedMode : public SelectiveMode {
       case CacheEntry::Kind::Saved:
         break;
     }
-    for (size_t i = 0; i < e.values.size(); ++i) {
-      if (!allow_mutation_ && e.values[i].isTensor() && e.values[i].toTensor()._version() != e.versions[i]) {
+    size_t i = 0;
+    for_each_tensor(e.values, [&](Tensor& t) {
+      if (!t.defined()) return;
+      if (!allow_mutation_ && t._version() != e.versions[i]) {
         throw Error("Tensor cached during selective activation checkpoint has been mutated (output " +
                     std::to_string(i) + " of " + op.name() + " #" + std::to_string(idx) + ", version " +
-                    std::to_string(e.versions[i]) + " when cached, now " +
-                    std::to_string(e.values[i].toTensor()._version()) + ")");
+                    std::to_string(e.versions[i]) + " when cached, now " + std::to_string(t._version()) + ")");
       }
-    }
+      ++i;
+    });
     std::vector<IValue> out = std::move(e.values);
     e.kind = CacheEntry::Kind::Consumed;
     storage_->release(e);

@@ -42,7 +42,6 @@ void AutogradContext::save_variables(const std::vector<Tensor>& outputs) {
 }
 
 std::vector<Tensor> AutogradContext::get_saved_variables() const {
-  if (provided_saved_) return *provided_saved_;
   REMAT_CHECK(!has_freed_buffers_, ERR_BACKWARD_TWICE);
   auto node = grad_fn_.lock();
   std::vector<Tensor> out;

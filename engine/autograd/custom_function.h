@@ -57,9 +57,6 @@ struct AutogradContext {
   bool materialize_grads() const { return materialize_grads_; }
   // Tensors given to save_for_backward and not yet saved (custom-op wrappers read them).
   const std::vector<Tensor>& pending_saved() const { return to_save_; }
-  // Makes get_saved_variables return these tensors as they are (no unpack): used to hand a
-  // legacy Function's backward the tensors a custom op already saved once.
-  void provide_saved_variables(std::vector<Tensor> tensors) { provided_saved_ = std::move(tensors); }
   std::weak_ptr<Node> grad_fn_;
 
  private:
@@ -67,7 +64,6 @@ struct AutogradContext {
   std::vector<SavedVariable> saved_variables_;
   std::unordered_set<TensorImpl*> dirty_;
   std::unordered_set<TensorImpl*> non_differentiable_;
-  std::optional<std::vector<Tensor>> provided_saved_;
   bool has_freed_buffers_ = false;
   bool materialize_grads_ = true;
 };

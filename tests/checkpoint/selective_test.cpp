@@ -221,6 +221,49 @@ TEST_CASE("a mutated cache entry is an error unless allowed", "[sac]") {
   }
 }
 
+TEST_CASE("a Tensor[] return is cached element by element: detached and checked for mutation", "[sac]") {
+  // forward: {x * 2, x * 3}, one op returning a tensor list (as custom ops do)
+  static CustomOp& pair = [] () -> CustomOp& {
+    CustomOp& op = custom_op("remat_test::sac_pair", [](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{in[0] * 2.0, in[0] * 3.0};
+    });
+    op.register_autograd(
+        [](autograd::AutogradContext*, const std::vector<Tensor>& grads) {
+          return std::vector<Tensor>{grads[0] * 2.0 + grads[1] * 3.0};
+        },
+        nullptr);
+    return op;
+  }();
+  for (bool mutate : {false, true}) {
+    DYNAMIC_SECTION("mutate = " << mutate) {
+      Tensor x = randn({4}).requires_grad_();
+      std::vector<Tensor> kept;  // the op's outputs in the forward run
+      auto fn = [&](const Tensor& h) {
+        std::vector<Tensor> o = pair({h});
+        if (kept.empty()) kept = o;
+        return (o[0].sin() + o[1].sin()).sum();
+      };
+      Tensor loss =
+          checkpoint(fn, x, sac([] { return create_selective_checkpoint_contexts({"remat_test::sac_pair"}); }));
+      auto node = kept[1].grad_fn();
+      if (!mutate) {
+        loss.backward();
+        REQUIRE(kept[1].grad_fn() == node);  // the replayed call's recording left the forward's outputs alone
+        Tensor xd = x.detach();
+        REQUIRE(allclose(x.grad(), (xd * 2.0).cos() * 2.0 + (xd * 3.0).cos() * 3.0));
+      } else {
+        {
+          autograd::NoGradGuard no_grad;
+          kept[1].mul_(2.0);  // shares its version counter with the cached element
+        }
+        REQUIRE_THROWS_MATCHES(loss.backward(), Error,
+                               What(Catch::Contains("Tensor cached during selective activation checkpoint has been "
+                                                    "mutated (output 1 of remat_test::sac_pair #0")));
+      }
+    }
+  }
+}
+
 TEST_CASE("backward twice through a SAC region with retain_graph", "[sac]") {
   Tensor x = randn({4, 4}).requires_grad_();
   // exp's output is saved and not kept: backward reruns the region, replaying (consuming) mm.
