@@ -162,9 +162,15 @@ class CachingMode : public SelectiveMode {
   // A new storage is produced here (a view of an input's or of an earlier output's is not); a
   // kept alias keeps its storage alive, so it counts as kept.
   void record_produced(const std::vector<IValue>& args, const std::vector<IValue>& out, bool save) {
+    std::vector<Tensor> outputs;
     for (const IValue& v : out) {
-      if (!v.isTensor() || !v.toTensor().defined()) continue;
-      const StorageImpl* st = v.toTensor().impl()->storage().get();
+      if (v.isTensor()) outputs.push_back(v.toTensor());
+      else if (v.isTensorList())
+        for (const Tensor& t : v.toTensorListRef()) outputs.push_back(t);
+    }
+    for (const Tensor& t : outputs) {
+      if (!t.defined()) continue;
+      const StorageImpl* st = t.impl()->storage().get();
       auto it = storage_->produced.find(st);
       if (it != storage_->produced.end()) {
         it->second = it->second || save;
