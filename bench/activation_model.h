@@ -1,4 +1,7 @@
-// Activation memory of remat's GPT, derived from the shapes (no measurement).
+// Activation memory of remat's GPT, derived from the shapes (no measurement; no PyTorch
+// counterpart). A second, independent account of what a dry run on the Meta device counts:
+// tests/bench/activation_model_test.cpp checks that the two agree to the byte. The benchmark
+// prints the dry run's figures, and the Korthikanti et al. reference line from here.
 //
 // Notation: B batch, T sequence, C model width, H heads, V vocabulary, L layers, e bytes per
 // element (4 for f32). A = B*T*C*e (one [B, T, C] activation), S = B*H*T*T*e (one attention

@@ -1,25 +1,28 @@
-// What each activation-checkpointing strategy costs: trains a small GPT under each one and
-// reports peak and activation memory (remat's allocator statistics) against the analytic
-// prediction, the median step time and its overhead against no checkpointing, the FLOPs
-// recomputed and the op calls replayed from the selective-checkpoint cache, and the final loss.
+// What each activation-checkpointing strategy costs: first predicts each strategy's memory with
+// a dry run on the Meta device (the same training steps, no kernels), then trains a small GPT
+// under it and reports measured beside predicted peak and activation memory (remat's allocator
+// statistics; the ratios read 1.000), the median step time and its overhead against no
+// checkpointing, the FLOPs recomputed, the op calls replayed from the selective-checkpoint cache
+// and the final loss. `--dry-run` predicts only, for a model of any size.
 //
 //   ./bazelw run //bench:memory_vs_recompute
 //   ./bazelw run //bench:memory_vs_recompute -- --strategies none,full,sac-mm --out /tmp/mvr
+//   ./bazelw run //bench:memory_vs_recompute -- --dry-run --layers 48 --embd 1600 --heads 25 --seq 1024 --vocab 50257
 //   ./bazelw run //bench:memory_vs_recompute -- --compare /tmp/torch.json   (bench/torch_reference.py)
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include "bench/activation_model.h"
+#include "bench/plots.h"
 #include "bench/report.h"
 #include "bench/strategies.h"
-#include "nn/optim/adamw.h"
+#include "bench/training_step.h"
 #include "remat.h"
 
 using namespace remat;
@@ -30,9 +33,9 @@ namespace {
 struct Args {
   ModelShape shape{8, 128, 256, 4, 65, 4};
   int64_t steps = 5, warmup = 2;
-  std::string device = "cpu", dtype = "f32", strategies, out, compare;
+  std::string device = "cpu", dtype = "f32", strategies, out, compare, meta_accounting;
   double lr = 1e-3;
-  bool timeline = true;
+  bool timeline = true, dry_run = false;
 };
 
 [[noreturn]] void usage(const std::string& error) {
@@ -41,8 +44,11 @@ struct Args {
                "usage: memory_vs_recompute [--layers N] [--embd N] [--heads N] [--seq N] [--batch N] [--vocab N]\n"
                "                           [--steps N] [--warmup N] [--device cpu|cuda] [--dtype f32|bf16]\n"
                "                           [--strategies a,b,...] [--out DIR] [--compare FILE] [--lr X]\n"
-               "                           [--no-timeline]\n"
-               "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2, sac-megatron\n");
+               "                           [--no-timeline] [--dry-run] [--meta-accounting cpu|cuda]\n"
+               "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2, sac-megatron\n"
+               "--dry-run: predict on the Meta device only (nothing computed, any model size); the dry runs\n"
+               "  count as --device's allocator does (cuda: 512-byte blocks) unless --meta-accounting says otherwise\n"
+               "--out DIR: results.json, report.html, memory_vs_time.svg and timeline_<strategy>.svg\n");
   std::exit(error.empty() ? 0 : 2);
 }
 
@@ -62,6 +68,10 @@ Args parse(int argc, char** argv) {
       a.timeline = false;
       continue;
     }
+    if (f == "--dry-run") {
+      a.dry_run = true;
+      continue;
+    }
     if (i + 1 >= argc) usage("missing value for " + f);
     std::string v = argv[++i];
     if (f == "--layers") a.shape.layers = parse_int(f, v, 1);
@@ -78,39 +88,33 @@ Args parse(int argc, char** argv) {
     else if (f == "--out") a.out = v;
     else if (f == "--compare") a.compare = v;
     else if (f == "--lr") a.lr = std::atof(v.c_str());
+    else if (f == "--meta-accounting") a.meta_accounting = v;
     else usage("unknown flag " + f);
   }
   if (a.device != "cpu" && a.device != "cuda") usage("--device must be cpu or cuda, got '" + a.device + "'");
   if (a.dtype != "f32" && a.dtype != "bf16") usage("--dtype must be f32 or bf16, got '" + a.dtype + "'");
+  if (a.meta_accounting.empty()) a.meta_accounting = a.device;
+  if (a.meta_accounting != "cpu" && a.meta_accounting != "cuda")
+    usage("--meta-accounting must be cpu or cuda, got '" + a.meta_accounting + "'");
   if (a.shape.embd % a.shape.heads != 0) usage("--embd must be divisible by --heads");
+  if (a.dry_run && !a.compare.empty()) usage("--compare needs measurements; it cannot go with --dry-run");
   a.shape.bytes_per_element = a.dtype == "bf16" ? 2 : 4;
   return a;
 }
 
-void progress(const std::string& strategy, size_t index, size_t total, int64_t step, int64_t steps) {
+// A progress bar on a terminal (in a log it would be noise).
+void progress(const std::string& strategy, const char* what, size_t index, size_t total, int64_t step, int64_t steps) {
+  static const bool terminal = isatty(fileno(stderr)) != 0;
+  if (!terminal) return;
   const int width = 30;
   double done = (static_cast<double>(index) + static_cast<double>(step) / static_cast<double>(steps)) / static_cast<double>(total);
   int filled = static_cast<int>(done * width);
-  std::fprintf(stderr, "\r[%s%s] %3.0f%%  %-14s step %lld/%lld   ", std::string(static_cast<size_t>(filled), '#').c_str(),
-               std::string(static_cast<size_t>(width - filled), '.').c_str(), done * 100.0, strategy.c_str(),
-               (long long)step, (long long)steps);
+  std::fprintf(stderr, "\r[%s%s] %3.0f%%  %-14s %-9s step %lld/%lld   ",
+               std::string(static_cast<size_t>(filled), '#').c_str(),
+               std::string(static_cast<size_t>(width - filled), '.').c_str(), done * 100.0, strategy.c_str(), what,
+               (long long)step + 1, (long long)steps);
   std::fflush(stderr);
 }
-
-// Records allocated bytes after every op call (one step's timeline).
-class TimelineMode : public DispatchMode {
- public:
-  explicit TimelineMode(Device d) : device_(d) {}
-  std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
-    std::vector<IValue> out = op.call(args);
-    points.push_back(memory_allocated(device_));
-    return out;
-  }
-  std::vector<int64_t> points;
-
- private:
-  Device device_;
-};
 
 double forward_matmul_flops(const ModelShape& m, bool blocks_only) {
   const double B = static_cast<double>(m.batch), T = static_cast<double>(m.seq), C = static_cast<double>(m.embd);
@@ -119,64 +123,30 @@ double forward_matmul_flops(const ModelShape& m, bool blocks_only) {
   return static_cast<double>(m.layers) * per_layer + (blocks_only ? 0 : head);
 }
 
-StrategyResult run(const Strategy& s, const Args& a, size_t index, size_t total, const Tensor& idx, const Tensor& targets,
-                   Device device) {
-  nn::GPTConfig cfg;
-  cfg.vocab_size = a.shape.vocab;
-  cfg.block_size = a.shape.seq;
-  cfg.n_layer = a.shape.layers;
-  cfg.n_head = a.shape.heads;
-  cfg.n_embd = a.shape.embd;
-  cfg.seed = 1337;
-  nn::GPT model(cfg);
-  if (a.dtype == "bf16") model.to(kBFloat16);
-  if (!device.is_cpu()) model.to(device);
-  model.set_checkpointing(s.checkpointing);
-  optim::AdamW opt(model.parameters(), optim::AdamWOptions(a.lr));
-
+// One strategy: the dry run on Meta, then (unless --dry-run) the same steps on the device, both
+// through run_training_steps, so that the two build the same model the same way.
+StrategyResult run(const Strategy& s, const Args& a, size_t index, size_t total, Device device) {
   StrategyResult r;
   r.name = s.name;
   r.description = s.description;
   r.reentrant = s.reentrant;
-  r.predicted_bytes = predicted_activation_bytes(s.name, a.shape);
-  const int64_t total_steps = a.warmup + a.steps;
-  for (int64_t step = 0; step < total_steps; ++step) {
-    progress(s.name, index, total, step, total_steps);
-    model.zero_grad();
-    if (step == a.warmup) reset_checkpoint_stats();
-    reset_peak_memory_stats(device);
-    const int64_t before = memory_allocated(device);
-    auto t0 = std::chrono::steady_clock::now();
-    nn::GPTOutput out = model.forward(idx, targets);
-    const int64_t activations = memory_allocated(device) - before;
-    out.loss.backward();
-    opt.step();
-    double loss = out.loss.item();  // also waits for the device
-    auto t1 = std::chrono::steady_clock::now();
-    if (step >= a.warmup) {
-      r.step_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      r.activation_bytes = std::max(r.activation_bytes, activations);
-      r.peak_bytes = std::max(r.peak_bytes, max_memory_allocated(device));
-    }
-    r.final_loss = loss;
+  TrainingOptions o;
+  o.dtype = a.dtype == "bf16" ? kBFloat16 : kFloat;
+  o.lr = a.lr;
+  o.keep_timeline = a.timeline && !a.out.empty();
+  const int64_t steps = a.warmup + a.steps;
+  {
+    std::optional<MetaAccountingGuard> accounting;
+    if (a.meta_accounting == "cuda") accounting.emplace(kCUDA);
+    o.on_step = [&](int64_t step) { progress(s.name, "dry run", index, total, step, a.dry_run ? steps : 2 * steps); };
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<StepRecord> predicted = run_training_steps(s, a.shape, Device{kMeta}, steps, o);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    record_predicted(predicted, a.warmup, seconds, &r);
   }
-  CheckpointStats stats = checkpoint_stats();
-  r.recomputed_flops_per_step = stats.total.flops_recomputed / static_cast<double>(a.steps);
-  r.replayed_per_step = static_cast<double>(stats.total.ops_replayed) / static_cast<double>(a.steps);
-  r.recomputed_calls_per_step = static_cast<double>(stats.total.ops_recomputed) / static_cast<double>(a.steps);
-  std::vector<double> sorted = r.step_ms;
-  std::sort(sorted.begin(), sorted.end());
-  r.median_ms = sorted[sorted.size() / 2];
-  if (a.timeline) {
-    // One more step, untimed, with every op call's allocated bytes recorded.
-    model.zero_grad();
-    auto mode = std::make_shared<TimelineMode>(device);
-    {
-      DispatchModeGuard g(mode);
-      nn::GPTOutput out = model.forward(idx, targets);
-      out.loss.backward();
-    }
-    r.timeline = std::move(mode->points);
+  if (!a.dry_run) {
+    o.on_step = [&](int64_t step) { progress(s.name, "measured", index, total, steps + step, 2 * steps); };
+    record_measured(run_training_steps(s, a.shape, device, steps, o), a.warmup, &r);
   }
   return r;
 }
@@ -201,16 +171,12 @@ int main(int argc, char** argv) {
   Args a = parse(argc, argv);
   try {
     Device device = a.device == "cuda" ? Device{kCUDA} : Device{kCPU};
-    if (device.is_cuda() && !cuda_is_available()) {  // engine/core/cuda_hooks.h
-      std::fprintf(stderr, "error: --device cuda, but no CUDA device is available (or remat was built without CUDA)\n");
+    if (!a.dry_run && device.is_cuda() && !cuda_is_available()) {  // engine/core/cuda_hooks.h
+      std::fprintf(stderr, "error: --device cuda, but no CUDA device is available (or remat was built without CUDA); "
+                           "--dry-run predicts without one\n");
       return 2;
     }
     std::vector<Strategy> strategies = a.strategies.empty() ? all_strategies() : select_strategies(a.strategies);
-    Generator data_gen(42);
-    Tensor tokens = (rand({a.shape.batch, a.shape.seq + 1}, TensorOptions(), &data_gen) * static_cast<double>(a.shape.vocab))
-                        .to(kLong);  // uniform token ids, fixed seed
-    Tensor idx = tokens.slice(1, 0, a.shape.seq).contiguous().to(device);
-    Tensor targets = tokens.slice(1, 1, a.shape.seq + 1).contiguous().to(device);
 
     RunConfig cfg;
     cfg.shape = a.shape;
@@ -220,20 +186,24 @@ int main(int argc, char** argv) {
     cfg.warmup = a.warmup;
     cfg.forward_flops = forward_matmul_flops(a.shape, true);
     cfg.model_flops_per_step = 3 * forward_matmul_flops(a.shape, false);
+    cfg.dry_run = a.dry_run;
+    cfg.meta_accounting = a.meta_accounting;
 
     std::vector<StrategyResult> results;
-    for (size_t i = 0; i < strategies.size(); ++i) results.push_back(run(strategies[i], a, i, strategies.size(), idx, targets, device));
-    std::fprintf(stderr, "\r%80s\r", "");
+    for (size_t i = 0; i < strategies.size(); ++i) results.push_back(run(strategies[i], a, i, strategies.size(), device));
+    if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%90s\r", "");
     print_table(cfg, results);
 
     if (!a.out.empty()) {
       mkdir(a.out.c_str(), 0755);
       write_file(a.out + "/results.json", to_json(cfg, results));
-      write_file(a.out + "/memory_vs_time.svg", pareto_svg(cfg, results));
+      if (!a.dry_run) write_file(a.out + "/memory_vs_time.svg", pareto_svg(cfg, results));
       for (const StrategyResult& r : results)
-        if (!r.timeline.empty()) write_file(a.out + "/timeline_" + r.name + ".svg", timeline_svg(cfg, r));
-      std::printf("wrote %s/results.json, %s/memory_vs_time.svg and %s/timeline_<strategy>.svg\n", a.out.c_str(),
-                  a.out.c_str(), a.out.c_str());
+        if (!r.measured.timeline.empty() || !r.predicted.timeline.empty())
+          write_file(a.out + "/timeline_" + r.name + ".svg", timeline_svg(cfg, r));
+      write_file(a.out + "/report.html", report_html(cfg, results));
+      std::printf("\nwrote %s/report.html (open it in a browser), results.json, %stimeline_<strategy>.svg\n",
+                  a.out.c_str(), a.dry_run ? "" : "memory_vs_time.svg, ");
     }
     if (!a.compare.empty()) {
       RunConfig other_cfg;

@@ -1,4 +1,4 @@
-// Table, JSON and SVG output of bench/memory_vs_recompute.
+// Tables, JSON and the HTML report of bench/memory_vs_recompute (see report.h).
 #include "bench/report.h"
 
 #include <algorithm>
@@ -7,10 +7,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bench/plots.h"
+
 namespace remat::bench {
 
 namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * kMiB;
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -24,65 +27,226 @@ const StrategyResult* find(const std::vector<StrategyResult>& rs, const std::str
   return nullptr;
 }
 
-std::string escape_xml(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
-  }
-  return out;
+bool any_measured(const std::vector<StrategyResult>& results) {
+  return std::any_of(results.begin(), results.end(), [](const StrategyResult& r) { return r.measured.known; });
+}
+
+nlohmann::json by_category_json(const std::map<MemoryCategory, int64_t>& m) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [c, bytes] : m) j[toString(c)] = bytes;
+  return j;
+}
+
+// memory_allocated after each event (a relabel's halves as one).
+std::vector<int64_t> allocated_series(const StepTimeline& t) { return stack_by_category(t).allocated; }
+
+int64_t category(const std::map<MemoryCategory, int64_t>& m, MemoryCategory c) {
+  auto it = m.find(c);
+  return it == m.end() ? 0 : it->second;
 }
 }  // namespace
 
-void print_table(const RunConfig& cfg, const std::vector<StrategyResult>& results) {
+std::string ratio_text(int64_t measured, int64_t predicted) {
+  if (predicted <= 0) return "-";
+  if (measured == predicted) return "1.000";
+  std::string r = fmt("%.3f", static_cast<double>(measured) / static_cast<double>(predicted));
+  return r == "1.000" ? "~1.000" : r;
+}
+
+std::vector<std::string> report_preamble(const RunConfig& cfg, const std::vector<StrategyResult>& results) {
   const ModelShape& m = cfg.shape;
-  std::printf("\nGPT: %lld layers, d_model %lld, %lld heads, seq %lld, batch %lld, vocab %lld, %s, %s\n",
-              (long long)m.layers, (long long)m.embd, (long long)m.heads, (long long)m.seq, (long long)m.batch,
-              (long long)m.vocab, cfg.dtype.c_str(), cfg.device.c_str());
-  std::printf("matmul FLOPs per step: %.2f GFLOP (forward %.2f); one extra forward = %.2fx a step\n",
-              cfg.model_flops_per_step / 1e9, cfg.forward_flops / 1e9,
-              (cfg.model_flops_per_step + cfg.forward_flops) / cfg.model_flops_per_step);
-  std::printf("Korthikanti et al. sbh(34+5as/h), 16-bit, all layers: %.1f MiB (reference only)\n\n",
-              korthikanti_bytes(m) / kMiB);
-  const StrategyResult* none = find(results, "none");
-  std::printf("%-15s %9s %9s %9s %6s %9s %8s %10s %9s %12s\n", "strategy", "peak MiB", "act MiB", "pred MiB",
-              "act/pr", "step ms", "overhead", "recomp GF", "replayed", "final loss");
-  for (const StrategyResult& r : results) {
-    double overhead = none != nullptr && none->median_ms > 0 ? r.median_ms / none->median_ms - 1.0 : 0.0;
-    std::printf("%-15s %9.1f %9.1f %9.1f %6.3f %9.1f %7.0f%% %10.3f %9.0f %12.6f\n", r.name.c_str(),
-                r.peak_bytes / kMiB, r.activation_bytes / kMiB, r.predicted_bytes / kMiB,
-                r.predicted_bytes > 0 ? r.activation_bytes / r.predicted_bytes : 0.0, r.median_ms,
-                overhead * 100.0, r.recomputed_flops_per_step / 1e9, r.replayed_per_step, r.final_loss);
+  std::vector<std::string> lines;
+  std::ostringstream model;
+  model << "GPT: " << m.layers << " layers, d_model " << m.embd << ", " << m.heads << " heads, seq " << m.seq
+        << ", batch " << m.batch << ", vocab " << m.vocab << ", " << cfg.dtype << ", " << cfg.device;
+  lines.push_back(model.str());
+  char buf[256];
+  std::snprintf(
+      buf, sizeof buf, "matmul FLOPs per step: %.2f GFLOP (forward %.2f); one extra forward = %.2fx a step",
+      cfg.model_flops_per_step / 1e9, cfg.forward_flops / 1e9,
+      cfg.model_flops_per_step > 0 ? (cfg.model_flops_per_step + cfg.forward_flops) / cfg.model_flops_per_step : 0.0);
+  lines.push_back(buf);
+  std::snprintf(buf, sizeof buf, "Korthikanti et al. sbh(34+5as/h), 16-bit, all layers: %.1f MiB (reference only)",
+                korthikanti_bytes(m) / kMiB);
+  lines.push_back(buf);
+  double dry_seconds = 0;
+  for (const StrategyResult& r : results) dry_seconds += r.dry_run_seconds;
+  std::snprintf(
+      buf, sizeof buf,
+      "dry runs on meta, counting as the %s allocator: %lld steps per strategy, %.1f s for all %zu strategies",
+      cfg.meta_accounting.c_str(), (long long)(cfg.warmup + cfg.steps), dry_seconds, results.size());
+  lines.push_back(buf);
+  return lines;
+}
+
+Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& results) {
+  Table t;
+  const std::string steps = "steps " + std::to_string(cfg.warmup + 1) + "-" + std::to_string(cfg.warmup + cfg.steps);
+  if (any_measured(results)) {
+    t.header = {"strategy", "peak MiB", "predicted", "ratio",     "act MiB",  "predicted",
+                "ratio",    "step ms",  "overhead",  "recomp GF", "replayed", "final loss"};
+    const StrategyResult* none = find(results, "none");
+    for (const StrategyResult& r : results) {
+      double overhead = none != nullptr && none->median_ms > 0 ? r.median_ms / none->median_ms - 1.0 : 0.0;
+      t.rows.push_back(
+          {r.name, fmt("%.1f", r.measured.peak_bytes / kMiB),
+           r.predicted.known ? fmt("%.1f", r.predicted.peak_bytes / kMiB) : "-",
+           ratio_text(r.measured.peak_bytes, r.predicted.peak_bytes), fmt("%.1f", r.measured.activation_bytes / kMiB),
+           r.predicted.known ? fmt("%.1f", r.predicted.activation_bytes / kMiB) : "-",
+           ratio_text(r.measured.activation_bytes, r.predicted.activation_bytes), fmt("%.1f", r.median_ms),
+           fmt("%.0f%%", std::round(overhead * 100.0) + 0.0), fmt("%.3f", r.recomputed_flops_per_step / 1e9),
+           fmt("%.0f", r.replayed_per_step), fmt("%.6f", r.final_loss)});
+    }
+    t.notes = {
+        "peak: max_memory_allocated over a step, the highest of " + steps + " (after " + std::to_string(cfg.warmup) +
+            " warm-up); act: allocated after forward minus before;",
+        "predicted: the same steps as a dry run on the meta device (no kernels); ratio: measured / predicted (1.000:",
+        "equal to the byte); recomp GF: GFLOP recomputed per step (matmuls 2mnk, others 1/element); replayed: op calls",
+        "answered from the selective-checkpoint cache per step; overhead: median step time against 'none'.",
+    };
+    return t;
   }
-  std::printf("\nact: allocated after forward minus before; pred: bench/activation_model.h; recomp GF: "
-              "GFLOP recomputed per step (matmuls 2mnk, others 1/element); replayed: op calls answered\n"
-              "from the selective-checkpoint cache per step; overhead: median step time against 'none'.\n");
+  double top = 0;
+  for (const StrategyResult& r : results) top = std::max(top, static_cast<double>(r.predicted.peak_bytes));
+  const bool gib = top >= 8 * kGiB;
+  const double unit = gib ? kGiB : kMiB;
+  const char* u = gib ? "GiB" : "MiB";
+  const char* f = gib ? "%.2f" : "%.1f";
+  // Buffers and uncategorised bytes (a few, e.g. a scalar) get a column only where it would not read 0.
+  auto other = [](const StrategyResult& r) {
+    return category(r.predicted.at_peak, MemoryCategory::Buffer) + category(r.predicted.at_peak, MemoryCategory::Other);
+  };
+  const std::string zero = fmt(f, 0.0);
+  const bool any_other = std::any_of(results.begin(), results.end(),
+                                     [&](const StrategyResult& r) { return fmt(f, other(r) / unit) != zero; });
+  t.header = {"strategy", std::string("peak ") + u, std::string("act ") + u, "params", "optim", "grads", "saved",
+              "temps"};
+  if (any_other) t.header.push_back("other");
+  t.header.insert(t.header.end(), {"recomp GF", "replayed"});
+  for (const StrategyResult& r : results) {
+    const auto& p = r.predicted.at_peak;
+    std::vector<std::string> row = {r.name,
+                                    fmt(f, r.predicted.peak_bytes / unit),
+                                    fmt(f, r.predicted.activation_bytes / unit),
+                                    fmt(f, category(p, MemoryCategory::Parameter) / unit),
+                                    fmt(f, category(p, MemoryCategory::OptimizerState) / unit),
+                                    fmt(f, category(p, MemoryCategory::Gradient) / unit),
+                                    fmt(f, category(p, MemoryCategory::Activation) / unit),
+                                    fmt(f, category(p, MemoryCategory::Temporary) / unit)};
+    if (any_other) row.push_back(fmt(f, other(r) / unit));
+    row.insert(row.end(), {fmt("%.3f", r.recomputed_flops_per_step / 1e9), fmt("%.0f", r.replayed_per_step)});
+    t.rows.push_back(std::move(row));
+  }
+  t.notes = {
+      "predicted by a dry run on the meta device (nothing computed): peak: max_memory_allocated over a step, the",
+      "highest of " + steps + "; act: allocated after forward minus before; params, optim (AdamW's moments), grads,",
+      std::string("saved (tensors kept for backward), temps") + (any_other ? ", other" : "") +
+          ": the bytes at the peak (" + u + ") by category;",
+      "recomp GF: GFLOP recomputed per step; replayed: op calls answered from the selective-checkpoint cache per step.",
+  };
+  return t;
+}
+
+std::string table_text(const Table& t) {
+  std::vector<size_t> width(t.header.size(), 0);
+  auto widen = [&](const std::vector<std::string>& row) {
+    for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  };
+  widen(t.header);
+  for (const auto& row : t.rows) widen(row);
+  std::ostringstream s;
+  auto put = [&](const std::vector<std::string>& row) {
+    for (size_t i = 0; i < width.size(); ++i) {
+      const std::string cell = i < row.size() ? row[i] : "";
+      const std::string pad(width[i] - cell.size(), ' ');
+      if (i == 0)
+        s << cell << pad;  // names left, figures right
+      else
+        s << "  " << pad << cell;
+    }
+    s << "\n";
+  };
+  put(t.header);
+  for (const auto& row : t.rows) put(row);
+  return s.str();
+}
+
+std::string table_html(const Table& t) {
+  std::ostringstream s;
+  s << "<table>\n<thead><tr>";
+  for (const auto& h : t.header) s << "<th>" << escape_xml(h) << "</th>";
+  s << "</tr></thead>\n<tbody>\n";
+  for (const auto& row : t.rows) {
+    s << "<tr>";
+    for (size_t i = 0; i < row.size(); ++i) {
+      std::string cls;
+      if (i < t.header.size() && t.header[i] == "ratio" && row[i] != "-")
+        cls = row[i] == "1.000" ? " class='ok'" : " class='off'";
+      s << "<td" << cls << ">" << escape_xml(row[i]) << "</td>";
+    }
+    s << "</tr>\n";
+  }
+  s << "</tbody>\n</table>\n";
+  // The notes are wrapped for a terminal: one paragraph here.
+  std::string notes;
+  for (const auto& n : t.notes) notes += (notes.empty() ? "" : " ") + n;
+  if (!notes.empty()) s << "<p class='note'>" << escape_xml(notes) << "</p>\n";
+  return s.str();
+}
+
+void print_table(const RunConfig& cfg, const std::vector<StrategyResult>& results) {
+  std::printf("\n");
+  for (const std::string& line : report_preamble(cfg, results)) std::printf("%s\n", line.c_str());
+  Table t = result_table(cfg, results);
+  std::printf("\n%s\n", table_text(t).c_str());
+  for (const std::string& n : t.notes) std::printf("%s\n", n.c_str());
 }
 
 std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& results) {
   nlohmann::json j;
   j["framework"] = cfg.framework;
-  j["config"] = {{"layers", cfg.shape.layers}, {"embd", cfg.shape.embd},    {"heads", cfg.shape.heads},
-                 {"seq", cfg.shape.seq},       {"batch", cfg.shape.batch},  {"vocab", cfg.shape.vocab},
-                 {"device", cfg.device},       {"dtype", cfg.dtype},        {"steps", cfg.steps},
-                 {"warmup", cfg.warmup},       {"model_flops_per_step", cfg.model_flops_per_step},
-                 {"forward_flops", cfg.forward_flops}};
+  j["config"] = {{"layers", cfg.shape.layers},
+                 {"embd", cfg.shape.embd},
+                 {"heads", cfg.shape.heads},
+                 {"seq", cfg.shape.seq},
+                 {"batch", cfg.shape.batch},
+                 {"vocab", cfg.shape.vocab},
+                 {"device", cfg.device},
+                 {"dtype", cfg.dtype},
+                 {"steps", cfg.steps},
+                 {"warmup", cfg.warmup},
+                 {"model_flops_per_step", cfg.model_flops_per_step},
+                 {"forward_flops", cfg.forward_flops},
+                 {"dry_run", cfg.dry_run},
+                 {"meta_accounting", cfg.meta_accounting}};
+  j["results"] = nlohmann::json::array();
   for (const StrategyResult& r : results) {
-    j["results"].push_back({{"strategy", r.name},
-                            {"description", r.description},
-                            {"reentrant", r.reentrant},
-                            {"peak_bytes", r.peak_bytes},
-                            {"activation_bytes", r.activation_bytes},
-                            {"predicted_bytes", r.predicted_bytes},
-                            {"step_ms", r.step_ms},
-                            {"median_ms", r.median_ms},
-                            {"recomputed_flops_per_step", r.recomputed_flops_per_step},
-                            {"recomputed_calls_per_step", r.recomputed_calls_per_step},
-                            {"replayed_per_step", r.replayed_per_step},
-                            {"final_loss", r.final_loss},
-                            {"timeline", r.timeline}});
+    nlohmann::json e = {{"strategy", r.name},
+                        {"description", r.description},
+                        {"reentrant", r.reentrant},
+                        {"recomputed_flops_per_step", r.recomputed_flops_per_step},
+                        {"recomputed_calls_per_step", r.recomputed_calls_per_step},
+                        {"replayed_per_step", r.replayed_per_step}};
+    if (r.measured.known) {
+      e["peak_bytes"] = r.measured.peak_bytes;
+      e["activation_bytes"] = r.measured.activation_bytes;
+      e["at_peak"] = by_category_json(r.measured.at_peak);
+      e["step_ms"] = r.step_ms;
+      e["median_ms"] = r.median_ms;
+      e["final_loss"] = r.final_loss;
+      if (!r.measured.timeline.empty())
+        e["timeline"] = {{"step", r.measured.timeline.step}, {"allocated", allocated_series(r.measured.timeline)}};
+    }
+    if (r.predicted.known) {
+      e["predicted_peak_bytes"] = r.predicted.peak_bytes;
+      e["predicted_activation_bytes"] = r.predicted.activation_bytes;
+      e["predicted_at_peak"] = by_category_json(r.predicted.at_peak);
+      e["dry_run_seconds"] = r.dry_run_seconds;
+      if (!r.measured.known && !r.predicted.timeline.empty())
+        e["predicted_timeline"] = {{"step", r.predicted.timeline.step},
+                                   {"allocated", allocated_series(r.predicted.timeline)}};
+    }
+    j["results"].push_back(e);
   }
   return j.dump(1);
 }
@@ -95,104 +259,63 @@ void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResu
   cfg->device = c.value("device", std::string("cpu"));
   cfg->dtype = c.value("dtype", std::string("f32"));
   cfg->steps = c.value("steps", int64_t{0});
+  cfg->warmup = c.value("warmup", int64_t{0});
   cfg->model_flops_per_step = c.value("model_flops_per_step", 0.0);
+  cfg->forward_flops = c.value("forward_flops", 0.0);
+  cfg->dry_run = c.value("dry_run", false);
+  cfg->meta_accounting = c.value("meta_accounting", std::string("cpu"));
   for (const auto& r : j.at("results")) {
     StrategyResult s;
     s.name = r.at("strategy");
     s.description = r.value("description", std::string());
-    s.peak_bytes = r.value("peak_bytes", int64_t{0});
-    s.activation_bytes = r.value("activation_bytes", int64_t{0});
-    s.predicted_bytes = r.value("predicted_bytes", 0.0);
+    s.reentrant = r.value("reentrant", false);
+    s.measured.known = r.contains("peak_bytes") || r.contains("activation_bytes");
+    s.measured.peak_bytes = r.value("peak_bytes", int64_t{0});
+    s.measured.activation_bytes = r.value("activation_bytes", int64_t{0});
     s.median_ms = r.value("median_ms", 0.0);
     s.final_loss = r.value("final_loss", 0.0);
+    s.predicted.known = r.contains("predicted_peak_bytes");
+    s.predicted.peak_bytes = r.value("predicted_peak_bytes", int64_t{0});
+    s.predicted.activation_bytes = r.value("predicted_activation_bytes", int64_t{0});
+    s.dry_run_seconds = r.value("dry_run_seconds", 0.0);
     s.recomputed_flops_per_step = r.value("recomputed_flops_per_step", 0.0);
+    s.replayed_per_step = r.value("replayed_per_step", 0.0);
     results->push_back(s);
   }
 }
 
-std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& results) {
-  const double W = 720, H = 460, L = 80, R = 200, T = 50, B = 60;
-  double xmax = 0, ymax = 0;
-  for (const auto& r : results) {
-    xmax = std::max(xmax, r.median_ms);
-    ymax = std::max(ymax, r.activation_bytes / kMiB);
-  }
-  xmax *= 1.1;
-  ymax *= 1.1;
-  auto px = [&](double ms) { return L + (W - L - R) * ms / xmax; };
-  auto py = [&](double mib) { return H - B - (H - T - B) * mib / ymax; };
+std::string report_html(const RunConfig& cfg, const std::vector<StrategyResult>& results) {
   std::ostringstream s;
-  s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
-    << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' fill='white'/>\n";
-  s << "<text x='" << L << "' y='24' font-size='15'>Activation memory vs step time: GPT " << cfg.shape.layers << "L d"
-    << cfg.shape.embd << " seq" << cfg.shape.seq << " batch" << cfg.shape.batch << " (" << cfg.device << ", "
-    << cfg.dtype << ")</text>\n";
-  s << "<line x1='" << L << "' y1='" << H - B << "' x2='" << W - R << "' y2='" << H - B << "' stroke='black'/>\n";
-  s << "<line x1='" << L << "' y1='" << T << "' x2='" << L << "' y2='" << H - B << "' stroke='black'/>\n";
-  for (int i = 0; i <= 5; ++i) {
-    double xv = xmax * i / 5, yv = ymax * i / 5;
-    s << "<text x='" << px(xv) << "' y='" << H - B + 18 << "' text-anchor='middle'>" << fmt("%.0f", xv) << "</text>\n";
-    s << "<text x='" << L - 8 << "' y='" << py(yv) + 4 << "' text-anchor='end'>" << fmt("%.0f", yv) << "</text>\n";
+  const bool measured = any_measured(results);
+  s << "<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n"
+    << "<title>remat: memory against recompute</title>\n<style>\n"
+    << "body { font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; margin: 24px auto; max-width: 960px; "
+       "color: #222; }\n"
+    << "h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; }\n"
+    << "table { border-collapse: collapse; font-size: 13px; font-variant-numeric: tabular-nums; }\n"
+    << "th, td { padding: 3px 8px; text-align: right; border-bottom: 1px solid #ddd; white-space: nowrap; }\n"
+    << "th:first-child, td:first-child { text-align: left; }\n"
+    << "th { background: #f3f3f3; } td.ok { color: #1a7f37; } td.off { color: #c62828; font-weight: bold; }\n"
+    << "p.note { font-size: 12px; color: #555; margin: 2px 0; } p.pre { font-family: monospace; margin: 2px 0; }\n"
+    << "figure { margin: 16px 0; } svg { max-width: 100%; height: auto; border: 1px solid #eee; }\n"
+    << "dt { font-family: monospace; font-weight: bold; } dd { margin: 0 0 4px 20px; font-size: 13px; }\n"
+    << "</style>\n</head>\n<body>\n";
+  s << "<h1>remat: memory against recompute" << (measured ? "" : " (dry run)") << "</h1>\n";
+  for (const std::string& line : report_preamble(cfg, results)) s << "<p class='pre'>" << escape_xml(line) << "</p>\n";
+  s << "<h2>" << (measured ? "Predicted and measured memory" : "Predicted memory") << "</h2>\n";
+  s << table_html(result_table(cfg, results));
+  if (measured) {
+    s << "<h2>Peak memory against step time</h2>\n<figure>\n" << pareto_svg(cfg, results) << "</figure>\n";
   }
-  s << "<text x='" << (L + W - R) / 2 << "' y='" << H - 18 << "' text-anchor='middle'>median step time (ms)</text>\n";
-  s << "<text transform='translate(20," << (T + H - B) / 2 << ") rotate(-90)' text-anchor='middle'>activation memory (MiB)</text>\n";
-  // Pareto front: points no other point beats in both time and memory.
-  std::vector<const StrategyResult*> front;
-  for (const auto& a : results) {
-    bool dominated = false;
-    for (const auto& b : results) {
-      if (&a == &b) continue;
-      if (b.median_ms <= a.median_ms && b.activation_bytes <= a.activation_bytes &&
-          (b.median_ms < a.median_ms || b.activation_bytes < a.activation_bytes))
-        dominated = true;
-    }
-    if (!dominated) front.push_back(&a);
+  s << "<h2>Memory over one training step</h2>\n";
+  for (const StrategyResult& r : results) {
+    if (r.measured.timeline.empty() && r.predicted.timeline.empty()) continue;
+    s << "<figure id='timeline-" << escape_xml(r.name) << "'>\n" << timeline_svg(cfg, r) << "</figure>\n";
   }
-  std::sort(front.begin(), front.end(), [](auto* a, auto* b) { return a->median_ms < b->median_ms; });
-  s << "<polyline fill='none' stroke='#d62728' stroke-dasharray='5,4' points='";
-  for (size_t i = 0; i < front.size(); ++i) {
-    if (i > 0) s << px(front[i]->median_ms) << "," << py(front[i - 1]->activation_bytes / kMiB) << " ";
-    s << px(front[i]->median_ms) << "," << py(front[i]->activation_bytes / kMiB) << " ";
-  }
-  s << "'/>\n";
-  for (const auto& r : results) {
-    bool on_front = std::find(front.begin(), front.end(), &r) != front.end();
-    double x = px(r.median_ms), y = py(r.activation_bytes / kMiB);
-    s << "<circle cx='" << x << "' cy='" << y << "' r='5' fill='" << (on_front ? "#d62728" : "#1f77b4") << "'/>\n";
-    s << "<text x='" << x + 8 << "' y='" << y - 6 << "'>" << escape_xml(r.name) << "</text>\n";
-  }
-  s << "<text x='" << W - R + 10 << "' y='" << T + 10 << "' fill='#d62728'>Pareto front (red)</text>\n";
-  s << "</svg>\n";
-  return s.str();
-}
-
-std::string timeline_svg(const RunConfig& cfg, const StrategyResult& r) {
-  const double W = 720, H = 300, L = 70, R = 20, T = 40, B = 40;
-  double ymax = 1;
-  for (int64_t v : r.timeline) ymax = std::max(ymax, v / kMiB);
-  ymax *= 1.1;
-  size_t n = std::max<size_t>(r.timeline.size(), 2);
-  std::ostringstream s;
-  s << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
-    << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' fill='white'/>\n";
-  s << "<text x='" << L << "' y='22' font-size='14'>" << escape_xml(r.name) << ": allocated memory over one step ("
-    << cfg.device << ")</text>\n";
-  s << "<line x1='" << L << "' y1='" << H - B << "' x2='" << W - R << "' y2='" << H - B << "' stroke='black'/>\n";
-  s << "<line x1='" << L << "' y1='" << T << "' x2='" << L << "' y2='" << H - B << "' stroke='black'/>\n";
-  for (int i = 0; i <= 4; ++i) {
-    double yv = ymax * i / 4;
-    double y = H - B - (H - T - B) * yv / ymax;
-    s << "<text x='" << L - 6 << "' y='" << y + 4 << "' text-anchor='end'>" << fmt("%.0f", yv) << "</text>\n";
-  }
-  s << "<text x='" << (L + W - R) / 2 << "' y='" << H - 10 << "' text-anchor='middle'>op call (forward, then backward)</text>\n";
-  s << "<text transform='translate(16," << (T + H - B) / 2 << ") rotate(-90)' text-anchor='middle'>MiB</text>\n";
-  s << "<polyline fill='none' stroke='#1f77b4' points='";
-  for (size_t i = 0; i < r.timeline.size(); ++i) {
-    double x = L + (W - L - R) * static_cast<double>(i) / static_cast<double>(n - 1);
-    double y = H - B - (H - T - B) * (r.timeline[i] / kMiB) / ymax;
-    s << x << "," << y << " ";
-  }
-  s << "'/>\n</svg>\n";
+  s << "<h2>Strategies</h2>\n<dl>\n";
+  for (const StrategyResult& r : results)
+    s << "<dt>" << escape_xml(r.name) << "</dt><dd>" << escape_xml(r.description) << "</dd>\n";
+  s << "</dl>\n<p class='note'>Written by bench/memory_vs_recompute.</p>\n</body>\n</html>\n";
   return s.str();
 }
 
@@ -210,13 +333,15 @@ void print_comparison(const RunConfig& ours_cfg, const std::vector<StrategyResul
   for (const auto& r : ours) {
     const StrategyResult* t = find(theirs, r.name);
     if (t == nullptr) {
-      std::printf("%-15s %11.1f %11s %7s %11.1f %11s %7s\n", r.name.c_str(), r.activation_bytes / kMiB, "-", "-",
-                  r.median_ms, "-", "-");
+      std::printf("%-15s %11.1f %11s %7s %11.1f %11s %7s\n", r.name.c_str(), r.measured.activation_bytes / kMiB, "-",
+                  "-", r.median_ms, "-", "-");
       continue;
     }
-    std::printf("%-15s %11.1f %11.1f %7.2f %11.1f %11.1f %7.2f\n", r.name.c_str(), r.activation_bytes / kMiB,
-                t->activation_bytes / kMiB, t->activation_bytes > 0 ? r.activation_bytes / double(t->activation_bytes) : 0.0,
-                r.median_ms, t->median_ms, t->median_ms > 0 ? r.median_ms / t->median_ms : 0.0);
+    std::printf(
+        "%-15s %11.1f %11.1f %7.2f %11.1f %11.1f %7.2f\n", r.name.c_str(), r.measured.activation_bytes / kMiB,
+        t->measured.activation_bytes / kMiB,
+        t->measured.activation_bytes > 0 ? r.measured.activation_bytes / double(t->measured.activation_bytes) : 0.0,
+        r.median_ms, t->median_ms, t->median_ms > 0 ? r.median_ms / t->median_ms : 0.0);
   }
   std::printf("ratio: remat / other (below 1: remat uses less memory or time)\n");
 }

@@ -1,45 +1,46 @@
-// Output of bench/memory_vs_recompute: the table, the JSON results, and the SVG plots.
+// Output of bench/memory_vs_recompute (no PyTorch counterpart): the table of predicted beside
+// measured memory, the JSON results, and one self-contained HTML report with the tables and
+// every picture (plots.h) inline.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "bench/activation_model.h"
+#include "bench/strategy_result.h"
 
 namespace remat::bench {
 
-struct StrategyResult {
-  std::string name, description;
-  bool reentrant = false;
-  int64_t peak_bytes = 0;        // max_memory_allocated over a step
-  int64_t activation_bytes = 0;  // allocated after forward minus before forward
-  double predicted_bytes = 0;    // activation_model.h
-  std::vector<double> step_ms;   // measured steps (after warm-up)
-  double median_ms = 0;
-  double recomputed_flops_per_step = 0;
-  double replayed_per_step = 0;
-  double recomputed_calls_per_step = 0;
-  double final_loss = 0;
-  std::vector<int64_t> timeline;  // allocated bytes after each op call of one step
+// A table as cells, rendered as aligned text (the terminal) or as HTML (the report).
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> notes;  // what the columns mean
 };
 
-struct RunConfig {
-  ModelShape shape;
-  std::string device = "cpu", dtype = "f32";
-  int64_t steps = 5, warmup = 2;
-  double model_flops_per_step = 0;  // forward + backward, matmuls only
-  double forward_flops = 0;
-  std::string framework = "remat";
-};
+// measured / predicted with three decimals: "1.000" only when the two are equal to the byte
+// ("~1.000" when they differ by less than the rounding), "-" when nothing was predicted.
+std::string ratio_text(int64_t measured, int64_t predicted);
 
+// Lines above the table: the model, its FLOPs, the reference formula, how the dry runs counted
+// and how long they took.
+std::vector<std::string> report_preamble(const RunConfig& cfg, const std::vector<StrategyResult>& results);
+// Predicted beside measured peak and activation memory with their ratios, step time, recompute;
+// after --dry-run the predictions alone, with the bytes at the peak by category.
+Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& results);
+std::string table_text(const Table& t);
+std::string table_html(const Table& t);
+// The preamble, the table and its notes, as printed.
 void print_table(const RunConfig& cfg, const std::vector<StrategyResult>& results);
+
 std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& results);
 // Reads a results file (remat's or bench/torch_reference.py's).
 void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResult>* results);
-// Memory against step time, one labelled point per strategy, the Pareto front drawn.
-std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& results);
-// Allocated bytes over the op sequence of one step.
-std::string timeline_svg(const RunConfig& cfg, const StrategyResult& r);
+
+// One HTML page with no external resource: the preamble, the table, the Pareto chart (when
+// something was measured) and every strategy's timeline, each SVG inline exactly as written to
+// its own file.
+std::string report_html(const RunConfig& cfg, const std::vector<StrategyResult>& results);
+
 // Side by side with another framework's results, with ratios.
 void print_comparison(const RunConfig& ours_cfg, const std::vector<StrategyResult>& ours, const RunConfig& theirs_cfg,
                       const std::vector<StrategyResult>& theirs);

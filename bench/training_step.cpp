@@ -1,6 +1,7 @@
 // The benchmark's training step on any device (see training_step.h).
 #include "bench/training_step.h"
 
+#include <chrono>
 #include <limits>
 #include <memory>
 
@@ -41,14 +42,17 @@ std::vector<StepRecord> run_training_steps(const Strategy& strategy, const Model
 
   std::vector<StepRecord> records;
   for (int64_t step = 0; step < steps; ++step) {
+    if (options.on_step) options.on_step(step);
     StepRecord r;
     model.zero_grad();
     reset_checkpoint_stats();
     reset_peak_memory_stats(device);
     r.start_bytes = memory_allocated(device);
     Tensor loss;
+    const auto t0 = std::chrono::steady_clock::now();
     {
       MemoryTracker tracker(device);
+      r.start_by_category = tracker.current();
       nn::GPTOutput out = model.forward(idx, targets);
       r.activation_bytes = memory_allocated(device) - r.start_bytes;
       out.loss.backward();
@@ -60,6 +64,7 @@ std::vector<StepRecord> run_training_steps(const Strategy& strategy, const Model
     }
     // After the tracker: reading a value copies it to the host (and Meta has none).
     r.loss = device.is_meta() ? std::numeric_limits<double>::quiet_NaN() : loss.item();
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     r.peak_bytes = max_memory_allocated(device);
     r.checkpoint = checkpoint_stats();
     records.push_back(std::move(r));

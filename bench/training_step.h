@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -25,9 +26,11 @@ struct StepRecord {
   int64_t activation_bytes = 0;  // allocated after forward minus allocated before it
   std::vector<int64_t> allocation_sizes;      // every allocation of the step, in order
   std::vector<MemoryEvent> timeline;          // the tracker's events (when asked for)
+  std::map<MemoryCategory, int64_t> start_by_category;  // live bytes by category when the step began
   std::map<MemoryCategory, int64_t> at_peak;  // bytes by category at the peak
   CheckpointStats checkpoint;                 // the step's recompute accounting
   double loss = 0;                            // NaN on Meta
+  double seconds = 0;  // wall time from forward to the loss read back (which waits for the device)
 };
 
 struct TrainingOptions {
@@ -35,6 +38,7 @@ struct TrainingOptions {
   double lr = 1e-3;
   bool keep_timeline = false;  // fill StepRecord::timeline
   uint64_t data_seed = 42;
+  std::function<void(int64_t step)> on_step;  // called before each step (a progress bar)
 };
 
 // Builds the GPT of `shape` directly on `device` (no host copy: a GPT-2-XL-sized model dry-runs

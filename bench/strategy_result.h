@@ -1,0 +1,70 @@
+// What memory_vs_recompute knows of one checkpointing strategy (no PyTorch counterpart): the
+// figures its training steps measured on the device beside those a dry run on the Meta device
+// predicted for the same steps, and the run's configuration. Filled from StepRecords
+// (training_step.h); read by report.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/activation_model.h"
+#include "bench/training_step.h"
+
+namespace remat::bench {
+
+// One step's memory events as the tracker recorded them (measured or dry run).
+struct StepTimeline {
+  int64_t step = -1;                                    // the step's index, warm-up included
+  std::map<MemoryCategory, int64_t> start_by_category;  // live bytes when the step began
+  std::vector<MemoryEvent> events;
+  bool empty() const { return events.empty(); }
+};
+
+// The memory of the steps after warm-up, taken the same way from a run on the device and from a
+// dry run of the same steps.
+struct StepsMemory {
+  bool known = false;                         // false: not run (a dry run leaves `measured` unknown)
+  int64_t peak_bytes = 0;                     // max_memory_allocated over a step, the highest of the steps
+  int64_t activation_bytes = 0;               // allocated after forward minus before forward, the highest
+  std::map<MemoryCategory, int64_t> at_peak;  // bytes by category at the highest peak
+  StepTimeline timeline;                      // the last step (when timelines are kept)
+};
+
+struct StrategyResult {
+  std::string name, description;
+  bool reentrant = false;
+
+  StepsMemory measured;        // on the device (not after --dry-run)
+  StepsMemory predicted;       // by a dry run on Device{kMeta}
+  double dry_run_seconds = 0;  // wall time of the whole dry run (warm-up steps included)
+
+  // Measured steps only.
+  std::vector<double> step_ms;
+  double median_ms = 0;
+  double final_loss = 0;
+
+  // Recompute accounting per step, from the measured steps (or the dry run's, which count the same).
+  double recomputed_flops_per_step = 0;
+  double replayed_per_step = 0;
+  double recomputed_calls_per_step = 0;
+};
+
+struct RunConfig {
+  ModelShape shape;
+  std::string device = "cpu", dtype = "f32";
+  int64_t steps = 5, warmup = 2;
+  double model_flops_per_step = 0;  // forward + backward, matmuls only
+  double forward_flops = 0;
+  std::string framework = "remat";
+  bool dry_run = false;                 // nothing measured: predictions only
+  std::string meta_accounting = "cpu";  // whose allocator the dry runs counted like (cpu, cuda)
+};
+
+// Fills the measured figures from the records of all steps (the first `warmup` are left out).
+void record_measured(const std::vector<StepRecord>& steps, int64_t warmup, StrategyResult* r);
+// Fills the predicted figures from a dry run's records of the same steps.
+void record_predicted(const std::vector<StepRecord>& steps, int64_t warmup, double seconds, StrategyResult* r);
+
+}  // namespace remat::bench
