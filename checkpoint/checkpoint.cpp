@@ -49,10 +49,13 @@ Tensor checkpoint_sequential(const std::vector<std::function<Tensor(const Tensor
   const int64_t n = static_cast<int64_t>(fns.size());
   REMAT_CHECK(segments >= 1 && segments <= n, "checkpoint_sequential: segments must be between 1 and the number of "
               "functions (", n, "), got ", segments);
-  auto run_range = [&fns](int64_t start, int64_t end) {  // [start, end] inclusive, as in PyTorch
-    return [&fns, start, end](const Tensor& x) {
+  // The segments run again in backward, after this call has returned: they hold the functions
+  // themselves (a list made in the call's argument would be gone by then).
+  auto held = std::make_shared<const std::vector<std::function<Tensor(const Tensor&)>>>(fns);
+  auto run_range = [held](int64_t start, int64_t end) {  // [start, end] inclusive, as in PyTorch
+    return [held, start, end](const Tensor& x) {
       Tensor h = x;
-      for (int64_t j = start; j <= end; ++j) h = fns[static_cast<size_t>(j)](h);
+      for (int64_t j = start; j <= end; ++j) h = (*held)[static_cast<size_t>(j)](h);
       return h;
     };
   };

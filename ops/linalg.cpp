@@ -127,20 +127,38 @@ Tensor addmm_cpu(const Tensor& bias, const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// What batched_gemm copies on the CPU (an operand neither row- nor column-major, e.g. the
+// expanded gradient of a sum), a Meta dry run allocates too, while the output is alive: the
+// same allocations in the same order.
+void meta_gemm_copies(const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (out.numel() == 0) return;
+  const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1], k = a.sizes()[a.dim() - 1];
+  auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
+  Tensor copy_a, copy_b;  // held until both are made, as batched_gemm holds them
+  if (!gemm_operand(a, stride(a, 2), stride(a, 1), m, k).t.defined()) copy_a = make_empty(a.sizes(), a.dtype(), Device{kMeta});
+  if (!gemm_operand(b, stride(b, 2), stride(b, 1), k, n).t.defined()) copy_b = make_empty(b.sizes(), b.dtype(), Device{kMeta});
+}
+
 Tensor mm_meta_kernel(const Tensor& a, const Tensor& b) {
   TensorMeta m = mm_meta(a, b);
   m.device = Device{kMeta};
-  return empty_from(m);
+  Tensor out = empty_from(m);
+  meta_gemm_copies(out, a, b);
+  return out;
 }
 Tensor bmm_meta_kernel(const Tensor& a, const Tensor& b) {
   TensorMeta m = bmm_meta(a, b);
   m.device = Device{kMeta};
-  return empty_from(m);
+  Tensor out = empty_from(m);
+  meta_gemm_copies(out, a, b);
+  return out;
 }
 Tensor addmm_meta_kernel(const Tensor& bias, const Tensor& a, const Tensor& b) {
   TensorMeta m = addmm_meta(bias, a, b);
   m.device = Device{kMeta};
-  return empty_from(m);
+  Tensor out = empty_from(m);
+  meta_gemm_copies(out, a, b);
+  return out;
 }
 
 // matmul: PyTorch's rules for 1-D, 2-D and batched operands (broadcasting batch dims).

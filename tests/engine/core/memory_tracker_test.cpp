@@ -155,3 +155,99 @@ TEST_CASE("MemoryTracker: bytes alive before it starts are known by category; on
   CHECK(sum_of(tracker.at_peak()) == memory_allocated(Device{kMeta}));
   CHECK(tracker.peak() == memory_allocated(Device{kMeta}));
 }
+
+namespace {
+
+// Runs fn(device) under a tracker on the CPU and on Meta: the same allocations in the same order,
+// the same peak (a dry run is exact for whatever the step uses).
+void check_same_on_meta(const std::function<void(Device)>& fn) {
+  std::vector<std::string> sizes[2];  // "op bytes" of every allocation
+  int64_t peaks[2] = {0, 0};
+  const Device devices[2] = {Device{kCPU}, Device{kMeta}};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t start = memory_allocated(devices[i]);
+    reset_peak_memory_stats(devices[i]);
+    MemoryTracker tracker(devices[i]);
+    fn(devices[i]);
+    for (const MemoryEvent& e : tracker.timeline())
+      if (!e.relabel && e.delta > 0) sizes[i].push_back(e.op + " " + std::to_string(e.delta));
+    peaks[i] = max_memory_allocated(devices[i]) - start;
+  }
+  CHECK(!sizes[0].empty());
+  CHECK(sizes[0] == sizes[1]);
+  CHECK(peaks[0] == peaks[1]);
+}
+
+// A small MLP block on `device`, its parameters made there.
+struct Mlp {
+  explicit Mlp(Device d) : gen(3), fc1(16, 32, true, &gen, TensorOptions().device(d)), fc2(32, 16, true, &gen, TensorOptions().device(d)) {}
+  Tensor operator()(const Tensor& x) const { return fc2.forward(gelu(fc1.forward(x))); }
+  std::vector<Tensor> params() const { return {fc1.weight, fc1.bias, fc2.weight, fc2.bias}; }
+  Generator gen;
+  nn::Linear fc1, fc2;
+};
+
+Tensor input_on(Device d, Shape s) {
+  return d.is_meta() ? empty(s, TensorOptions().device(d).requires_grad(true)) : randn(s).requires_grad_();
+}
+
+}  // namespace
+
+TEST_CASE("dry run: checkpoint_sequential, nesting and early_stop=false allocate on Meta what they do on the CPU",
+          "[memory_tracker][dry_run]") {
+  check_same_on_meta([](Device d) {
+    Mlp a(d), b(d), c(d);
+    Tensor x = input_on(d, {8, 16});
+    Tensor y = checkpoint_sequential({[&](const Tensor& h) { return a(h); }, [&](const Tensor& h) { return b(h); },
+                                      [&](const Tensor& h) { return c(h); }},
+                                     2, x);
+    CheckpointOptions no_early;
+    no_early.early_stop = false;
+    Tensor z = checkpoint([&](const Tensor& h) { return checkpoint([&](const Tensor& g) { return a(g).sin(); }, b(h)); },
+                          y, no_early);
+    sum(z).backward();
+  });
+}
+
+TEST_CASE("dry run: save_on_cpu, SGD with momentum and clip_grad_norm_ allocate on Meta what they do on the CPU",
+          "[memory_tracker][dry_run]") {
+  check_same_on_meta([](Device d) {
+    Mlp m(d);
+    optim::SGD opt(m.params(), optim::SGDOptions(0.1).momentum(0.9));
+    Tensor x = input_on(d, {8, 16});
+    for (int step = 0; step < 2; ++step) {
+      opt.zero_grad();
+      Tensor loss;
+      {
+        save_on_cpu offload;
+        loss = sum(m(x));
+      }
+      loss.backward();
+      nn::utils::clip_grad_norm_(m.params(), 1.0);
+      opt.step();
+    }
+  });
+}
+
+TEST_CASE("dry run: a bf16 autocast step allocates on Meta what it does on the CPU", "[memory_tracker][dry_run]") {
+  check_same_on_meta([](Device d) {
+    Mlp m(d);
+    Tensor x = input_on(d, {8, 16});
+    Tensor loss;
+    {
+      autocast ac(d.type, kBFloat16);
+      loss = sum(m(x).to(kFloat));
+    }
+    loss.backward();
+  });
+}
+
+TEST_CASE("dry run: SAC with checkpoint allocates on Meta what it does on the CPU", "[memory_tracker][dry_run]") {
+  check_same_on_meta([](Device d) {
+    Mlp m(d);
+    Tensor x = input_on(d, {8, 16});
+    CheckpointOptions o;
+    o.context_fn = [] { return create_selective_checkpoint_contexts(policies::save_matmuls()); };
+    sum(checkpoint([&](const Tensor& h) { return m(h).exp(); }, x, o)).backward();
+  });
+}
