@@ -27,7 +27,9 @@
 //
 // A checkpointed block keeps only its input (A); a selective one keeps its input plus the
 // outputs its policy caches:
-//   save every matmul:                    A + (3A + S + A + A + 4A + A)   = 11A + S
+//   save every matmul:                    A + (3A + S + A + A + 4A)       = 10A + S
+//     (fc2's output is cached too, but backward never reads it and a rerun stops before fc2, at
+//     the last tensor it must refill: SAC drops it at the end of forward)
 //   every other linear mm + attention out: A + (3A + A + 4A)              = 9A
 //   every matmul but mlp.fc2:              A + (3A + S + A + A + 4A)       = 10A + S
 //   Megatron (recompute the core only):    A + (A+2N) + 3A + A + (A+2N) + 4A + 4A = 15A + 4N
@@ -69,7 +71,7 @@ inline double block_bytes(const std::string& strategy, const ModelShape& m, int6
   if (strategy == "none") return none;
   if (strategy == "full" || strategy == "full-reentrant") return t.A;
   if (strategy == "every2") return block_index % 2 == 0 ? t.A : none;
-  if (strategy == "sac-mm") return 11 * t.A + t.S;
+  if (strategy == "sac-mm") return 10 * t.A + t.S;
   if (strategy == "sac-titan") return 9 * t.A;
   if (strategy == "sac-no-fc2") return 10 * t.A + t.S;
   if (strategy == "sac-megatron") return 15 * t.A + 4 * t.N;
