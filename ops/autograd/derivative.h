@@ -9,6 +9,7 @@
 #include "engine/autograd/node.h"
 #include "engine/autograd/saved_variable.h"
 #include "engine/core/ivalue.h"
+#include "engine/core/tensor_geometry.h"
 
 namespace remat::ops::autograd {
 
@@ -36,6 +37,8 @@ class BackwardContext {
   // Metadata of the tensor at argument position arg (or element k of a Tensor[] argument).
   const InputMetadata& meta(size_t arg, size_t k = 0) const;
   size_t list_size(size_t arg) const;  // elements of a Tensor[] argument
+  // Sizes, strides and storage offset of the tensor at argument position arg (saved_geometries).
+  const TensorGeometry& geometry(size_t arg) const;
   // Whether the gradient of the tensor at argument position arg is wanted.
   bool needs(size_t arg, size_t k = 0) const;
 
@@ -52,6 +55,7 @@ struct Derivative {
   std::string op;                     // "aten::mul"
   std::vector<size_t> saved_args;     // tensor arguments to save (by position)
   std::vector<size_t> saved_results;  // outputs to save
+  std::vector<size_t> saved_geometries;  // tensor arguments whose geometry, not data, the rule reads
   std::vector<size_t> non_differentiable_outputs;
   bool inplace = false;               // argument 0 is modified in place and returned
   bool non_differentiable = false;    // outputs never require grad (zeros_like, detach, ...)
