@@ -121,6 +121,17 @@ Tensor unsqueeze(const Tensor& a, int64_t dim);
 Tensor squeeze(const Tensor& a, int64_t dim);
 Tensor expand(const Tensor& a, const Shape& size);
 Tensor detach(const Tensor& a);
+// storage_offset: unset keeps a's own offset.
+Tensor as_strided(const Tensor& a, const Shape& size, const Shape& stride,
+                  std::optional<int64_t> storage_offset = std::nullopt);
+Tensor select(const Tensor& a, int64_t dim, int64_t index);
+Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);
+Tensor view_as(const Tensor& a, const Tensor& other);
+// Several views of a: one op, so none of them may be modified in place (MULTI_OUTPUT_NODE).
+std::vector<Tensor> unbind(const Tensor& a, int64_t dim = 0);
+std::vector<Tensor> split_with_sizes(const Tensor& a, const Shape& split_sizes, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim = 0);
 
 // ---- copies and conversions ----
 Tensor clone(const Tensor& a);

@@ -97,6 +97,14 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("squeeze(Tensor(a) self, int dim) -> Tensor(a)");
   m.def("expand(Tensor(a) self, int[] size) -> Tensor(a)");
   m.def("detach(Tensor(a) self) -> Tensor(a)");
+  m.def("as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> Tensor(a)");
+  m.def("select(Tensor(a) self, int dim, int index) -> Tensor(a)");
+  m.def("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)");  // composite: slice
+  m.def("view_as(Tensor(a) self, Tensor other) -> Tensor(a)");                  // composite: view
+  m.def("unbind(Tensor(a) self, int dim=0) -> Tensor(a)[]");
+  m.def("split_with_sizes(Tensor(a) self, int[] split_sizes, int dim=0) -> Tensor(a)[]");
+  m.def("split(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]");     // composite: split_with_sizes
+  m.def("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]");         // composite: split
 
   // ---- copies, conversions, constructors from a tensor ----
   m.def("clone(Tensor self) -> Tensor");

@@ -7,6 +7,7 @@
 // Over each rule, a comment restates the forward (llm.c style).
 #include <cmath>
 
+#include "ops/autograd/as_strided_backward.h"
 #include "ops/autograd/derivative.h"
 #include "ops/autograd/norm_backward.h"
 #include "ops/functions.h"
@@ -73,6 +74,11 @@ Derivative inplace(Derivative d) {
 // Outputs that never require grad (statistics, masks): no history, no gradient flows from them.
 Derivative with_non_differentiable_outputs(Derivative d, std::vector<size_t> outputs) {
   d.non_differentiable_outputs = std::move(outputs);
+  return d;
+}
+// Tensor arguments whose geometry the rule reads (TensorGeometry(self) in derivatives.yaml).
+Derivative with_geometry_of(Derivative d, std::vector<size_t> args) {
+  d.saved_geometries = std::move(args);
   return d;
 }
 Derivative non_differentiable(const char* op) {
@@ -286,6 +292,33 @@ std::vector<Derivative> table() {
       rule("aten::unsqueeze", {}, [](C c) -> G { return {squeeze(c.grad(), c.integer(1))}; }),
       rule("aten::squeeze", {}, [](C c) -> G { return {reshape(c.grad(), c.meta(0).shape)}; }),
       rule("aten::expand", {}, [](C c) -> G { return {sum_to(c.grad(), c.meta(0))}; }),
+      // out = self's storage read with geometry (size, stride, storage_offset)
+      with_geometry_of(rule("aten::as_strided", {}, [](C c) -> G {
+        const TensorGeometry& self = c.geometry(0);
+        int64_t offset = c.is_none(3) ? self.storage_offset : c.integer(3);
+        return {as_strided_backward(c.grad(), self, c.ints(1), c.ints(2), offset)};
+      }), {0}),
+      // out = self[..., index, ...] (dim removed)
+      rule("aten::select", {}, [](C c) -> G {
+        const Shape& in = c.meta(0).shape;
+        int64_t dim = maybe_wrap_dim(c.integer(1), static_cast<int64_t>(in.size()), "aten::select");
+        int64_t index = c.integer(2) < 0 ? c.integer(2) + in[dim] : c.integer(2);
+        return {slice_backward(unsqueeze(c.grad(), dim), in, dim, index, index + 1, 1)};
+      }),
+      // out[i] = self.select(dim, i)
+      rule("aten::unbind", {}, [](C c) -> G {
+        const Shape& in = c.meta(0).shape;
+        int64_t dim = maybe_wrap_dim(c.integer(1), static_cast<int64_t>(in.size()), "aten::unbind");
+        G parts;
+        for (int64_t i = 0; i < in[dim]; ++i) parts.push_back(unsqueeze(c.grad(static_cast<size_t>(i)), dim));
+        return {cat(parts, dim)};
+      }),
+      // out[i] = consecutive pieces of self along dim, of sizes split_sizes[i]
+      rule("aten::split_with_sizes", {}, [](C c) -> G {
+        G parts;
+        for (size_t i = 0; i < c.ints(1).size(); ++i) parts.push_back(c.grad(i));
+        return {cat(parts, c.integer(2))};
+      }),
 
       // copies and conversions
       rule("aten::clone", {}, [](C c) -> G { return {c.grad()}; }),
