@@ -3,7 +3,6 @@
 
 #include "engine/dispatch/library.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/parallel.h"
 #include "ops/composite.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
@@ -68,9 +67,9 @@ namespace {
 
 namespace cpu = kernels::cpu;
 
-// out[i] (+)= a[i] @ b[i] for each batch entry; out is contiguous.
-void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
-  const int64_t batch = out.dim() == 3 ? out.sizes()[0] : 1;
+// out[i] = a[i] @ b[i] (+ out[i] when accumulate, + bias on every row when bias is defined) for
+// each batch entry; out is contiguous, bias (if defined) n contiguous values of out's dtype.
+void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate, const Tensor& bias = Tensor()) {
   const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1];
   const int64_t k = a.sizes()[a.dim() - 1];
   auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
@@ -86,26 +85,29 @@ void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
     gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
   }
   REMAT_INTERNAL_ASSERT(ga.t.defined() && gb.t.defined());
-  const int64_t sa = a.dim() == 3 ? a.strides()[0] : 0, sb = b.dim() == 3 ? b.strides()[0] : 0;
+  cpu::StridedGemm p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  if (out.dim() == 3) {
+    p.batch_dims = 1;
+    p.batch[0] = out.sizes()[0];
+    p.a[0] = a.sizes()[0] == 1 ? m * k : a.strides()[0];
+    p.b[0] = b.sizes()[0] == 1 ? k * n : b.strides()[0];
+    p.c[0] = m * n;
+  }
+  const size_t rd = static_cast<size_t>(p.batch_dims);
+  // gemm_operand's (transposed, leading dim) back to row and column strides.
+  p.a[rd] = ga.trans ? 1 : ga.ld;
+  p.a[rd + 1] = ga.trans ? ga.ld : 1;
+  p.b[rd] = gb.trans ? 1 : gb.ld;
+  p.b[rd + 1] = gb.trans ? gb.ld : 1;
+  p.c[rd] = n;
+  p.c[rd + 1] = 1;
   REMAT_DISPATCH_FLOATING_TYPES(out.dtype(), "aten::mm", [&] {
-    const scalar_t* pa = a.data_ptr<scalar_t>();
-    const scalar_t* pb = b.data_ptr<scalar_t>();
-    scalar_t* pc = out.data_ptr<scalar_t>();
-    auto one = [&](int64_t i) {
-      cpu::gemm<scalar_t>(ga.trans, gb.trans, m, n, k, scalar_t(1.0f), pa + i * sa, ga.ld, pb + i * sb, gb.ld,
-                          scalar_t(accumulate ? 1.0f : 0.0f), pc + i * m * n, n);
-    };
-    // Small products: one per thread, in chunks of at least ~256K multiply-adds (waking a thread
-    // costs more than a tiny product); large ones: let the GEMM use every thread.
-    bool per_thread = batch > 1 && m * n * k < (1 << 21);
-    if (per_thread) {
-      const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, m * n * k));
-      cpu::parallel_for(0, batch, grain, [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) one(i);
-      });
-    } else {
-      for (int64_t i = 0; i < batch; ++i) one(i);
-    }
+    cpu::gemm_batched<scalar_t>(p, scalar_t(1.0f), a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(),
+                                scalar_t(accumulate ? 1.0f : 0.0f), out.data_ptr<scalar_t>(),
+                                bias.defined() ? bias.data_ptr<scalar_t>() : nullptr);
   });
 }
 
@@ -120,10 +122,24 @@ Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// A bias the GEMM can add itself: one row of n contiguous values of the product's dtype ([n] or
+// [1, n]), as nn.Linear's. Any other broadcast is copied into the output first.
+bool is_row_bias(const Tensor& bias, const Tensor& out) {
+  const int64_t n = out.sizes()[1];
+  if (bias.dtype() != out.dtype() || !bias.device().is_cpu() || bias.numel() != n) return false;
+  if (bias.dim() == 1) return bias.strides()[0] == 1 || n == 1;
+  return bias.dim() == 2 && bias.sizes()[0] == 1 && (bias.strides()[1] == 1 || n == 1);
+}
+
 Tensor addmm_cpu(const Tensor& bias, const Tensor& a, const Tensor& b) {
   Tensor out = empty_from(addmm_meta(bias, a, b));
-  copy_into_cpu(out, bias);
-  if (out.numel() > 0) batched_gemm(out, a, b, true);
+  if (out.numel() == 0) return out;
+  if (is_row_bias(bias, out)) {
+    batched_gemm(out, a, b, false, bias);
+  } else {
+    copy_into_cpu(out, bias);
+    batched_gemm(out, a, b, true);
+  }
   return out;
 }
 
