@@ -215,8 +215,8 @@ std::vector<Derivative> table() {
       }),
       // out[b] = self[b] @ mat2[b]
       rule("aten::bmm", {0, 1}, {}, [](C c) -> G {
-        return {if_needed(c, 0, [&] { return bmm(c.grad(), transpose(c.input(1), 1, 2)); }),
-                if_needed(c, 1, [&] { return bmm(transpose(c.input(0), 1, 2), c.grad()); })};
+        return {if_needed(c, 0, [&] { return bmm(c.grad(), transpose(c.input(1), -2, -1)); }),
+                if_needed(c, 1, [&] { return bmm(transpose(c.input(0), -2, -1), c.grad()); })};
       }),
       // out = self + mat1 @ mat2
       rule("aten::addmm", {1, 2}, {}, [](C c) -> G {
