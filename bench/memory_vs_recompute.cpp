@@ -6,6 +6,7 @@
 //   ./bazelw run //bench:memory_vs_recompute
 //   ./bazelw run //bench:memory_vs_recompute -- --strategies none,full,sac-mm --out /tmp/mvr
 //   ./bazelw run //bench:memory_vs_recompute -- --compare /tmp/torch.json   (bench/torch_reference.py)
+//   ./bazelw run //bench:memory_vs_recompute -- --compare /tmp/torch2.json,/tmp/torch113.json
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <omp.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -45,7 +47,7 @@ struct Args {
   std::fprintf(stderr,
                "usage: memory_vs_recompute [--layers N] [--embd N] [--heads N] [--seq N] [--batch N] [--vocab N]\n"
                "                           [--steps N] [--warmup N] [--device cpu|cuda] [--dtype f32|bf16]\n"
-               "                           [--strategies a,b,...] [--out DIR] [--compare FILE] [--lr X]\n"
+               "                           [--strategies a,b,...] [--out DIR] [--compare FILE[,FILE...]] [--lr X]\n"
                "                           [--no-timeline] [--clock wall|cpu]\n"
                "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2, sac-megatron\n");
   std::exit(error.empty() ? 0 : 2);
@@ -237,6 +239,8 @@ int main(int argc, char** argv) {
     cfg.warmup = a.warmup;
     cfg.forward_flops = forward_matmul_flops(a.shape, true);
     cfg.model_flops_per_step = 3 * forward_matmul_flops(a.shape, false);
+    cfg.threads = omp_get_max_threads();
+    cfg.clock = a.clock;
 
     std::vector<StrategyResult> results;
     for (size_t i = 0; i < strategies.size(); ++i) results.push_back(run(strategies[i], a, i, strategies.size(), idx, targets, device));
@@ -252,10 +256,14 @@ int main(int argc, char** argv) {
       std::printf("wrote %s/results.json, %s/memory_vs_time.svg and %s/timeline_<strategy>.svg\n", a.out.c_str(),
                   a.out.c_str(), a.out.c_str());
     }
-    if (!a.compare.empty()) {
+    // One comparison per file (e.g. PyTorch 2.x and 1.13 runs of bench/torch_reference.py).
+    std::stringstream files(a.compare);
+    std::string file;
+    while (std::getline(files, file, ',')) {
+      if (file.empty()) continue;
       RunConfig other_cfg;
       std::vector<StrategyResult> other;
-      from_json(read_file(a.compare), &other_cfg, &other);
+      from_json(read_file(file), &other_cfg, &other);
       print_comparison(cfg, results, other_cfg, other);
     }
   } catch (const std::exception& e) {

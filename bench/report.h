@@ -30,6 +30,8 @@ struct RunConfig {
   double model_flops_per_step = 0;  // forward + backward, matmuls only
   double forward_flops = 0;
   std::string framework = "remat";
+  int64_t threads = 0;  // intra-op threads of the run (0: not recorded)
+  std::string clock = "wall";  // step times: "wall" clock or process "cpu" time
 };
 
 void print_table(const RunConfig& cfg, const std::vector<StrategyResult>& results);

@@ -115,6 +115,14 @@ class CachingMode : public SelectiveMode {
           e.versions.push_back(d._version());
           e.bytes += d.nbytes();
           e.values.emplace_back(d);
+        } else if (v.isTensorList()) {  // unbind's views: detached one by one (no version check)
+          std::vector<Tensor> list;
+          for (const Tensor& t : v.toTensorListRef()) {
+            list.push_back(t.defined() ? detach(t) : t);
+            e.bytes += t.defined() ? t.nbytes() : 0;
+          }
+          e.versions.push_back(-1);
+          e.values.emplace_back(std::move(list));
         } else {
           e.versions.push_back(-1);
           e.values.push_back(v);

@@ -165,6 +165,10 @@ Tensor slice_backward(T g, const Shape& sizes, int64_t dim, int64_t start, int64
   REMAT_OP(Tensor(T, const Shape&, int64_t, int64_t, int64_t, int64_t), "aten::slice_backward");
   return op.call(g, sizes, dim, start, end, step);
 }
+std::vector<Tensor> unbind(T a, int64_t dim) {
+  REMAT_OP(std::vector<Tensor>(T, int64_t), "aten::unbind.int");
+  return op.call(a, dim);
+}
 Tensor unsqueeze(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::unsqueeze"); return op.call(a, dim); }
 Tensor squeeze(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::squeeze"); return op.call(a, dim); }
 Tensor expand(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::expand"); return op.call(a, s); }

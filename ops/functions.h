@@ -117,6 +117,9 @@ Tensor permute(const Tensor& a, const Shape& dims);
 Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
 Tensor slice_backward(const Tensor& grad_output, const Shape& input_sizes, int64_t dim, int64_t start,
                       int64_t end, int64_t step);
+// The size(dim) views a.select(dim, i), as torch.unbind; in backward their gradients are written
+// into one buffer (a stack), where slices would each zero-fill a whole input-sized gradient.
+std::vector<Tensor> unbind(const Tensor& a, int64_t dim = 0);
 Tensor unsqueeze(const Tensor& a, int64_t dim);
 Tensor squeeze(const Tensor& a, int64_t dim);
 Tensor expand(const Tensor& a, const Shape& size);

@@ -93,6 +93,7 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("transpose(Tensor(a) self, int dim0, int dim1) -> Tensor(a)");
   m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)");
   m.def("slice(Tensor(a) self, int dim=0, int start=0, int end=9223372036854775807, int step=1) -> Tensor(a)");
+  m.def("unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]");
   m.def("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)");
   m.def("squeeze(Tensor(a) self, int dim) -> Tensor(a)");
   m.def("expand(Tensor(a) self, int[] size) -> Tensor(a)");

@@ -1,4 +1,4 @@
-// Mirrors ATen/native/TensorShape.cpp (view, transpose, permute, slice, unsqueeze, squeeze,
+// Mirrors ATen/native/TensorShape.cpp (view, transpose, permute, slice, unbind, unsqueeze, squeeze,
 // expand, detach) and TensorUtils.cpp (computeStride). A view shares its base's storage and
 // version counter; the same kernel serves every backend since only metadata changes.
 #include <algorithm>
@@ -121,6 +121,19 @@ Tensor slice_kernel(const Tensor& self, int64_t dim, int64_t start, int64_t end,
   return make_alias(self, sizes, strides, self.storage_offset() + start * self.strides()[dim]);
 }
 
+std::vector<Tensor> unbind_kernel(const Tensor& self, int64_t dim) {
+  REMAT_CHECK(self.dim() > 0, "aten::unbind: Dimension specified as ", dim, " but tensor has no dimensions");
+  dim = maybe_wrap_dim(dim, self.dim(), "aten::unbind");
+  Shape sizes = self.sizes(), strides = self.strides();
+  const int64_t n = sizes[dim], step = strides[dim];
+  sizes.erase(sizes.begin() + dim);
+  strides.erase(strides.begin() + dim);
+  std::vector<Tensor> out;
+  out.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out.push_back(make_alias(self, sizes, strides, self.storage_offset() + i * step));
+  return out;
+}
+
 Tensor unsqueeze_kernel(const Tensor& self, int64_t dim) {
   dim = maybe_wrap_dim(dim, self.dim() + 1, "aten::unsqueeze");
   Shape sizes = self.sizes(), strides = self.strides();
@@ -186,6 +199,7 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
     m.impl("transpose", k, REMAT_FN(transpose_kernel));
     m.impl("permute", k, REMAT_FN(permute_kernel));
     m.impl("slice", k, REMAT_FN(slice_kernel));
+    m.impl("unbind.int", k, REMAT_FN(unbind_kernel));
     m.impl("unsqueeze", k, REMAT_FN(unsqueeze_kernel));
     m.impl("squeeze", k, REMAT_FN(squeeze_kernel));
     m.impl("expand", k, REMAT_FN(expand_kernel));

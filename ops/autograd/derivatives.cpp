@@ -23,6 +23,16 @@ Tensor sum_to(const Tensor& g, const InputMetadata& m) {
 }
 Tensor if_needed(C c, size_t arg, const std::function<Tensor()>& f) { return c.needs(arg) ? f() : Tensor(); }
 
+// mat2's gradient in mat2's own layout (FunctionsManual.cpp's mm_mat2_backward): for a
+// column-major mat2 (a Linear's W^T) it is (grad^T self)^T, so that W's gradient comes out
+// contiguous and AccumulateGrad takes it as is instead of copying a transposed one.
+Tensor mm_mat2_backward(const Tensor& grad, const Tensor& self, const Tensor& mat2) {
+  const bool column_major = mat2.size(0) > 1 && mat2.size(1) > 1 && mat2.strides()[0] == 1 &&
+                            mat2.strides()[1] >= mat2.size(0);
+  if (column_major) return transpose(mm(transpose(grad, 0, 1), self), 0, 1);
+  return mm(transpose(self, 0, 1), grad);
+}
+
 // Re-inserts reduced dims so a reduction's gradient broadcasts back (restore_reduced_dims).
 Tensor unsqueeze_reduced(const Tensor& g, const Shape& in_shape, const Shape& dims, bool keepdim) {
   int64_t n = static_cast<int64_t>(in_shape.size());
@@ -209,9 +219,11 @@ std::vector<Derivative> table() {
       }),
 
       // out = self @ mat2
+      // (each saved tensor unpacked once: non-reentrant checkpoint allows no second unpack)
       rule("aten::mm", {0, 1}, {}, [](C c) -> G {
-        return {if_needed(c, 0, [&] { return mm(c.grad(), transpose(c.input(1), 0, 1)); }),
-                if_needed(c, 1, [&] { return mm(transpose(c.input(0), 0, 1), c.grad()); })};
+        const Tensor mat2 = c.input(1);
+        return {if_needed(c, 0, [&] { return mm(c.grad(), transpose(mat2, 0, 1)); }),
+                if_needed(c, 1, [&] { return mm_mat2_backward(c.grad(), c.input(0), mat2); })};
       }),
       // out[b] = self[b] @ mat2[b]
       rule("aten::bmm", {0, 1}, {}, [](C c) -> G {
@@ -220,9 +232,10 @@ std::vector<Derivative> table() {
       }),
       // out = self + mat1 @ mat2
       rule("aten::addmm", {1, 2}, {}, [](C c) -> G {
+        const Tensor mat2 = c.needs(1) || c.needs(2) ? c.input(2) : Tensor();
         return {if_needed(c, 0, [&] { return sum_to(c.grad(), c.meta(0)); }),
-                if_needed(c, 1, [&] { return mm(c.grad(), transpose(c.input(2), 0, 1)); }),
-                if_needed(c, 2, [&] { return mm(transpose(c.input(1), 0, 1), c.grad()); })};
+                if_needed(c, 1, [&] { return mm(c.grad(), transpose(mat2, 0, 1)); }),
+                if_needed(c, 2, [&] { return mm_mat2_backward(c.grad(), c.input(1), mat2); })};
       }),
 
       // out = sum(self, dim, keepdim)
@@ -282,6 +295,16 @@ std::vector<Derivative> table() {
         Tensor g = c.grad();
         return {_to_copy(g, g.dtype() == m.dtype ? std::nullopt : std::optional<ScalarType>(m.dtype),
                          g.device() == m.device ? std::nullopt : std::optional<Device>(m.device))};
+      }),
+      // outs[i] = self.select(dim, i): the gradients, stacked (FunctionsManual.cpp unbind_backward)
+      // into one buffer; unused outputs arrive as zeros.
+      rule("aten::unbind.int", {}, {}, [](C c) -> G {
+        const Shape& in = c.meta(0).shape;
+        int64_t dim = c.integer(1);
+        dim = dim < 0 ? dim + static_cast<int64_t>(in.size()) : dim;
+        std::vector<Tensor> parts;
+        for (int64_t i = 0; i < in[static_cast<size_t>(dim)]; ++i) parts.push_back(unsqueeze(c.grad(static_cast<size_t>(i)), dim));
+        return {cat(parts, dim)};
       }),
       rule("aten::cat", {}, {}, [](C c) -> G {
         G out;

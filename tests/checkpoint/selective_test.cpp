@@ -329,3 +329,20 @@ TEST_CASE("SAC accounting: replays, recomputed calls, FLOPs", "[sac][stats]") {
   REQUIRE(r.holder_bytes_held == 0);                  // every recomputed tensor was taken
   REQUIRE(r.tensors_packed == 3);                     // mm: x, x; sin: mm's output
 }
+
+TEST_CASE("a policy that saves a list-returning op (unbind) replays its views", "[sac]") {
+  Tensor x = randn({3, 4}).requires_grad_();
+  auto fn = [](const Tensor& a) {
+    std::vector<Tensor> rows = unbind(a.sin(), 0);
+    return (rows[0] * rows[2]).sum();
+  };
+  Tensor want = fn(x);
+  want.backward();
+  Tensor want_grad = x.grad();
+  x.set_grad(Tensor());
+  auto ctx = sac([] { return create_selective_checkpoint_contexts({"aten::unbind.int", "aten::sin"}); });
+  Tensor got = checkpoint(fn, x, ctx);
+  CHECK(equal(got, want));
+  got.backward();
+  CHECK(equal(x.grad(), want_grad));
+}
