@@ -40,6 +40,7 @@ struct Args {
   // slices given to other processes do not inflate (use it with OMP_NUM_THREADS=1 on a busy
   // machine; with more threads it also counts the OpenMP threads' spin-waiting).
   std::string clock = "wall";
+  bool fused_adamw = true;  // --optimizer adamw-fused (default) or adamw (the single-tensor op sequence)
 };
 
 [[noreturn]] void usage(const std::string& error) {
@@ -49,6 +50,7 @@ struct Args {
                "                           [--steps N] [--warmup N] [--device cpu|cuda] [--dtype f32|bf16]\n"
                "                           [--strategies a,b,...] [--out DIR] [--compare FILE[,FILE...]] [--lr X]\n"
                "                           [--no-timeline] [--clock wall|cpu]\n"
+               "                           [--optimizer adamw-fused|adamw]\n"
                "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2, sac-megatron\n");
   std::exit(error.empty() ? 0 : 2);
 }
@@ -86,6 +88,10 @@ Args parse(int argc, char** argv) {
     else if (f == "--compare") a.compare = v;
     else if (f == "--lr") a.lr = std::atof(v.c_str());
     else if (f == "--clock") a.clock = v;
+    else if (f == "--optimizer") {
+      if (v != "adamw" && v != "adamw-fused") usage("--optimizer must be adamw or adamw-fused, got '" + v + "'");
+      a.fused_adamw = v == "adamw-fused";
+    }
     else usage("unknown flag " + f);
   }
   if (a.device != "cpu" && a.device != "cuda") usage("--device must be cpu or cuda, got '" + a.device + "'");
@@ -151,7 +157,7 @@ StrategyResult run(const Strategy& s, const Args& a, size_t index, size_t total,
   if (a.dtype == "bf16") model.to(kBFloat16);
   if (!device.is_cpu()) model.to(device);
   model.set_checkpointing(s.checkpointing);
-  optim::AdamW opt(model.parameters(), optim::AdamWOptions(a.lr));
+  optim::AdamW opt(model.parameters(), optim::AdamWOptions(a.lr).fused(a.fused_adamw));
 
   StrategyResult r;
   r.name = s.name;

@@ -208,6 +208,12 @@ Tensor& addcmul_(Tensor& self, T t1, T t2, double value) {
   op.call(self, t1, t2, value);
   return self;
 }
+Tensor& _fused_adamw_(Tensor& self, Tensor& exp_avg, Tensor& exp_avg_sq, T grad, double lr, double beta1, double beta2,
+                      double weight_decay, double eps, int64_t step, bool maximize) {
+  REMAT_OP(Tensor(T, T, T, T, double, double, double, double, double, int64_t, bool), "aten::_fused_adamw_");
+  op.call(self, exp_avg, exp_avg_sq, grad, lr, beta1, beta2, weight_decay, eps, step, maximize);
+  return self;
+}
 Tensor& addcdiv_(Tensor& self, T t1, T t2, double value) {
   REMAT_OP(Tensor(T, T, T, double), "aten::addcdiv_");
   op.call(self, t1, t2, value);

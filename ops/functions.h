@@ -146,5 +146,9 @@ Tensor& normal_(Tensor& self, double mean = 0.0, double std = 1.0, Generator* ge
 Tensor& addcmul_(Tensor& self, const Tensor& tensor1, const Tensor& tensor2, double value = 1.0);
 Tensor& addcdiv_(Tensor& self, const Tensor& tensor1, const Tensor& tensor2, double value = 1.0);
 Tensor& lerp_(Tensor& self, const Tensor& end, double weight);
+// AdamW's update of one parameter and its moments in one pass (torch._fused_adamw_, one tensor);
+// step is the update's number, from 1.
+Tensor& _fused_adamw_(Tensor& self, Tensor& exp_avg, Tensor& exp_avg_sq, const Tensor& grad, double lr, double beta1,
+                      double beta2, double weight_decay, double eps, int64_t step, bool maximize = false);
 
 }  // namespace remat

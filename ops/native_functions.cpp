@@ -53,6 +53,9 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, float value=1) -> Tensor(a!)");
   m.def("addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, float value=1) -> Tensor(a!)");
   m.def("lerp_.Scalar(Tensor(a!) self, Tensor end, float weight) -> Tensor(a!)");
+  // AdamW's whole update of one parameter (ops/fused_adam.cpp; optim::AdamW with fused(true))
+  m.def("_fused_adamw_(Tensor(a!) self, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, Tensor grad, *, float lr, "
+        "float beta1, float beta2, float weight_decay, float eps, int step, bool maximize=False) -> Tensor(a!)");
 
   // ---- matrix products ----
   m.def("mm(Tensor self, Tensor mat2) -> Tensor");
