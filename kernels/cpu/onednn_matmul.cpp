@@ -13,6 +13,16 @@
 
 namespace remat::kernels::cpu::onednn {
 
+namespace {
+// The caller's contract, checked with or without oneDNN.
+void check_problem(const StridedGemm& p, float alpha, float beta, const void* bias) {
+  REMAT_CHECK(p.batch_dims >= 0 && p.batch_dims <= StridedGemm::kMaxBatchDims, "oneDNN matmul: ", p.batch_dims,
+              " batch dims (at most ", StridedGemm::kMaxBatchDims, ")");
+  REMAT_CHECK(bias == nullptr || (alpha == 1.0f && beta == 0.0f), "oneDNN matmul: a bias needs alpha = 1 and beta = 0, got ",
+              alpha, " and ", beta);
+}
+}  // namespace
+
 #ifdef REMAT_USE_ONEDNN
 
 namespace {
@@ -164,10 +174,7 @@ bool has_avx512() {
 
 bool matmul(DataType type, const StridedGemm& p, float alpha, const void* a, const void* b, float beta, void* c,
             const void* bias) {
-  REMAT_CHECK(p.batch_dims >= 0 && p.batch_dims <= StridedGemm::kMaxBatchDims, "oneDNN matmul: ", p.batch_dims,
-              " batch dims (at most ", StridedGemm::kMaxBatchDims, ")");
-  REMAT_CHECK(bias == nullptr || (alpha == 1.0f && beta == 0.0f), "oneDNN matmul: a bias needs alpha = 1 and beta = 0, got ",
-              alpha, " and ", beta);
+  check_problem(p, alpha, beta, bias);
   if (p.m <= 0 || p.n <= 0 || p.k <= 0) return false;  // nothing to multiply: the caller's loop handles it
   Entry& e = lookup(make_key(type, p, alpha, beta, bias != nullptr));
   if (!e.usable) return false;
@@ -194,7 +201,10 @@ bool built() { return false; }
 
 bool has_avx512() { return false; }
 
-bool matmul(DataType, const StridedGemm&, float, const void*, const void*, float, void*, const void*) { return false; }
+bool matmul(DataType, const StridedGemm& p, float alpha, const void*, const void*, float beta, void*, const void* bias) {
+  check_problem(p, alpha, beta, bias);
+  return false;
+}
 
 const char* implementation(DataType, const StridedGemm&) { return ""; }
 
