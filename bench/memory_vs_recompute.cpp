@@ -9,6 +9,8 @@
 //   ./bazelw run //bench:memory_vs_recompute -- --strategies none,full,sac-mm --out /tmp/mvr
 //   ./bazelw run //bench:memory_vs_recompute -- --dry-run --layers 48 --embd 1600 --heads 25 --seq 1024 --vocab 50257
 //   ./bazelw run //bench:memory_vs_recompute -- --compare /tmp/torch.json   (bench/torch_reference.py)
+//   ./bazelw run //bench:memory_vs_recompute -- --compare /tmp/torch2.json,/tmp/torch113.json
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <omp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,6 +39,11 @@ struct Args {
   std::string device = "cpu", dtype = "f32", strategies, out, compare, meta_accounting;
   double lr = 1e-3;
   bool timeline = true, dry_run = false;
+  // "wall", or "cpu": the process's CPU time per step (CLOCK_PROCESS_CPUTIME_ID), which time
+  // slices given to other processes do not inflate (use it with OMP_NUM_THREADS=1 on a busy
+  // machine; with more threads it also counts the OpenMP threads' spin-waiting).
+  std::string clock = "wall";
+  bool fused_adamw = true;  // --optimizer adamw-fused (default) or adamw (the single-tensor op sequence)
 };
 
 [[noreturn]] void usage(const std::string& error) {
@@ -43,11 +51,13 @@ struct Args {
   std::fprintf(stderr,
                "usage: memory_vs_recompute [--layers N] [--embd N] [--heads N] [--seq N] [--batch N] [--vocab N]\n"
                "                           [--steps N] [--warmup N] [--device cpu|cuda] [--dtype f32|bf16]\n"
-               "                           [--strategies a,b,...] [--out DIR] [--compare FILE] [--lr X]\n"
+               "                           [--strategies a,b,...] [--out DIR] [--compare FILE[,FILE...]] [--lr X]\n"
                "                           [--no-timeline] [--dry-run] [--meta-accounting cpu|cuda]\n"
+               "                           [--clock wall|cpu] [--optimizer adamw-fused|adamw]\n"
                "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2, sac-megatron\n"
                "--dry-run: predict on the Meta device only (nothing computed, any model size); the dry runs\n"
                "  count as --device's allocator does (cuda: 512-byte blocks) unless --meta-accounting says otherwise\n"
+               "--clock cpu: per-step process CPU time (a busy machine; one thread)\n"
                "--out DIR: results.json, report.html, memory_vs_time.svg and timeline_<strategy>.svg\n");
   std::exit(error.empty() ? 0 : 2);
 }
@@ -89,9 +99,15 @@ Args parse(int argc, char** argv) {
     else if (f == "--compare") a.compare = v;
     else if (f == "--lr") a.lr = std::atof(v.c_str());
     else if (f == "--meta-accounting") a.meta_accounting = v;
+    else if (f == "--clock") a.clock = v;
+    else if (f == "--optimizer") {
+      if (v != "adamw" && v != "adamw-fused") usage("--optimizer must be adamw or adamw-fused, got '" + v + "'");
+      a.fused_adamw = v == "adamw-fused";
+    }
     else usage("unknown flag " + f);
   }
   if (a.device != "cpu" && a.device != "cuda") usage("--device must be cpu or cuda, got '" + a.device + "'");
+  if (a.clock != "wall" && a.clock != "cpu") usage("--clock must be wall or cpu, got '" + a.clock + "'");
   if (a.dtype != "f32" && a.dtype != "bf16") usage("--dtype must be f32 or bf16, got '" + a.dtype + "'");
   if (a.meta_accounting.empty()) a.meta_accounting = a.device;
   if (a.meta_accounting != "cpu" && a.meta_accounting != "cuda")
@@ -133,6 +149,8 @@ StrategyResult run(const Strategy& s, const Args& a, size_t index, size_t total,
   TrainingOptions o;
   o.dtype = a.dtype == "bf16" ? kBFloat16 : kFloat;
   o.lr = a.lr;
+  o.fused_adamw = a.fused_adamw;
+  o.cpu_clock = a.clock == "cpu";
   o.keep_timeline = a.timeline && !a.out.empty();
   const int64_t steps = a.warmup + a.steps;
   {
@@ -188,6 +206,8 @@ int main(int argc, char** argv) {
     cfg.model_flops_per_step = 3 * forward_matmul_flops(a.shape, false);
     cfg.dry_run = a.dry_run;
     cfg.meta_accounting = a.meta_accounting;
+    cfg.threads = omp_get_max_threads();
+    cfg.clock = a.clock;
 
     std::vector<StrategyResult> results;
     for (size_t i = 0; i < strategies.size(); ++i) results.push_back(run(strategies[i], a, i, strategies.size(), device));
@@ -205,10 +225,14 @@ int main(int argc, char** argv) {
       std::printf("\nwrote %s/report.html (open it in a browser), results.json, %stimeline_<strategy>.svg\n",
                   a.out.c_str(), a.dry_run ? "" : "memory_vs_time.svg, ");
     }
-    if (!a.compare.empty()) {
+    // One comparison per file (e.g. PyTorch 2.x and 1.13 runs of bench/torch_reference.py).
+    std::stringstream files(a.compare);
+    std::string file;
+    while (std::getline(files, file, ',')) {
+      if (file.empty()) continue;
       RunConfig other_cfg;
       std::vector<StrategyResult> other;
-      from_json(read_file(a.compare), &other_cfg, &other);
+      from_json(read_file(file), &other_cfg, &other);
       print_comparison(cfg, results, other_cfg, other);
     }
   } catch (const std::exception& e) {

@@ -218,7 +218,9 @@ std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& res
                  {"model_flops_per_step", cfg.model_flops_per_step},
                  {"forward_flops", cfg.forward_flops},
                  {"dry_run", cfg.dry_run},
-                 {"meta_accounting", cfg.meta_accounting}};
+                 {"meta_accounting", cfg.meta_accounting},
+                 {"threads", cfg.threads},
+                 {"clock", cfg.clock}};
   j["results"] = nlohmann::json::array();
   for (const StrategyResult& r : results) {
     nlohmann::json e = {{"strategy", r.name},
@@ -260,6 +262,8 @@ void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResu
   cfg->dtype = c.value("dtype", std::string("f32"));
   cfg->steps = c.value("steps", int64_t{0});
   cfg->warmup = c.value("warmup", int64_t{0});
+  cfg->threads = c.value("threads", int64_t{0});
+  cfg->clock = c.value("clock", std::string("wall"));
   cfg->model_flops_per_step = c.value("model_flops_per_step", 0.0);
   cfg->forward_flops = c.value("forward_flops", 0.0);
   cfg->dry_run = c.value("dry_run", false);
@@ -321,9 +325,17 @@ std::string report_html(const RunConfig& cfg, const std::vector<StrategyResult>&
 
 void print_comparison(const RunConfig& ours_cfg, const std::vector<StrategyResult>& ours, const RunConfig& theirs_cfg,
                       const std::vector<StrategyResult>& theirs) {
-  std::printf("\nremat vs %s (%s): %lld layers, d_model %lld, seq %lld, batch %lld\n", theirs_cfg.framework.c_str(),
-              theirs_cfg.device.c_str(), (long long)theirs_cfg.shape.layers, (long long)theirs_cfg.shape.embd,
-              (long long)theirs_cfg.shape.seq, (long long)theirs_cfg.shape.batch);
+  auto threads = [](const RunConfig& c) {
+    return (c.threads > 0 ? std::to_string(c.threads) + " thread(s)" : std::string("threads not recorded")) + ", " +
+           c.clock + " time";
+  };
+  std::printf("\nremat (%s, %s) vs %s (%s, %s, %s): %lld layers, d_model %lld, seq %lld, batch %lld\n",
+              ours_cfg.dtype.c_str(), threads(ours_cfg).c_str(), theirs_cfg.framework.c_str(), theirs_cfg.device.c_str(),
+              theirs_cfg.dtype.c_str(), threads(theirs_cfg).c_str(), (long long)theirs_cfg.shape.layers,
+              (long long)theirs_cfg.shape.embd, (long long)theirs_cfg.shape.seq, (long long)theirs_cfg.shape.batch);
+  if (ours_cfg.dtype != theirs_cfg.dtype || ours_cfg.device != theirs_cfg.device || ours_cfg.clock != theirs_cfg.clock) {
+    std::printf("warning: the two runs used different dtypes, devices or clocks; ratios compare unlike things\n");
+  }
   if (ours_cfg.shape.layers != theirs_cfg.shape.layers || ours_cfg.shape.embd != theirs_cfg.shape.embd ||
       ours_cfg.shape.seq != theirs_cfg.shape.seq || ours_cfg.shape.batch != theirs_cfg.shape.batch) {
     std::printf("warning: the two runs used different model sizes; ratios compare unlike things\n");

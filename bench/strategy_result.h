@@ -60,6 +60,8 @@ struct RunConfig {
   std::string framework = "remat";
   bool dry_run = false;                 // nothing measured: predictions only
   std::string meta_accounting = "cpu";  // whose allocator the dry runs counted like (cpu, cuda)
+  int64_t threads = 0;                  // intra-op threads of the run (0: not recorded)
+  std::string clock = "wall";           // step times: "wall" clock or process "cpu" time
 };
 
 // Fills the measured figures from the records of all steps (the first `warmup` are left out).

@@ -308,13 +308,13 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
     m.impl("transpose", k, REMAT_FN(transpose_kernel));
     m.impl("permute", k, REMAT_FN(permute_kernel));
     m.impl("slice", k, REMAT_FN(slice_kernel));
+    m.impl("unbind.int", k, REMAT_FN(unbind_kernel));
     m.impl("unsqueeze", k, REMAT_FN(unsqueeze_kernel));
     m.impl("squeeze", k, REMAT_FN(squeeze_kernel));
     m.impl("expand", k, REMAT_FN(expand_kernel));
     m.impl("detach", k, REMAT_FN(detach_kernel));
     m.impl("as_strided", k, REMAT_FN(as_strided_kernel));
     m.impl("select", k, REMAT_FN(select_kernel));
-    m.impl("unbind", k, REMAT_FN(unbind_kernel));
     m.impl("split_with_sizes", k, REMAT_FN(split_with_sizes_kernel));
   }
   impl_composite(m, "narrow", REMAT_FN(narrow_composite));

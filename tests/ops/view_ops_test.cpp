@@ -429,3 +429,37 @@ TEST_CASE("as_strided, select, narrow, unbind, split, chunk error paths", "[view
   REQUIRE_THROWS_WITH(a.chunk(0), Contains("chunk expects `chunks` to be greater than 0, got: 0"));
   REQUIRE_THROWS_WITH(scalar_tensor(1.0).split(1), Contains("split expects at least a 1-dimensional tensor"));
 }
+
+TEST_CASE("unbind: views of each index, gradients stacked into one buffer", "[views][autograd]") {
+  Tensor x = tensor({1, 2, 3, 4, 5, 6}, {2, 3});
+  std::vector<Tensor> cols = unbind(x, 1);
+  REQUIRE(cols.size() == 3);
+  check_values(cols[1], {2, 5});
+  CHECK(cols[2].strides() == Shape{3});
+  CHECK(cols[0].impl()->is_view());
+  std::vector<Tensor> rows = unbind(x, -2);
+  check_values(rows[1], {4, 5, 6});
+  x.add_(ones({2, 3}));  // shared storage and version counter
+  check_values(rows[0], {2, 3, 4});
+  CHECK(rows[0]._version() == x._version());
+
+  // Unused outputs get zeros; the input's gradient is one contiguous buffer.
+  Tensor leaf_x = leaf({2, 3, 4}, 71);
+  std::vector<Tensor> parts = unbind(leaf_x, 1);
+  (parts[0] * 2.0 + parts[2]).sum().backward();
+  std::vector<double> want;
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      for (int64_t k = 0; k < 4; ++k) want.push_back(j == 0 ? 2.0 : j == 2 ? 1.0 : 0.0);
+  check_values(leaf_x.grad(), want);
+  CHECK(leaf_x.grad().is_contiguous());
+  REQUIRE(gradcheck1([](auto& in) { return unbind(in[0], 0)[1] * unbind(in[0], 0)[0]; }, {leaf({2, 3}, 72)}));
+  REQUIRE(gradcheck1([](auto& in) { return unbind(in[0].transpose(0, 1), 2)[1]; }, {leaf({3, 2, 2}, 73)}));
+
+  std::vector<Tensor> m = unbind(meta({2, 5, 3}), 1);
+  REQUIRE(m.size() == 5);
+  CHECK(m[4].sizes() == Shape{2, 3});
+  CHECK(m[4].is_meta());
+  REQUIRE_THROWS_WITH(unbind(scalar_tensor(1.0), 0), Contains("aten::unbind") && Contains("no dimensions"));
+  REQUIRE_THROWS_WITH(unbind(zeros({2, 3}), 2), Contains("aten::unbind") && Contains("Dimension out of range"));
+}
