@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench/fma_peak.h"
 #include "bench/plots.h"
 #include "bench/report.h"
 #include "bench/strategies.h"
@@ -207,6 +208,8 @@ int main(int argc, char** argv) {
     cfg.dry_run = a.dry_run;
     cfg.meta_accounting = a.meta_accounting;
     cfg.threads = omp_get_max_threads();
+    // Before the steps, in the same run: the peak the step's matmul throughput is compared with.
+    if (!a.dry_run && device.is_cpu()) cfg.fma_peak_gflops = measure_fma_peak_gflops(cfg.threads);
     cfg.clock = a.clock;
 
     std::vector<StrategyResult> results;

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <vector>
 
+#include "bench/fma_peak.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "remat.h"
@@ -139,66 +140,9 @@ Bandwidth measure_copy(const Sizes& s, int threads) {
   return b;
 }
 
-#if defined(__AVX512F__)
-using Vec = __m512;
-constexpr int kLanes = 16;
-const char* kIsa = "AVX-512";
-inline Vec vset(float x) { return _mm512_set1_ps(x); }
-inline Vec vfma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
-inline float vsum(Vec v) { return _mm512_reduce_add_ps(v); }
-#elif defined(__AVX2__) && defined(__FMA__)
-using Vec = __m256;
-constexpr int kLanes = 8;
-const char* kIsa = "AVX2";
-inline Vec vset(float x) { return _mm256_set1_ps(x); }
-inline Vec vfma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
-inline float vsum(Vec v) {
-  float l[8];
-  _mm256_storeu_ps(l, v);
-  return l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
-}
-#else
-#define REMAT_BENCH_NO_FMA
-#endif
-
-volatile float fma_sink;
-
-// FP32 FMA peak in GFLOP/s (0 when the build has no AVX2/AVX-512 FMA): every thread runs 12
-// independent FMA chains (enough to cover the FMA latency on 2 pipes), all threads at once.
+// FP32 FMA peak in GFLOP/s (bench/fma_peak.h).
 double measure_fma_peak(const Sizes& s, int threads) {
-#ifdef REMAT_BENCH_NO_FMA
-  (void)s;
-  (void)threads;
-  return 0;
-#else
-  constexpr int kChains = 12;
-  auto run = [&] {
-#pragma omp parallel num_threads(threads)
-    {
-      // Named accumulators, not an array: GCC keeps an array in memory (a load and store per FMA).
-      Vec a0 = vset(0), a1 = vset(1), a2 = vset(2), a3 = vset(3), a4 = vset(4), a5 = vset(5);
-      Vec a6 = vset(6), a7 = vset(7), a8 = vset(8), a9 = vset(9), a10 = vset(10), a11 = vset(11);
-      const Vec x = vset(0.999999f), y = vset(1e-3f);  // a -> a*x + y converges: stays finite
-      for (int64_t i = 0; i < s.fma_iters; ++i) {
-        a0 = vfma(a0, x, y), a1 = vfma(a1, x, y), a2 = vfma(a2, x, y), a3 = vfma(a3, x, y);
-        a4 = vfma(a4, x, y), a5 = vfma(a5, x, y), a6 = vfma(a6, x, y), a7 = vfma(a7, x, y);
-        a8 = vfma(a8, x, y), a9 = vfma(a9, x, y), a10 = vfma(a10, x, y), a11 = vfma(a11, x, y);
-      }
-      fma_sink = vsum(a0) + vsum(a1) + vsum(a2) + vsum(a3) + vsum(a4) + vsum(a5) + vsum(a6) + vsum(a7) +
-                 vsum(a8) + vsum(a9) + vsum(a10) + vsum(a11);
-    }
-  };
-  run();  // warm-up (and clocks up)
-  std::vector<double> samples;
-  for (int r = 0; r < s.fma_samples; ++r) {
-    double t0 = now_s();
-    run();
-    samples.push_back(now_s() - t0);
-  }
-  // The fastest of many short samples: other load on the machine can only slow the loop down.
-  double flops = 2.0 * kLanes * kChains * static_cast<double>(s.fma_iters) * threads;
-  return flops / *std::min_element(samples.begin(), samples.end()) / 1e9;
-#endif
+  return bench::measure_fma_peak_gflops(threads, s.fma_iters, s.fma_samples);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -488,7 +432,7 @@ int main(int argc, char** argv) {
 #ifdef REMAT_BENCH_NO_FMA
   std::printf("FP32 FMA peak: not measured (built without AVX2/AVX-512 FMA)\n");
 #else
-  std::printf("FP32 FMA peak (%s, %d thread(s) at once): %.1f GFLOP/s\n", kIsa, threads, peak);
+  std::printf("FP32 FMA peak (%s, %d thread(s) at once): %.1f GFLOP/s\n", bench::fma_isa(), threads, peak);
 #endif
 
   mm_section(s, peak);

@@ -69,6 +69,15 @@ std::vector<std::string> report_preamble(const RunConfig& cfg, const std::vector
   std::snprintf(buf, sizeof buf, "Korthikanti et al. sbh(34+5as/h), 16-bit, all layers: %.1f MiB (reference only)",
                 korthikanti_bytes(m) / kMiB);
   lines.push_back(buf);
+  const StrategyResult* none = find(results, "none");
+  if (cfg.fma_peak_gflops > 0 && cfg.dtype == "f32" && none != nullptr && none->median_ms > 0) {
+    const double gflops = cfg.model_flops_per_step / (none->median_ms * 1e-3) / 1e9;
+    std::snprintf(buf, sizeof buf,
+                  "FP32 FMA peak measured in this run (%lld threads): %.0f GFLOP/s; the step without checkpointing "
+                  "runs its matmul FLOPs at %.0f GFLOP/s, %.0f%% of it",
+                  (long long)cfg.threads, cfg.fma_peak_gflops, gflops, 100.0 * gflops / cfg.fma_peak_gflops);
+    lines.push_back(buf);
+  }
   double dry_seconds = 0;
   for (const StrategyResult& r : results) dry_seconds += r.dry_run_seconds;
   std::snprintf(
@@ -220,7 +229,8 @@ std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& res
                  {"dry_run", cfg.dry_run},
                  {"meta_accounting", cfg.meta_accounting},
                  {"threads", cfg.threads},
-                 {"clock", cfg.clock}};
+                 {"clock", cfg.clock},
+                 {"fma_peak_gflops", cfg.fma_peak_gflops}};
   j["results"] = nlohmann::json::array();
   for (const StrategyResult& r : results) {
     nlohmann::json e = {{"strategy", r.name},
@@ -264,6 +274,7 @@ void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResu
   cfg->warmup = c.value("warmup", int64_t{0});
   cfg->threads = c.value("threads", int64_t{0});
   cfg->clock = c.value("clock", std::string("wall"));
+  cfg->fma_peak_gflops = c.value("fma_peak_gflops", 0.0);
   cfg->model_flops_per_step = c.value("model_flops_per_step", 0.0);
   cfg->forward_flops = c.value("forward_flops", 0.0);
   cfg->dry_run = c.value("dry_run", false);
