@@ -67,7 +67,7 @@ Tensor fused_adamw_meta_kernel(const Tensor& self, const Tensor& exp_avg, const 
   fused_adamw_meta(self, exp_avg, exp_avg_sq, grad);
   step_of(lr, beta1, beta2, weight_decay, eps, step, maximize);
   // The CPU kernel's contiguous copy of a strided gradient, so that a dry run counts it too.
-  const Tensor g = grad.is_contiguous() ? grad : empty(grad.sizes(), TensorOptions().dtype(grad.dtype()).device(grad.device()));
+  const Tensor g = grad.is_contiguous() ? grad : make_empty(grad.sizes(), grad.dtype(), Device{kMeta});
   for (const Tensor* t : {&self, &exp_avg, &exp_avg_sq}) t->impl()->bump_version();
   return self;
 }
