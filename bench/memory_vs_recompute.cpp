@@ -283,12 +283,12 @@ int main(int argc, char** argv) {
     cfg.meta_accounting = a.meta_accounting;
 
     std::vector<StrategyResult> results;
+    // --budget is planned first: a budget below the minimum fails before anything runs.
+    std::optional<CheckpointPlan> plan;
+    if (a.planning.budget_bytes > 0)
+      plan = plan_budget(a.shape, training_options(a), a.planning.budget_bytes, planning_device(a));
     for (size_t i = 0; i < strategies.size(); ++i) results.push_back(run(strategies[i], a, i, strategies.size(), device));
-    if (a.planning.budget_bytes > 0) {
-      const CheckpointPlan plan =
-          plan_budget(a.shape, training_options(a), a.planning.budget_bytes, planning_device(a));
-      results.push_back(run_plan(plan, "planned", a, 0, 1, device, /*timeline=*/true));
-    }
+    if (plan) results.push_back(run_plan(*plan, "planned", a, 0, 1, device, /*timeline=*/true));
     if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%90s\r", "");
     print_table(cfg, results);
     if (a.planning.budget_bytes > 0) std::printf("\n%s\n", planning_line(results.back()).c_str());
