@@ -12,6 +12,7 @@
 //   ./bazelw run //bench:memory_vs_recompute -- --strategies none,full,sac-mm --out /tmp/mvr
 //   ./bazelw run //bench:memory_vs_recompute -- --dry-run --layers 48 --embd 1600 --heads 25 --seq 1024 --vocab 50257
 //   ./bazelw run //bench:memory_vs_recompute -- --compare /tmp/torch.json   (bench/torch_reference.py)
+//   ./bazelw run //bench:memory_vs_recompute -- --compare /tmp/torch2.json,/tmp/torch113.json
 //   ./bazelw run //bench:memory_vs_recompute -- --budget 80MiB --sweep 6 --sweep-at-strategies --out /tmp/mvr
 #include <algorithm>
 #include <chrono>
@@ -22,10 +23,12 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <omp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench/byte_size.h"
+#include "bench/fma_peak.h"
 #include "bench/planning.h"
 #include "bench/plots.h"
 #include "bench/report.h"
@@ -44,6 +47,11 @@ struct Args {
   std::string device = "cpu", dtype = "f32", strategies, out, compare, meta_accounting;
   double lr = 1e-3;
   bool timeline = true, dry_run = false;
+  // "wall", or "cpu": the process's CPU time per step (CLOCK_PROCESS_CPUTIME_ID), which time
+  // slices given to other processes do not inflate (use it with OMP_NUM_THREADS=1 on a busy
+  // machine; with more threads it also counts the OpenMP threads' spin-waiting).
+  std::string clock = "wall";
+  bool fused_adamw = true;  // --optimizer adamw-fused (default) or adamw (the single-tensor op sequence)
   PlanningArgs planning;  // --budget, --sweep, --sweep-at-strategies
 };
 
@@ -52,12 +60,14 @@ struct Args {
   std::fprintf(stderr,
                "usage: memory_vs_recompute [--layers N] [--embd N] [--heads N] [--seq N] [--batch N] [--vocab N]\n"
                "                           [--steps N] [--warmup N] [--device cpu|cuda] [--dtype f32|bf16]\n"
-               "                           [--strategies a,b,...] [--out DIR] [--compare FILE] [--lr X]\n"
+               "                           [--strategies a,b,...] [--out DIR] [--compare FILE[,FILE...]] [--lr X]\n"
                "                           [--no-timeline] [--dry-run] [--meta-accounting cpu|cuda]\n"
+               "                           [--clock wall|cpu] [--optimizer adamw-fused|adamw]\n"
                "                           [--budget SIZE] [--sweep N] [--sweep-at-strategies]\n"
                "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2, sac-megatron\n"
                "--dry-run: predict on the Meta device only (nothing computed, any model size); the dry runs\n"
                "  count as --device's allocator does (cuda: 512-byte blocks) unless --meta-accounting says otherwise\n"
+               "--clock cpu: per-step process CPU time (a busy machine; one thread)\n"
                "--budget SIZE (e.g. 60MiB): also the strategy plan_checkpointing makes for that peak (the `planned`\n"
                "  row, with `fits`); the planner's dry runs count as --meta-accounting says\n"
                "--sweep N: plan N budgets evenly spaced from the lowest feasible peak (everything recomputed) to\n"
@@ -120,9 +130,15 @@ Args parse(int argc, char** argv) {
     else if (f == "--meta-accounting") a.meta_accounting = v;
     else if (f == "--budget") a.planning.budget_bytes = planning_value(parse_budget, v);
     else if (f == "--sweep") a.planning.sweep = planning_value(parse_sweep, v);
+    else if (f == "--clock") a.clock = v;
+    else if (f == "--optimizer") {
+      if (v != "adamw" && v != "adamw-fused") usage("--optimizer must be adamw or adamw-fused, got '" + v + "'");
+      a.fused_adamw = v == "adamw-fused";
+    }
     else usage("unknown flag " + f);
   }
   if (a.device != "cpu" && a.device != "cuda") usage("--device must be cpu or cuda, got '" + a.device + "'");
+  if (a.clock != "wall" && a.clock != "cpu") usage("--clock must be wall or cpu, got '" + a.clock + "'");
   if (a.dtype != "f32" && a.dtype != "bf16") usage("--dtype must be f32 or bf16, got '" + a.dtype + "'");
   if (a.meta_accounting.empty()) a.meta_accounting = a.device;
   if (a.meta_accounting != "cpu" && a.meta_accounting != "cuda")
@@ -159,18 +175,21 @@ double forward_matmul_flops(const ModelShape& m, bool blocks_only) {
   return static_cast<double>(m.layers) * per_layer + (blocks_only ? 0 : head);
 }
 
-// One strategy: the dry run on Meta, then (unless --dry-run) the same steps on the device, both
-// through run_training_steps, so that the two build the same model the same way.
+// The training steps' options from the flags (the strategies', the plans' and the planner's).
 TrainingOptions training_options(const Args& a) {
   TrainingOptions o;
   o.dtype = a.dtype == "bf16" ? kBFloat16 : kFloat;
   o.lr = a.lr;
+  o.fused_adamw = a.fused_adamw;
+  o.cpu_clock = a.clock == "cpu";
   return o;
 }
 
 // The device whose cost model and allocator the planner assumes: the one the dry runs count like.
 Device planning_device(const Args& a) { return a.meta_accounting == "cuda" ? Device{kCUDA} : Device{kCPU}; }
 
+// One strategy: the dry run on Meta, then (unless --dry-run) the same steps on the device, both
+// through run_training_steps, so that the two build the same model the same way.
 StrategyResult run(const Strategy& s, const Args& a, size_t index, size_t total, Device device, bool timeline = true) {
   StrategyResult r;
   r.name = s.name;
@@ -281,6 +300,10 @@ int main(int argc, char** argv) {
     cfg.model_flops_per_step = 3 * forward_matmul_flops(a.shape, false);
     cfg.dry_run = a.dry_run;
     cfg.meta_accounting = a.meta_accounting;
+    cfg.threads = omp_get_max_threads();
+    // Before the steps, in the same run: the peak the step's matmul throughput is compared with.
+    if (!a.dry_run && device.is_cpu()) cfg.fma_peak_gflops = measure_fma_peak_gflops(cfg.threads);
+    cfg.clock = a.clock;
 
     std::vector<StrategyResult> results;
     // --budget is planned first: a budget below the minimum fails before anything runs.
@@ -312,10 +335,14 @@ int main(int argc, char** argv) {
       std::printf("\nwrote %s/report.html (open it in a browser), results.json, %stimeline_<strategy>.svg\n",
                   a.out.c_str(), a.dry_run ? "" : "memory_vs_time.svg, memory_vs_flops.svg, ");
     }
-    if (!a.compare.empty()) {
+    // One comparison per file (e.g. PyTorch 2.x and 1.13 runs of bench/torch_reference.py).
+    std::stringstream files(a.compare);
+    std::string file;
+    while (std::getline(files, file, ',')) {
+      if (file.empty()) continue;
       RunConfig other_cfg;
       std::vector<StrategyResult> other;
-      from_json(read_file(a.compare), &other_cfg, &other);
+      from_json(read_file(file), &other_cfg, &other);
       print_comparison(cfg, results, other_cfg, other);
     }
   } catch (const std::exception& e) {

@@ -1,13 +1,16 @@
 // Op throughput against the machine's own limits, in the spirit of PyTorch's operator
 // microbenchmarks (benchmarks/operator_benchmark): the copy bandwidth and FP32 FMA peak measured in
-// the same run, then remat::mm against Eigen's and OpenBLAS's own GEMM, elementwise ops and
+// the same run, then remat::mm against Eigen's, OpenBLAS's and oneDNN's own GEMM (square, and at
+// the GPT's shapes in f32 and bf16), elementwise ops and
 // reductions as GB/s against copy bandwidth, and the transformer ops (softmax, layer_norm,
 // cross_entropy) forward and forward+backward through autograd.
 //
-//   ops [--quick] [--threads N]
+//   ops [--quick] [--threads N] [--clock wall|cpu]
 //
 // --quick: small sizes and few repetitions (a CI smoke run, seconds). --threads N: the thread count
 // of remat's loops (OpenMP), of Eigen's GEMM and of OpenBLAS (default: OpenMP's, the core count).
+// --clock cpu: time by the process's CPU time instead of the wall clock, so that time slices given
+// to other processes on a busy machine do not count (meaningful with --threads 1 only).
 // Figures are medians over repetitions after a warm-up; a sample is one or more calls (enough to
 // last a few milliseconds). GB = 1e9 bytes; bytes are the minimum an op must move (every input
 // read once, every output written once), so 100% of copy bandwidth is the best a memory-bound op
@@ -26,9 +29,12 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <time.h>
 #include <vector>
 
+#include "bench/fma_peak.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/onednn_matmul.h"
 #include "remat.h"
 
 using namespace remat;
@@ -44,6 +50,7 @@ struct Sizes {
   int64_t fma_iters;             // FMA peak: loop trips per thread per sample
   int fma_samples;               // FMA peak: the best of this many samples
   std::vector<int64_t> mm_n;     // square GEMM sizes
+  int64_t gpt_scale;             // GPT-shape GEMMs: config A's sizes divided by this
   int64_t rows, cols;            // elementwise and reductions: [rows, cols] f32
   int64_t norm_rows, norm_cols;  // softmax and layer_norm: [batch*seq, d]
   int64_t ce_rows, ce_classes;   // cross_entropy logits: [batch*seq, vocab]
@@ -51,14 +58,23 @@ struct Sizes {
   double min_sample_s;           // a sample repeats the call until it lasts this long
 };
 
-const Sizes kFull = {16 << 20, 10'000'000, 21, {256, 1024, 2048}, 4096, 4096, 8 * 128, 1024, 1024, 4096, 7, 0.02};
-const Sizes kQuick = {1 << 20, 2'000'000, 5, {64, 128, 256}, 1024, 1024, 128, 256, 128, 512, 3, 0.002};
+const Sizes kFull = {16 << 20, 10'000'000, 21, {256, 1024, 2048}, 1, 4096, 4096, 8 * 128, 1024, 1024, 4096, 7, 0.02};
+const Sizes kQuick = {1 << 20, 2'000'000, 5, {64, 128, 256}, 4, 1024, 1024, 128, 256, 128, 512, 3, 0.002};
 
 // ---------------------------------------------------------------------------------------------
 // timing
 // ---------------------------------------------------------------------------------------------
 
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+bool g_cpu_clock = false;  // --clock cpu
+
+double now_s() {
+  if (g_cpu_clock) {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // Median seconds per call of f: one warm-up call, then `reps` samples, each repeating f until it
 // lasts min_sample_s (the repeat count is fixed from the warm-up).
@@ -124,66 +140,9 @@ Bandwidth measure_copy(const Sizes& s, int threads) {
   return b;
 }
 
-#if defined(__AVX512F__)
-using Vec = __m512;
-constexpr int kLanes = 16;
-const char* kIsa = "AVX-512";
-inline Vec vset(float x) { return _mm512_set1_ps(x); }
-inline Vec vfma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
-inline float vsum(Vec v) { return _mm512_reduce_add_ps(v); }
-#elif defined(__AVX2__) && defined(__FMA__)
-using Vec = __m256;
-constexpr int kLanes = 8;
-const char* kIsa = "AVX2";
-inline Vec vset(float x) { return _mm256_set1_ps(x); }
-inline Vec vfma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
-inline float vsum(Vec v) {
-  float l[8];
-  _mm256_storeu_ps(l, v);
-  return l[0] + l[1] + l[2] + l[3] + l[4] + l[5] + l[6] + l[7];
-}
-#else
-#define REMAT_BENCH_NO_FMA
-#endif
-
-volatile float fma_sink;
-
-// FP32 FMA peak in GFLOP/s (0 when the build has no AVX2/AVX-512 FMA): every thread runs 12
-// independent FMA chains (enough to cover the FMA latency on 2 pipes), all threads at once.
+// FP32 FMA peak in GFLOP/s (bench/fma_peak.h).
 double measure_fma_peak(const Sizes& s, int threads) {
-#ifdef REMAT_BENCH_NO_FMA
-  (void)s;
-  (void)threads;
-  return 0;
-#else
-  constexpr int kChains = 12;
-  auto run = [&] {
-#pragma omp parallel num_threads(threads)
-    {
-      // Named accumulators, not an array: GCC keeps an array in memory (a load and store per FMA).
-      Vec a0 = vset(0), a1 = vset(1), a2 = vset(2), a3 = vset(3), a4 = vset(4), a5 = vset(5);
-      Vec a6 = vset(6), a7 = vset(7), a8 = vset(8), a9 = vset(9), a10 = vset(10), a11 = vset(11);
-      const Vec x = vset(0.999999f), y = vset(1e-3f);  // a -> a*x + y converges: stays finite
-      for (int64_t i = 0; i < s.fma_iters; ++i) {
-        a0 = vfma(a0, x, y), a1 = vfma(a1, x, y), a2 = vfma(a2, x, y), a3 = vfma(a3, x, y);
-        a4 = vfma(a4, x, y), a5 = vfma(a5, x, y), a6 = vfma(a6, x, y), a7 = vfma(a7, x, y);
-        a8 = vfma(a8, x, y), a9 = vfma(a9, x, y), a10 = vfma(a10, x, y), a11 = vfma(a11, x, y);
-      }
-      fma_sink = vsum(a0) + vsum(a1) + vsum(a2) + vsum(a3) + vsum(a4) + vsum(a5) + vsum(a6) + vsum(a7) +
-                 vsum(a8) + vsum(a9) + vsum(a10) + vsum(a11);
-    }
-  };
-  run();  // warm-up (and clocks up)
-  std::vector<double> samples;
-  for (int r = 0; r < s.fma_samples; ++r) {
-    double t0 = now_s();
-    run();
-    samples.push_back(now_s() - t0);
-  }
-  // The fastest of many short samples: other load on the machine can only slow the loop down.
-  double flops = 2.0 * kLanes * kChains * static_cast<double>(s.fma_iters) * threads;
-  return flops / *std::min_element(samples.begin(), samples.end()) / 1e9;
-#endif
+  return bench::measure_fma_peak_gflops(threads, s.fma_iters, s.fma_samples);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -241,6 +200,114 @@ void mm_section(const Sizes& s, double peak_gflops) {
     if (peak_gflops > 0) std::snprintf(peak, sizeof peak, "%.0f%%", 100.0 * g_remat / peak_gflops);
     std::printf("%6lld %12.1f %12.1f %12.1f %15.0f%% %10s\n", static_cast<long long>(n), g_remat, g_eigen, g_blas,
                 100.0 * g_remat / std::max(g_eigen, g_blas), peak);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GEMM at the GPT's shapes
+// ---------------------------------------------------------------------------------------------
+
+// One product of bench/memory_vs_recompute's GPT (config A: batch 8, seq 128, d_model 256, 4
+// heads): [batch x] (m x k) @ (k x n), with a or b transposed in memory as the step has them.
+struct GptGemm {
+  const char* name;
+  int64_t batch, m, n, k;
+  bool trans_a, trans_b;
+};
+
+std::vector<GptGemm> gpt_gemms(int64_t scale) {
+  const int64_t bt = 1024 / scale, c = 256 / scale, t = 128 / scale, d = 64 / scale, bh = 32;
+  return {
+      {"qkv      x @ W^T", 1, bt, 3 * c, c, false, true},   {"fc1      x @ W^T", 1, bt, 4 * c, c, false, true},
+      {"fc2      h @ W^T", 1, bt, c, 4 * c, false, true},   {"fc1 dx   g @ W", 1, bt, c, 4 * c, false, false},
+      {"fc1 dW^T x^T @ g", 1, c, 4 * c, bt, true, false},   {"fc2 dW^T h^T @ g", 1, 4 * c, c, bt, true, false},
+      {"scores   q @ k^T", bh, t, t, d, false, true},       {"out      P @ v", bh, t, d, t, false, false},
+      {"dv       P^T @ dy", bh, t, d, t, true, false},
+  };
+}
+
+// The problem as remat's kernels take it: dense operands, a/b transposed in memory if asked.
+kernels::cpu::StridedGemm strided(const GptGemm& g) {
+  kernels::cpu::StridedGemm p;
+  p.m = g.m;
+  p.n = g.n;
+  p.k = g.k;
+  size_t r = 0;
+  if (g.batch > 1) {
+    p.batch_dims = 1;
+    p.batch[0] = g.batch;
+    p.a[0] = g.m * g.k;
+    p.b[0] = g.k * g.n;
+    p.c[0] = g.m * g.n;
+    r = 1;
+  }
+  p.a[r] = g.trans_a ? 1 : g.k;
+  p.a[r + 1] = g.trans_a ? g.m : 1;
+  p.b[r] = g.trans_b ? 1 : g.n;
+  p.b[r + 1] = g.trans_b ? g.k : 1;
+  p.c[r] = g.n;
+  p.c[r + 1] = 1;
+  return p;
+}
+
+// OpenBLAS on the same problem: one sgemm, or one per batch entry spread over the threads.
+void openblas_gemm(const GptGemm& g, const float* a, const float* b, float* c, int threads) {
+  const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+  auto one = [&](int64_t i) {
+    cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans, m, n, k,
+                1.0f, a + i * g.m * g.k, g.trans_a ? m : k, b + i * g.k * g.n, g.trans_b ? k : n, 0.0f,
+                c + i * g.m * g.n, n);
+  };
+  if (g.batch == 1) {
+    one(0);
+    return;
+  }
+#pragma omp parallel for num_threads(threads)
+  for (int64_t i = 0; i < g.batch; ++i) one(i);
+}
+
+void gpt_gemm_section(const Sizes& s, double peak_gflops, int threads) {
+  namespace cpu = kernels::cpu;
+  const bool avx512 = cpu::onednn::has_avx512();
+  std::printf("\nGEMM at the GPT's shapes (config A%s), GFLOP/s; remat = the kernel remat::mm/bmm run "
+              "(%s%s); oneDNN: its matmul primitive; n/a: oneDNN has no optimised implementation here\n",
+              s.gpt_scale == 1 ? "" : ", scaled down", cpu::gemm_backend(),
+              cpu::onednn::built() && !avx512 ? ", OpenBLAS for a transposed a with k >= 512 without AVX-512" : "");
+  std::printf("%-18s %14s %8s %8s %8s %7s %9s %9s   %s\n", "product", "[b x] m x n x k", "remat", "oneDNN",
+              "OpenBLAS", "% peak", "bf16 rmt", "bf16 DNN", "oneDNN f32 / bf16 implementation");
+  for (const GptGemm& g : gpt_gemms(s.gpt_scale)) {
+    const double flops = 2.0 * g.batch * g.m * g.n * g.k;
+    const cpu::StridedGemm p = strided(g);
+    std::vector<float> a(static_cast<size_t>(g.batch * g.m * g.k), 0.5f), b(static_cast<size_t>(g.batch * g.k * g.n), 0.25f),
+        c(static_cast<size_t>(g.batch * g.m * g.n));
+    std::vector<BFloat16> ah(a.size(), BFloat16(0.5f)), bh(b.size(), BFloat16(0.25f)), ch(c.size());
+    auto gflops = [&](const std::function<void()>& f) { return flops / median_seconds(f, s) / 1e9; };
+    const double g_remat = gflops([&] { cpu::gemm_batched<float>(p, 1.0f, a.data(), b.data(), 0.0f, c.data()); });
+    const std::string impl_f32 = cpu::onednn::implementation(cpu::onednn::DataType::Float, p);
+    const std::string impl_bf16 = cpu::onednn::implementation(cpu::onednn::DataType::BFloat16, p);
+    char dnnl_f32[16] = "n/a", dnnl_bf16[16] = "n/a";
+    if (!impl_f32.empty() && impl_f32.rfind("ref", 0) != 0)
+      std::snprintf(dnnl_f32, sizeof dnnl_f32, "%.1f", gflops([&] {
+                      cpu::onednn::matmul(cpu::onednn::DataType::Float, p, 1.0f, a.data(), b.data(), 0.0f, c.data(), nullptr);
+                    }));
+    if (!impl_bf16.empty() && impl_bf16.rfind("ref", 0) != 0)
+      std::snprintf(dnnl_bf16, sizeof dnnl_bf16, "%.1f", gflops([&] {
+                      cpu::onednn::matmul(cpu::onednn::DataType::BFloat16, p, 1.0f, ah.data(), bh.data(), 0.0f,
+                                          ch.data(), nullptr);
+                    }));
+    const double g_blas = gflops([&] { openblas_gemm(g, a.data(), b.data(), c.data(), threads); });
+    const double g_bf16 = gflops([&] {
+      cpu::gemm_batched<BFloat16>(p, BFloat16(1.0f), ah.data(), bh.data(), BFloat16(0.0f), ch.data());
+    });
+    char shape[40], peak[16] = "n/a";
+    if (g.batch > 1)
+      std::snprintf(shape, sizeof shape, "%lld x %lldx%lldx%lld", (long long)g.batch, (long long)g.m, (long long)g.n,
+                    (long long)g.k);
+    else
+      std::snprintf(shape, sizeof shape, "%lldx%lldx%lld", (long long)g.m, (long long)g.n, (long long)g.k);
+    if (peak_gflops > 0) std::snprintf(peak, sizeof peak, "%.0f%%", 100.0 * g_remat / peak_gflops);
+    std::printf("%-18s %14s %8.1f %8s %8.1f %7s %9.1f %9s   %s / %s\n", g.name, shape, g_remat, dnnl_f32, g_blas, peak,
+                g_bf16, dnnl_bf16, impl_f32.empty() ? "-" : impl_f32.c_str(), impl_bf16.empty() ? "-" : impl_bf16.c_str());
   }
 }
 
@@ -320,7 +387,7 @@ void transformer_section(const Sizes& s, double copy_gbs) {
 }
 
 int usage(const char* prog) {
-  std::fprintf(stderr, "usage: %s [--quick] [--threads N]\n", prog);
+  std::fprintf(stderr, "usage: %s [--quick] [--threads N] [--clock wall|cpu]\n", prog);
   return 2;
 }
 
@@ -333,6 +400,10 @@ int main(int argc, char** argv) {
     std::string arg = argv[i];
     if (arg == "--quick") {
       quick = true;
+    } else if (arg == "--clock" && i + 1 < argc) {
+      const std::string c = argv[++i];
+      if (c != "wall" && c != "cpu") return usage(argv[0]);
+      g_cpu_clock = c == "cpu";
     } else if (arg == "--threads" && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
       if (threads < 1) return usage(argv[0]);
@@ -345,8 +416,8 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(threads);
   Eigen::setNbThreads(threads);
 
-  std::printf("ops benchmark%s: %d thread(s), median of %d samples after a warm-up\n", quick ? " (--quick)" : "",
-              threads, s.reps);
+  std::printf("ops benchmark%s: %d thread(s), median of %d samples after a warm-up, %s time\n",
+              quick ? " (--quick)" : "", threads, s.reps, g_cpu_clock ? "CPU" : "wall-clock");
 
   Bandwidth bw = measure_copy(s, threads);
   double peak = measure_fma_peak(s, threads);
@@ -361,10 +432,11 @@ int main(int argc, char** argv) {
 #ifdef REMAT_BENCH_NO_FMA
   std::printf("FP32 FMA peak: not measured (built without AVX2/AVX-512 FMA)\n");
 #else
-  std::printf("FP32 FMA peak (%s, %d thread(s) at once): %.1f GFLOP/s\n", kIsa, threads, peak);
+  std::printf("FP32 FMA peak (%s, %d thread(s) at once): %.1f GFLOP/s\n", bench::fma_isa(), threads, peak);
 #endif
 
   mm_section(s, peak);
+  gpt_gemm_section(s, peak, threads);
   pointwise_section(s, bw.reference());
   transformer_section(s, bw.reference());
 

@@ -123,6 +123,15 @@ std::vector<std::string> report_preamble(const RunConfig& cfg, const std::vector
   std::snprintf(buf, sizeof buf, "Korthikanti et al. sbh(34+5as/h), 16-bit, all layers: %.1f MiB (reference only)",
                 korthikanti_bytes(m) / kMiB);
   lines.push_back(buf);
+  const StrategyResult* none = find(results, "none");
+  if (cfg.fma_peak_gflops > 0 && cfg.dtype == "f32" && none != nullptr && none->median_ms > 0) {
+    const double gflops = cfg.model_flops_per_step / (none->median_ms * 1e-3) / 1e9;
+    std::snprintf(buf, sizeof buf,
+                  "FP32 FMA peak measured in this run (%lld threads): %.0f GFLOP/s; the step without checkpointing "
+                  "runs its matmul FLOPs at %.0f GFLOP/s, %.0f%% of it",
+                  (long long)cfg.threads, cfg.fma_peak_gflops, gflops, 100.0 * gflops / cfg.fma_peak_gflops);
+    lines.push_back(buf);
+  }
   double dry_seconds = 0;
   for (const StrategyResult& r : results) dry_seconds += r.dry_run_seconds;
   std::snprintf(
@@ -343,7 +352,10 @@ std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& res
                  {"model_flops_per_step", cfg.model_flops_per_step},
                  {"forward_flops", cfg.forward_flops},
                  {"dry_run", cfg.dry_run},
-                 {"meta_accounting", cfg.meta_accounting}};
+                 {"meta_accounting", cfg.meta_accounting},
+                 {"threads", cfg.threads},
+                 {"clock", cfg.clock},
+                 {"fma_peak_gflops", cfg.fma_peak_gflops}};
   j["results"] = nlohmann::json::array();
   for (const StrategyResult& r : results) j["results"].push_back(result_json(r));
   if (!sweep.empty()) {
@@ -362,6 +374,9 @@ void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResu
   cfg->dtype = c.value("dtype", std::string("f32"));
   cfg->steps = c.value("steps", int64_t{0});
   cfg->warmup = c.value("warmup", int64_t{0});
+  cfg->threads = c.value("threads", int64_t{0});
+  cfg->clock = c.value("clock", std::string("wall"));
+  cfg->fma_peak_gflops = c.value("fma_peak_gflops", 0.0);
   cfg->model_flops_per_step = c.value("model_flops_per_step", 0.0);
   cfg->forward_flops = c.value("forward_flops", 0.0);
   cfg->dry_run = c.value("dry_run", false);
@@ -438,9 +453,17 @@ std::string report_html(const RunConfig& cfg, const std::vector<StrategyResult>&
 
 void print_comparison(const RunConfig& ours_cfg, const std::vector<StrategyResult>& ours, const RunConfig& theirs_cfg,
                       const std::vector<StrategyResult>& theirs) {
-  std::printf("\nremat vs %s (%s): %lld layers, d_model %lld, seq %lld, batch %lld\n", theirs_cfg.framework.c_str(),
-              theirs_cfg.device.c_str(), (long long)theirs_cfg.shape.layers, (long long)theirs_cfg.shape.embd,
-              (long long)theirs_cfg.shape.seq, (long long)theirs_cfg.shape.batch);
+  auto threads = [](const RunConfig& c) {
+    return (c.threads > 0 ? std::to_string(c.threads) + " thread(s)" : std::string("threads not recorded")) + ", " +
+           c.clock + " time";
+  };
+  std::printf("\nremat (%s, %s) vs %s (%s, %s, %s): %lld layers, d_model %lld, seq %lld, batch %lld\n",
+              ours_cfg.dtype.c_str(), threads(ours_cfg).c_str(), theirs_cfg.framework.c_str(), theirs_cfg.device.c_str(),
+              theirs_cfg.dtype.c_str(), threads(theirs_cfg).c_str(), (long long)theirs_cfg.shape.layers,
+              (long long)theirs_cfg.shape.embd, (long long)theirs_cfg.shape.seq, (long long)theirs_cfg.shape.batch);
+  if (ours_cfg.dtype != theirs_cfg.dtype || ours_cfg.device != theirs_cfg.device || ours_cfg.clock != theirs_cfg.clock) {
+    std::printf("warning: the two runs used different dtypes, devices or clocks; ratios compare unlike things\n");
+  }
   if (ours_cfg.shape.layers != theirs_cfg.shape.layers || ours_cfg.shape.embd != theirs_cfg.shape.embd ||
       ours_cfg.shape.seq != theirs_cfg.shape.seq || ours_cfg.shape.batch != theirs_cfg.shape.batch) {
     std::printf("warning: the two runs used different model sizes; ratios compare unlike things\n");

@@ -73,6 +73,9 @@ struct RunConfig {
   std::string framework = "remat";
   bool dry_run = false;                 // nothing measured: predictions only
   std::string meta_accounting = "cpu";  // whose allocator the dry runs counted like (cpu, cuda)
+  int64_t threads = 0;                  // intra-op threads of the run (0: not recorded)
+  std::string clock = "wall";           // step times: "wall" clock or process "cpu" time
+  double fma_peak_gflops = 0;           // FP32 FMA peak measured in the same run (0: not measured)
 };
 
 // Fills the measured figures from the records of all steps (the first `warmup` are left out).

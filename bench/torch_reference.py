@@ -176,6 +176,19 @@ def strategy_fn(name):
     return run, False
 
 
+def make_optimizer(model, a):
+    """AdamW, fused when asked and this PyTorch supports it here (records what ran in a.optimizer_used)."""
+    if a.optimizer == "adamw-fused":
+        try:
+            opt = torch.optim.AdamW(model.parameters(), lr=a.lr, fused=True)
+            a.optimizer_used = "adamw-fused"
+            return opt
+        except (RuntimeError, TypeError, ValueError) as e:  # 1.13: no fused CPU AdamW
+            print(f"fused AdamW unavailable ({e}); using the default AdamW", file=sys.stderr)
+    a.optimizer_used = "adamw"
+    return torch.optim.AdamW(model.parameters(), lr=a.lr)
+
+
 def activation_bytes(model, idx, targets, device):
     model.zero_grad(set_to_none=True)
     if device.type == "cuda":
@@ -210,6 +223,12 @@ def main():
     p.add_argument("--strategies", default="none,full,full-reentrant,every2,sac-mm,sac-titan,sac-no-fc2,sac-megatron")
     p.add_argument("--sdpa", action="store_true", help="use F.scaled_dot_product_attention (PyTorch >= 2.0)")
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--optimizer", default="adamw-fused", choices=["adamw-fused", "adamw"],
+                   help="adamw-fused: torch.optim.AdamW(fused=True) where this PyTorch has it on the device "
+                        "(CPU: 2.4 and later), else the default; as memory_vs_recompute --optimizer")
+    p.add_argument("--clock", default="wall", choices=["wall", "cpu"],
+                   help="cpu: the process's CPU time per step (time.process_time), which time slices given to "
+                        "other processes do not inflate; as memory_vs_recompute --clock cpu (use with --threads 1)")
     p.add_argument("--out", default="")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
@@ -229,13 +248,14 @@ def main():
         torch.manual_seed(1337)
         model = GPT(a).to(device=device, dtype=dtype)
         model.strategy = run
-        opt = torch.optim.AdamW(model.parameters(), lr=a.lr)
+        opt = make_optimizer(model, a)
         times, loss = [], float("nan")
+        now = time.process_time if a.clock == "cpu" else time.perf_counter
         for step in range(a.warmup + a.steps):
             model.zero_grad(set_to_none=True)
             if device.type == "cuda":
                 torch.cuda.synchronize()
-            t0 = time.perf_counter()
+            t0 = now()
             out = model(idx, targets)
             out.backward()
             opt.step()
@@ -243,7 +263,7 @@ def main():
             if device.type == "cuda":
                 torch.cuda.synchronize()
             if step >= a.warmup:
-                times.append((time.perf_counter() - t0) * 1e3)
+                times.append((now() - t0) * 1e3)
         act, peak = activation_bytes(model, idx, targets, device)
         results.append({"strategy": name, "reentrant": reentrant, "activation_bytes": int(act), "peak_bytes": int(peak),
                         "step_ms": times, "median_ms": statistics.median(times), "final_loss": loss})
@@ -253,7 +273,8 @@ def main():
     doc = {"framework": f"pytorch {torch.__version__}",
            "config": {"layers": a.layers, "embd": a.embd, "heads": a.heads, "seq": a.seq, "batch": a.batch,
                       "vocab": a.vocab, "device": a.device, "dtype": a.dtype, "steps": a.steps, "warmup": a.warmup,
-                      "threads": a.threads},
+                      "threads": a.threads, "clock": a.clock,
+                      "optimizer": getattr(a, "optimizer_used", a.optimizer)},
            "results": results}
     text = json.dumps(doc, indent=1)
     if a.out:

@@ -4,10 +4,23 @@
 #include <chrono>
 #include <limits>
 #include <memory>
+#include <time.h>
 
 #include "nn/optim/adamw.h"
 
 namespace remat::bench {
+
+namespace {
+// Seconds on the wall clock, or on the process's CPU clock (TrainingOptions::cpu_clock).
+double now_seconds(bool cpu_clock) {
+  if (cpu_clock) {
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
 
 nn::GPTConfig gpt_config(const ModelShape& shape, ScalarType dtype, Device device) {
   nn::GPTConfig cfg;
@@ -38,7 +51,7 @@ std::vector<StepRecord> run_training_steps(const Strategy& strategy, const Model
   auto [idx, targets] = token_batch(shape, device, options.data_seed);
   nn::GPT model(gpt_config(shape, options.dtype, device));
   model.set_checkpointing(strategy.checkpointing);
-  optim::AdamW opt(model.parameters(), optim::AdamWOptions(options.lr));
+  optim::AdamW opt(model.parameters(), optim::AdamWOptions(options.lr).fused(options.fused_adamw));
 
   std::vector<StepRecord> records;
   for (int64_t step = 0; step < steps; ++step) {
@@ -49,7 +62,7 @@ std::vector<StepRecord> run_training_steps(const Strategy& strategy, const Model
     reset_peak_memory_stats(device);
     r.start_bytes = memory_allocated(device);
     Tensor loss;
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = now_seconds(options.cpu_clock);
     {
       MemoryTracker tracker(device);
       r.start_by_category = tracker.current();
@@ -64,7 +77,7 @@ std::vector<StepRecord> run_training_steps(const Strategy& strategy, const Model
     }
     // After the tracker: reading a value copies it to the host (and Meta has none).
     r.loss = device.is_meta() ? std::numeric_limits<double>::quiet_NaN() : loss.item();
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.seconds = now_seconds(options.cpu_clock) - t0;
     r.peak_bytes = max_memory_allocated(device);
     r.checkpoint = checkpoint_stats();
     records.push_back(std::move(r));

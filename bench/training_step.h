@@ -30,13 +30,17 @@ struct StepRecord {
   std::map<MemoryCategory, int64_t> at_peak;  // bytes by category at the peak
   CheckpointStats checkpoint;                 // the step's recompute accounting
   double loss = 0;                            // NaN on Meta
-  double seconds = 0;  // wall time from forward to the loss read back (which waits for the device)
+  double seconds = 0;  // from forward to the loss read back (which waits for the device); see cpu_clock
 };
 
 struct TrainingOptions {
   ScalarType dtype = kFloat;
   double lr = 1e-3;
   bool keep_timeline = false;  // fill StepRecord::timeline
+  bool fused_adamw = true;     // AdamWOptions::fused (one _fused_adamw_ per parameter)
+  // StepRecord::seconds on the process's CPU time (CLOCK_PROCESS_CPUTIME_ID) instead of the wall
+  // clock: time slices given to other processes do not count (with one thread, on a busy machine).
+  bool cpu_clock = false;
   uint64_t data_seed = 42;
   std::function<void(int64_t step)> on_step;  // called before each step (a progress bar)
 };

@@ -95,8 +95,8 @@ double op_flops(const OperatorHandle& op, const std::vector<IValue>& args, const
   if (name == "aten::addmm" && args.size() >= 3) {
     return 2.0 * t(1).size(0) * t(1).size(1) * t(2).size(1);
   }
-  if (name == "aten::bmm" && args.size() >= 2) {
-    return 2.0 * t(0).size(0) * t(0).size(1) * t(0).size(2) * t(1).size(2);
+  if (name == "aten::bmm" && args.size() >= 2) {  // [batch..., m, k] @ [batch..., k, n]
+    return 2.0 * static_cast<double>(t(0).numel()) * static_cast<double>(t(1).size(-1));
   }
   double n = 0;
   for (const IValue& v : outputs) {

@@ -165,9 +165,30 @@ Tensor slice_backward(T g, const Shape& sizes, int64_t dim, int64_t start, int64
   REMAT_OP(Tensor(T, const Shape&, int64_t, int64_t, int64_t, int64_t), "aten::slice_backward");
   return op.call(g, sizes, dim, start, end, step);
 }
+std::vector<Tensor> unbind(T a, int64_t dim) {
+  REMAT_OP(std::vector<Tensor>(T, int64_t), "aten::unbind.int");
+  return op.call(a, dim);
+}
 Tensor unsqueeze(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::unsqueeze"); return op.call(a, dim); }
 Tensor squeeze(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::squeeze"); return op.call(a, dim); }
 Tensor expand(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::expand"); return op.call(a, s); }
+Tensor as_strided(T a, const Shape& size, const Shape& stride, std::optional<int64_t> offset) {
+  REMAT_OP(Tensor(T, const Shape&, const Shape&, std::optional<int64_t>), "aten::as_strided");
+  return op.call(a, size, stride, offset);
+}
+Tensor select(T a, int64_t dim, int64_t index) { REMAT_OP(Tensor(T, int64_t, int64_t), "aten::select"); return op.call(a, dim, index); }
+Tensor narrow(T a, int64_t dim, int64_t start, int64_t length) {
+  REMAT_OP(Tensor(T, int64_t, int64_t, int64_t), "aten::narrow");
+  return op.call(a, dim, start, length);
+}
+Tensor view_as(T a, T other) { REMAT_OP(Binary, "aten::view_as"); return op.call(a, other); }
+using Tensors = std::vector<Tensor>;
+Tensors split_with_sizes(T a, const Shape& sizes, int64_t dim) {
+  REMAT_OP(Tensors(T, const Shape&, int64_t), "aten::split_with_sizes");
+  return op.call(a, sizes, dim);
+}
+Tensors split(T a, int64_t size, int64_t dim) { REMAT_OP(Tensors(T, int64_t, int64_t), "aten::split"); return op.call(a, size, dim); }
+Tensors chunk(T a, int64_t chunks, int64_t dim) { REMAT_OP(Tensors(T, int64_t, int64_t), "aten::chunk"); return op.call(a, chunks, dim); }
 
 Tensor _to_copy(T a, std::optional<ScalarType> dtype, std::optional<Device> device) {
   REMAT_OP(Tensor(T, std::optional<ScalarType>, std::optional<Device>), "aten::_to_copy");
@@ -202,6 +223,12 @@ Tensor& normal_(Tensor& self, double mean, double std, Generator* g) {
 Tensor& addcmul_(Tensor& self, T t1, T t2, double value) {
   REMAT_OP(Tensor(T, T, T, double), "aten::addcmul_");
   op.call(self, t1, t2, value);
+  return self;
+}
+Tensor& _fused_adamw_(Tensor& self, Tensor& exp_avg, Tensor& exp_avg_sq, T grad, double lr, double beta1, double beta2,
+                      double weight_decay, double eps, int64_t step, bool maximize) {
+  REMAT_OP(Tensor(T, T, T, T, double, double, double, double, double, int64_t, bool), "aten::_fused_adamw_");
+  op.call(self, exp_avg, exp_avg_sq, grad, lr, beta1, beta2, weight_decay, eps, step, maximize);
   return self;
 }
 Tensor& addcdiv_(Tensor& self, T t1, T t2, double value) {

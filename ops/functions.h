@@ -117,10 +117,24 @@ Tensor permute(const Tensor& a, const Shape& dims);
 Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
 Tensor slice_backward(const Tensor& grad_output, const Shape& input_sizes, int64_t dim, int64_t start,
                       int64_t end, int64_t step);
+// The size(dim) views a.select(dim, i), as torch.unbind; in backward their gradients are written
+// into one buffer (a stack), where slices would each zero-fill a whole input-sized gradient. Like
+// split's views, none of them may be modified in place (MULTI_OUTPUT_NODE).
+std::vector<Tensor> unbind(const Tensor& a, int64_t dim = 0);
 Tensor unsqueeze(const Tensor& a, int64_t dim);
 Tensor squeeze(const Tensor& a, int64_t dim);
 Tensor expand(const Tensor& a, const Shape& size);
 Tensor detach(const Tensor& a);
+// storage_offset: unset keeps a's own offset.
+Tensor as_strided(const Tensor& a, const Shape& size, const Shape& stride,
+                  std::optional<int64_t> storage_offset = std::nullopt);
+Tensor select(const Tensor& a, int64_t dim, int64_t index);
+Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length);
+Tensor view_as(const Tensor& a, const Tensor& other);
+// Several views of a: one op, so none of them may be modified in place (MULTI_OUTPUT_NODE).
+std::vector<Tensor> split_with_sizes(const Tensor& a, const Shape& split_sizes, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim = 0);
 
 // ---- copies and conversions ----
 Tensor clone(const Tensor& a);
@@ -143,5 +157,9 @@ Tensor& normal_(Tensor& self, double mean = 0.0, double std = 1.0, Generator* ge
 Tensor& addcmul_(Tensor& self, const Tensor& tensor1, const Tensor& tensor2, double value = 1.0);
 Tensor& addcdiv_(Tensor& self, const Tensor& tensor1, const Tensor& tensor2, double value = 1.0);
 Tensor& lerp_(Tensor& self, const Tensor& end, double weight);
+// AdamW's update of one parameter and its moments in one pass (torch._fused_adamw_, one tensor);
+// step is the update's number, from 1.
+Tensor& _fused_adamw_(Tensor& self, Tensor& exp_avg, Tensor& exp_avg_sq, const Tensor& grad, double lr, double beta1,
+                      double beta2, double weight_decay, double eps, int64_t step, bool maximize = false);
 
 }  // namespace remat

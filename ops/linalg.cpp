@@ -1,9 +1,9 @@
 // Mirrors ATen/native/LinearAlgebra.cpp (mm, bmm, addmm, matmul) and Linear.cpp (linear).
 #include <algorithm>
+#include <string>
 
 #include "engine/dispatch/library.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/parallel.h"
 #include "ops/composite.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
@@ -39,19 +39,40 @@ TensorMeta mm_meta(const Tensor& a, const Tensor& b, const char* op) {
   return {{a.sizes()[0], b.sizes()[1]}, a.dtype(), d};
 }
 
+// bmm takes [batch..., n, m] @ [batch..., m, p] with the same batch dims (one in PyTorch; up to
+// four here, so that matmul hands over strided 4-D attention operands without copying them).
 TensorMeta bmm_meta(const Tensor& a, const Tensor& b) {
   check_defined("aten::bmm", a, "self");
   check_defined("aten::bmm", b, "mat2");
-  check_dim("aten::bmm", a, 3, "self");
-  check_dim("aten::bmm", b, 3, "mat2");
+  for (const Tensor* t : {&a, &b}) {
+    REMAT_CHECK(t->dim() >= 3 && t->dim() <= 2 + kMaxBmmBatchDims, "aten::bmm: expected '", t == &a ? "self" : "mat2",
+                "' to be a 3-D tensor (or up to ", 2 + kMaxBmmBatchDims, "-D: [batch..., rows, cols]), but got a ",
+                t->dim(), "-D tensor of shape ", t->sizes());
+  }
   Device d = common_device("aten::bmm", {&a, &b});
-  REMAT_CHECK(a.sizes()[0] == b.sizes()[0], "aten::bmm: batch1 and batch2 must have same number of batches, got ",
-              a.sizes()[0], " and ", b.sizes()[0]);
-  REMAT_CHECK(a.sizes()[2] == b.sizes()[1], "aten::bmm: Expected size for first two dimensions of batch2 tensor to be: [",
-              a.sizes()[0], ", ", a.sizes()[2], "] but got: [", b.sizes()[0], ", ", b.sizes()[1], "].");
+  const int64_t nd = a.dim();
+  const Shape batch_a(a.sizes().begin(), a.sizes().end() - 2), batch_b(b.sizes().begin(), b.sizes().end() - 2);
+  if (nd == 3 && b.dim() == 3) {
+    REMAT_CHECK(a.sizes()[0] == b.sizes()[0], "aten::bmm: batch1 and batch2 must have same number of batches, got ",
+                a.sizes()[0], " and ", b.sizes()[0]);
+  } else {
+    REMAT_CHECK(batch_a == batch_b, "aten::bmm: self and mat2 must have the same batch dims, got ", batch_a, " and ",
+                batch_b, " (shapes ", a.sizes(), " and ", b.sizes(), ")");
+  }
+  auto batch_str = [](const Shape& s) {  // "2, 3": the batch dims inside PyTorch's [batch, n]
+    std::string r;
+    for (int64_t v : s) r += std::to_string(v) + ", ";
+    return r;
+  };
+  REMAT_CHECK(a.sizes()[nd - 1] == b.sizes()[nd - 2],
+              "aten::bmm: Expected size for first two dimensions of batch2 tensor to be: [", batch_str(batch_a),
+              a.sizes()[nd - 1], "] but got: [", batch_str(batch_b), b.sizes()[nd - 2], "].");
   check_same_dtype("aten::bmm", a, b);
   check_floating("aten::bmm", a, "self");
-  return {{a.sizes()[0], a.sizes()[1], b.sizes()[2]}, a.dtype(), d};
+  Shape out = batch_a;
+  out.push_back(a.sizes()[nd - 2]);
+  out.push_back(b.sizes()[nd - 1]);
+  return {out, a.dtype(), d};
 }
 
 TensorMeta addmm_meta(const Tensor& bias, const Tensor& a, const Tensor& b) {
@@ -68,9 +89,9 @@ namespace {
 
 namespace cpu = kernels::cpu;
 
-// out[i] (+)= a[i] @ b[i] for each batch entry; out is contiguous.
-void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
-  const int64_t batch = out.dim() == 3 ? out.sizes()[0] : 1;
+// out[i] = a[i] @ b[i] (+ out[i] when accumulate, + bias on every row when bias is defined) for
+// each batch entry (any number of batch dims, any strides); out is contiguous, bias (if defined) n contiguous values of out's dtype.
+void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate, const Tensor& bias = Tensor()) {
   const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1];
   const int64_t k = a.sizes()[a.dim() - 1];
   auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
@@ -86,26 +107,36 @@ void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
     gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
   }
   REMAT_INTERNAL_ASSERT(ga.t.defined() && gb.t.defined());
-  const int64_t sa = a.dim() == 3 ? a.strides()[0] : 0, sb = b.dim() == 3 ? b.strides()[0] : 0;
+  cpu::StridedGemm p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.batch_dims = static_cast<int>(out.dim() - 2);
+  REMAT_INTERNAL_ASSERT(p.batch_dims <= cpu::StridedGemm::kMaxBatchDims);
+  // Batch strides, innermost first; a size-1 dim gets its dense stride (it is never stepped).
+  int64_t dense_a = m * k, dense_b = k * n, dense_c = m * n;
+  for (int d = p.batch_dims - 1; d >= 0; --d) {
+    const size_t i = static_cast<size_t>(d);
+    p.batch[i] = out.sizes()[i];
+    p.a[i] = a.sizes()[i] == 1 ? dense_a : a.strides()[i];
+    p.b[i] = b.sizes()[i] == 1 ? dense_b : b.strides()[i];
+    p.c[i] = dense_c;
+    dense_a *= a.sizes()[i];
+    dense_b *= b.sizes()[i];
+    dense_c *= out.sizes()[i];
+  }
+  const size_t rd = static_cast<size_t>(p.batch_dims);
+  // gemm_operand's (transposed, leading dim) back to row and column strides.
+  p.a[rd] = ga.trans ? 1 : ga.ld;
+  p.a[rd + 1] = ga.trans ? ga.ld : 1;
+  p.b[rd] = gb.trans ? 1 : gb.ld;
+  p.b[rd + 1] = gb.trans ? gb.ld : 1;
+  p.c[rd] = n;
+  p.c[rd + 1] = 1;
   REMAT_DISPATCH_FLOATING_TYPES(out.dtype(), "aten::mm", [&] {
-    const scalar_t* pa = a.data_ptr<scalar_t>();
-    const scalar_t* pb = b.data_ptr<scalar_t>();
-    scalar_t* pc = out.data_ptr<scalar_t>();
-    auto one = [&](int64_t i) {
-      cpu::gemm<scalar_t>(ga.trans, gb.trans, m, n, k, scalar_t(1.0f), pa + i * sa, ga.ld, pb + i * sb, gb.ld,
-                          scalar_t(accumulate ? 1.0f : 0.0f), pc + i * m * n, n);
-    };
-    // Small products: one per thread, in chunks of at least ~256K multiply-adds (waking a thread
-    // costs more than a tiny product); large ones: let the GEMM use every thread.
-    bool per_thread = batch > 1 && m * n * k < (1 << 21);
-    if (per_thread) {
-      const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(1, m * n * k));
-      cpu::parallel_for(0, batch, grain, [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) one(i);
-      });
-    } else {
-      for (int64_t i = 0; i < batch; ++i) one(i);
-    }
+    cpu::gemm_batched<scalar_t>(p, scalar_t(1.0f), a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(),
+                                scalar_t(accumulate ? 1.0f : 0.0f), out.data_ptr<scalar_t>(),
+                                bias.defined() ? bias.data_ptr<scalar_t>() : nullptr);
   });
 }
 
@@ -120,10 +151,24 @@ Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// A bias the GEMM can add itself: one row of n contiguous values of the product's dtype ([n] or
+// [1, n]), as nn.Linear's. Any other broadcast is copied into the output first.
+bool is_row_bias(const Tensor& bias, const Tensor& out) {
+  const int64_t n = out.sizes()[1];
+  if (bias.dtype() != out.dtype() || !bias.device().is_cpu() || bias.numel() != n) return false;
+  if (bias.dim() == 1) return bias.strides()[0] == 1 || n == 1;
+  return bias.dim() == 2 && bias.sizes()[0] == 1 && (bias.strides()[1] == 1 || n == 1);
+}
+
 Tensor addmm_cpu(const Tensor& bias, const Tensor& a, const Tensor& b) {
   Tensor out = empty_from(addmm_meta(bias, a, b));
-  copy_into_cpu(out, bias);
-  if (out.numel() > 0) batched_gemm(out, a, b, true);
+  if (out.numel() == 0) return out;
+  if (is_row_bias(bias, out)) {
+    batched_gemm(out, a, b, false, bias);
+  } else {
+    copy_into_cpu(out, bias);
+    batched_gemm(out, a, b, true);
+  }
   return out;
 }
 
@@ -193,6 +238,10 @@ Tensor matmul_composite(const Tensor& a, const Tensor& b) {
   int64_t m = lhs.sizes()[lhs.dim() - 2], k = lhs.sizes()[lhs.dim() - 1];
   int64_t k2 = rhs.sizes()[rhs.dim() - 2], n = rhs.sizes()[rhs.dim() - 1];
   REMAT_CHECK(k == k2, "aten::matmul: mat1 and mat2 shapes cannot be multiplied (", m, "x", k, " and ", k2, "x", n, ")");
+  // The same batch dims on both sides: one bmm on the operands as they are (strided views
+  // included: attention's q, k^T and v are views of one qkv buffer, which a reshape to 3-D would
+  // copy).
+  if (da == db && da <= 2 + kMaxBmmBatchDims && batch_a == batch_b) return bmm(a, b);
   int64_t nb = shape_numel(batch);
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {m, k});

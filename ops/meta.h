@@ -54,6 +54,8 @@ struct GemmOperand {
 GemmOperand gemm_operand(const Tensor& m, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols);
 // op: the op named in errors (addmm checks its two matrices as mm does).
 TensorMeta mm_meta(const Tensor& a, const Tensor& b, const char* op = "aten::mm");
+// bmm's batch dims: one in PyTorch, up to this many here (matmul's strided N-D operands).
+constexpr int64_t kMaxBmmBatchDims = 4;
 TensorMeta bmm_meta(const Tensor& a, const Tensor& b);
 TensorMeta addmm_meta(const Tensor& bias, const Tensor& a, const Tensor& b);
 

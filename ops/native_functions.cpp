@@ -53,6 +53,9 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, float value=1) -> Tensor(a!)");
   m.def("addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, float value=1) -> Tensor(a!)");
   m.def("lerp_.Scalar(Tensor(a!) self, Tensor end, float weight) -> Tensor(a!)");
+  // AdamW's whole update of one parameter (ops/fused_adam.cpp; optim::AdamW with fused(true))
+  m.def("_fused_adamw_(Tensor(a!) self, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, Tensor grad, *, float lr, "
+        "float beta1, float beta2, float weight_decay, float eps, int step, bool maximize=False) -> Tensor(a!)");
 
   // ---- matrix products ----
   m.def("mm(Tensor self, Tensor mat2) -> Tensor");
@@ -93,10 +96,18 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("transpose(Tensor(a) self, int dim0, int dim1) -> Tensor(a)");
   m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)");
   m.def("slice(Tensor(a) self, int dim=0, int start=0, int end=9223372036854775807, int step=1) -> Tensor(a)");
+  m.def("unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]");
   m.def("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)");
   m.def("squeeze(Tensor(a) self, int dim) -> Tensor(a)");
   m.def("expand(Tensor(a) self, int[] size) -> Tensor(a)");
   m.def("detach(Tensor(a) self) -> Tensor(a)");
+  m.def("as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> Tensor(a)");
+  m.def("select(Tensor(a) self, int dim, int index) -> Tensor(a)");
+  m.def("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)");  // composite: slice
+  m.def("view_as(Tensor(a) self, Tensor other) -> Tensor(a)");                  // composite: view
+  m.def("split_with_sizes(Tensor(a) self, int[] split_sizes, int dim=0) -> Tensor(a)[]");
+  m.def("split(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]");     // composite: split_with_sizes
+  m.def("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]");         // composite: split
 
   // ---- copies, conversions, constructors from a tensor ----
   m.def("clone(Tensor self) -> Tensor");

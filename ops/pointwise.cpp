@@ -232,7 +232,7 @@ Tensor gelu_cpu(const Tensor& a, const std::string& approximate) {
   Tensor out = empty_from(unary_meta("aten::gelu", a, true));
   auto loop = make_loop(out, {&a});
   REMAT_DISPATCH_FLOATING_TYPES(out.dtype(), "aten::gelu", [&] {
-    if constexpr (cpu::kEigenVectorizable<scalar_t>) {
+    if constexpr (cpu::kEigenVectorizable<scalar_t> || cpu::kFloatBlocks<scalar_t>) {
       if (loop.is_contiguous()) {
         cpu::gelu_contiguous(out.data_ptr<scalar_t>(), a.data_ptr<scalar_t>(), out.numel(), tanh_form);
         return;
@@ -301,11 +301,12 @@ Tensor gelu_backward_cpu(const Tensor& grad, const Tensor& self, const std::stri
   check_gelu_approximate(approximate);
   bool tanh_form = approximate == "tanh";
   TensorMeta m = binary_meta("aten::gelu_backward", grad, self);
-  if ((m.dtype == kFloat || m.dtype == kDouble) && grad.dtype() == m.dtype && self.dtype() == m.dtype &&
+  if ((m.dtype == kFloat || m.dtype == kDouble || m.dtype == kBFloat16) && grad.dtype() == m.dtype &&
+      self.dtype() == m.dtype &&
       grad.sizes() == m.sizes && self.sizes() == m.sizes && grad.is_contiguous() && self.is_contiguous()) {
     Tensor out = empty_from(m);
     REMAT_DISPATCH_FLOATING_TYPES(m.dtype, "aten::gelu_backward", [&] {
-      if constexpr (cpu::kEigenVectorizable<scalar_t>)
+      if constexpr (cpu::kEigenVectorizable<scalar_t> || cpu::kFloatBlocks<scalar_t>)
         cpu::gelu_backward_contiguous(out.data_ptr<scalar_t>(), grad.data_ptr<scalar_t>(),
                                       self.data_ptr<scalar_t>(), out.numel(), tanh_form);
     });

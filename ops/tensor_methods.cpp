@@ -82,6 +82,17 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
 Tensor Tensor::unsqueeze(int64_t dim) const { return remat::unsqueeze(*this, dim); }
 Tensor Tensor::squeeze(int64_t dim) const { return remat::squeeze(*this, dim); }
 Tensor Tensor::expand(const Shape& shape) const { return remat::expand(*this, shape); }
+Tensor Tensor::as_strided(const Shape& size, const Shape& stride, std::optional<int64_t> storage_offset) const {
+  return remat::as_strided(*this, size, stride, storage_offset);
+}
+Tensor Tensor::select(int64_t dim, int64_t index) const { return remat::select(*this, dim, index); }
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  return remat::narrow(*this, dim, start, length);
+}
+Tensor Tensor::view_as(const Tensor& other) const { return remat::view_as(*this, other); }
+std::vector<Tensor> Tensor::unbind(int64_t dim) const { return remat::unbind(*this, dim); }
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const { return remat::split(*this, split_size, dim); }
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const { return remat::chunk(*this, chunks, dim); }
 Tensor Tensor::masked_fill(const Tensor& mask, double value) const { return remat::masked_fill(*this, mask, value); }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }

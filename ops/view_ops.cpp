@@ -1,8 +1,11 @@
 // Mirrors ATen/native/TensorShape.cpp (view, transpose, permute, slice, unsqueeze, squeeze,
-// expand, detach) and TensorUtils.cpp (computeStride). A view shares its base's storage and
+// expand, as_strided, select, narrow, view_as, unbind, split, chunk, detach), TensorUtils.cpp
+// (computeStride) and the ADInplaceOrView kernels' as_view. A view shares its base's storage and
 // version counter; the same kernel serves every backend since only metadata changes.
 #include <algorithm>
 
+#include "engine/autograd/grad_mode.h"
+#include "engine/autograd/variable.h"
 #include "engine/dispatch/library.h"
 #include "ops/composite.h"
 #include "ops/functions.h"
@@ -10,6 +13,22 @@
 
 namespace remat::ops {
 namespace {
+
+using autograd::CreationMeta;
+
+// A view of self with new geometry, which autograd tracks as a view of self's base (PyTorch's
+// ADInplaceOrView kernels call as_view; remat has no such key, so the view kernels do). A view
+// made under no_grad must not be modified in place with grad on; neither may one of several
+// views one op returns.
+Tensor make_view(const Tensor& self, const Shape& sizes, const Shape& strides, int64_t storage_offset,
+                 bool one_of_several = false) {
+  Tensor out = make_alias(self, sizes, strides, storage_offset);
+  CreationMeta creation = !autograd::GradMode::is_enabled() ? CreationMeta::NO_GRAD_MODE
+                          : one_of_several                  ? CreationMeta::MULTI_OUTPUT_NODE
+                                                            : CreationMeta::DEFAULT;
+  autograd::impl::as_view(self, out, creation);
+  return out;
+}
 
 // Replaces one -1 by the size that keeps numel (infer_size).
 Shape infer_size(const char* op, const Shape& shape, int64_t numel) {
@@ -68,7 +87,7 @@ Tensor view_kernel(const Tensor& self, const Shape& size) {
               "aten::view: view size is not compatible with input tensor's size and stride (at least one "
               "dimension spans across two contiguous subspaces). Use .reshape(...) instead. (input ",
               self.sizes(), " with strides ", self.strides(), ", view ", size, ")");
-  return make_alias(self, sizes, *strides, self.storage_offset());
+  return make_view(self, sizes, *strides, self.storage_offset());
 }
 
 Tensor reshape_composite(const Tensor& self, const Shape& shape) {
@@ -86,7 +105,7 @@ Tensor transpose_kernel(const Tensor& self, int64_t d0, int64_t d1) {
     std::swap(sizes[d0], sizes[d1]);
     std::swap(strides[d0], strides[d1]);
   }
-  return make_alias(self, sizes, strides, self.storage_offset());
+  return make_view(self, sizes, strides, self.storage_offset());
 }
 
 Tensor permute_kernel(const Tensor& self, const Shape& dims) {
@@ -103,7 +122,7 @@ Tensor permute_kernel(const Tensor& self, const Shape& dims) {
     sizes[i] = self.sizes()[d];
     strides[i] = self.strides()[d];
   }
-  return make_alias(self, sizes, strides, self.storage_offset());
+  return make_view(self, sizes, strides, self.storage_offset());
 }
 
 Tensor slice_kernel(const Tensor& self, int64_t dim, int64_t start, int64_t end, int64_t step) {
@@ -118,7 +137,7 @@ Tensor slice_kernel(const Tensor& self, int64_t dim, int64_t start, int64_t end,
   Shape sizes = self.sizes(), strides = self.strides();
   sizes[dim] = (end - start + step - 1) / step;
   strides[dim] *= step;
-  return make_alias(self, sizes, strides, self.storage_offset() + start * self.strides()[dim]);
+  return make_view(self, sizes, strides, self.storage_offset() + start * self.strides()[dim]);
 }
 
 Tensor unsqueeze_kernel(const Tensor& self, int64_t dim) {
@@ -127,18 +146,18 @@ Tensor unsqueeze_kernel(const Tensor& self, int64_t dim) {
   int64_t new_stride = dim >= self.dim() ? 1 : sizes[dim] * strides[dim];
   sizes.insert(sizes.begin() + dim, 1);
   strides.insert(strides.begin() + dim, new_stride);
-  return make_alias(self, sizes, strides, self.storage_offset());
+  return make_view(self, sizes, strides, self.storage_offset());
 }
 
 Tensor squeeze_kernel(const Tensor& self, int64_t dim) {
-  if (self.dim() == 0) return make_alias(self, self.sizes(), self.strides(), self.storage_offset());
+  if (self.dim() == 0) return make_view(self, self.sizes(), self.strides(), self.storage_offset());
   dim = maybe_wrap_dim(dim, self.dim(), "aten::squeeze");
   Shape sizes = self.sizes(), strides = self.strides();
   if (sizes[dim] == 1) {
     sizes.erase(sizes.begin() + dim);
     strides.erase(strides.begin() + dim);
   }
-  return make_alias(self, sizes, strides, self.storage_offset());
+  return make_view(self, sizes, strides, self.storage_offset());
 }
 
 Tensor expand_kernel(const Tensor& self, const Shape& size) {
@@ -165,7 +184,110 @@ Tensor expand_kernel(const Tensor& self, const Shape& size) {
     sizes[i] = want;
     strides[i] = cur == want ? self.strides()[i - offset] : 0;
   }
-  return make_alias(self, sizes, strides, self.storage_offset());
+  return make_view(self, sizes, strides, self.storage_offset());
+}
+
+Tensor as_strided_kernel(const Tensor& self, const Shape& size, const Shape& stride,
+                         std::optional<int64_t> storage_offset) {
+  REMAT_CHECK(size.size() == stride.size(), "aten::as_strided: mismatch in length of strides and shape (sizes ", size,
+              ", strides ", stride, ")");
+  const int64_t offset = storage_offset.value_or(self.storage_offset());
+  REMAT_CHECK(offset >= 0, "aten::as_strided: Tensor: invalid storage offset ", offset);
+  int64_t last = offset;  // the highest element the view reaches
+  bool empty = false;
+  for (size_t d = 0; d < size.size(); ++d) {
+    REMAT_CHECK(size[d] >= 0, "aten::as_strided: Trying to create tensor with negative dimension ", size[d], ": ", size);
+    REMAT_CHECK(stride[d] >= 0, "aten::as_strided: as_strided: Negative strides are not supported at the moment, got "
+                "strides: ", stride);
+    empty = empty || size[d] == 0;
+    last += (size[d] - 1) * stride[d];
+  }
+  // checkInBoundsForStorage
+  const int64_t itemsize = static_cast<int64_t>(self.itemsize());
+  const int64_t storage_bytes = static_cast<int64_t>(self.impl()->storage()->nbytes());
+  REMAT_CHECK(empty || (last + 1) * itemsize <= storage_bytes, "aten::as_strided: setStorage: sizes ", size,
+              ", strides ", stride, ", storage offset ", offset, ", and itemsize ", itemsize,
+              " requiring a storage size of ", (last + 1) * itemsize, " are out of bounds for storage of size ",
+              storage_bytes);
+  return make_view(self, size, stride, offset);
+}
+
+Tensor select_kernel(const Tensor& self, int64_t dim, int64_t index) {
+  REMAT_CHECK(self.dim() > 0, "aten::select: select() cannot be applied to a 0-dim tensor.");
+  dim = maybe_wrap_dim(dim, self.dim(), "aten::select");
+  const int64_t size = self.sizes()[dim];
+  REMAT_CHECK(index >= -size && index < size, "aten::select: select(): index ", index,
+              " out of range for tensor of size ", self.sizes(), " at dimension ", dim);
+  if (index < 0) index += size;
+  Shape sizes = self.sizes(), strides = self.strides();
+  sizes.erase(sizes.begin() + dim);
+  strides.erase(strides.begin() + dim);
+  return make_view(self, sizes, strides, self.storage_offset() + index * self.strides()[dim]);
+}
+
+Tensor narrow_composite(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
+  REMAT_CHECK(self.dim() > 0, "aten::narrow: narrow() cannot be applied to a 0-dim tensor.");
+  dim = maybe_wrap_dim(dim, self.dim(), "aten::narrow");
+  const int64_t size = self.sizes()[dim];
+  if (start < 0) start += size;
+  REMAT_CHECK(start >= 0 && length >= 0 && start + length <= size, "aten::narrow: start (", start, ") + length (",
+              length, ") exceeds dimension size (", size, ").");
+  return slice(self, dim, start, start + length, 1);
+}
+
+Tensor view_as_composite(const Tensor& self, const Tensor& other) { return view(self, other.sizes()); }
+
+std::vector<Tensor> unbind_kernel(const Tensor& self, int64_t dim) {
+  REMAT_CHECK(self.dim() > 0, "aten::unbind: Dimension specified as 0 but tensor has no dimensions");
+  dim = maybe_wrap_dim(dim, self.dim(), "aten::unbind");
+  Shape sizes = self.sizes(), strides = self.strides();
+  sizes.erase(sizes.begin() + dim);
+  strides.erase(strides.begin() + dim);
+  std::vector<Tensor> out;
+  for (int64_t i = 0; i < self.sizes()[dim]; ++i)
+    out.push_back(make_view(self, sizes, strides, self.storage_offset() + i * self.strides()[dim], true));
+  return out;
+}
+
+std::vector<Tensor> split_with_sizes_kernel(const Tensor& self, const Shape& split_sizes, int64_t dim) {
+  REMAT_CHECK(self.dim() > 0, "aten::split_with_sizes: split expects at least a 1-dimensional tensor");
+  dim = maybe_wrap_dim(dim, self.dim(), "aten::split_with_sizes");
+  int64_t total = 0;
+  for (int64_t s : split_sizes) {
+    REMAT_CHECK(s >= 0, "aten::split_with_sizes: split_with_sizes expects split_sizes have only non-negative entries, "
+                "but got split_sizes=", split_sizes);
+    total += s;
+  }
+  REMAT_CHECK(total == self.sizes()[dim], "aten::split_with_sizes: split_with_sizes expects split_sizes to sum exactly to ",
+              self.sizes()[dim], " (input tensor's size at dimension ", dim, "), but got split_sizes=", split_sizes);
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (int64_t s : split_sizes) {
+    Shape sizes = self.sizes();
+    sizes[dim] = s;
+    out.push_back(make_view(self, sizes, self.strides(), self.storage_offset() + start * self.strides()[dim], true));
+    start += s;
+  }
+  return out;
+}
+
+// The last piece is smaller when split_size does not divide the size.
+std::vector<Tensor> split_composite(const Tensor& self, int64_t split_size, int64_t dim) {
+  REMAT_CHECK(self.dim() > 0, "aten::split: split expects at least a 1-dimensional tensor");
+  const int64_t size = self.sizes()[maybe_wrap_dim(dim, self.dim(), "aten::split")];
+  REMAT_CHECK(split_size > 0 || (split_size == 0 && size == 0), "aten::split: split_size can only be 0 if dimension "
+              "size is 0, but got dimension size of ", size, " (split_size ", split_size, ")");
+  Shape sizes;
+  for (int64_t start = 0; start < size; start += split_size) sizes.push_back(std::min(split_size, size - start));
+  if (sizes.empty()) sizes.push_back(0);
+  return split_with_sizes(self, sizes, dim);
+}
+
+std::vector<Tensor> chunk_composite(const Tensor& self, int64_t chunks, int64_t dim) {
+  REMAT_CHECK(self.dim() > 0, "aten::chunk: chunk expects at least a 1-dimensional tensor");
+  REMAT_CHECK(chunks > 0, "aten::chunk: chunk expects `chunks` to be greater than 0, got: ", chunks);
+  const int64_t size = self.sizes()[maybe_wrap_dim(dim, self.dim(), "aten::chunk")];
+  return split(self, (size + chunks - 1) / chunks, dim);
 }
 
 // detach: same data, no history. Not flagged as a view: in-place on it is in-place on data
@@ -186,11 +308,19 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
     m.impl("transpose", k, REMAT_FN(transpose_kernel));
     m.impl("permute", k, REMAT_FN(permute_kernel));
     m.impl("slice", k, REMAT_FN(slice_kernel));
+    m.impl("unbind.int", k, REMAT_FN(unbind_kernel));
     m.impl("unsqueeze", k, REMAT_FN(unsqueeze_kernel));
     m.impl("squeeze", k, REMAT_FN(squeeze_kernel));
     m.impl("expand", k, REMAT_FN(expand_kernel));
     m.impl("detach", k, REMAT_FN(detach_kernel));
+    m.impl("as_strided", k, REMAT_FN(as_strided_kernel));
+    m.impl("select", k, REMAT_FN(select_kernel));
+    m.impl("split_with_sizes", k, REMAT_FN(split_with_sizes_kernel));
   }
+  impl_composite(m, "narrow", REMAT_FN(narrow_composite));
+  impl_composite(m, "view_as", REMAT_FN(view_as_composite));
+  impl_composite(m, "split", REMAT_FN(split_composite));
+  impl_composite(m, "chunk", REMAT_FN(chunk_composite));
   impl_composite(m, "reshape", REMAT_FN(reshape_composite));
   impl_composite(m, "contiguous", REMAT_FN(contiguous_composite));
 }

@@ -68,6 +68,15 @@ void AutogradContext::mark_non_differentiable(const std::vector<Tensor>& outputs
   for (const Tensor& t : outputs) non_differentiable_.insert(t.unsafeGetTensorImpl());
 }
 
+namespace {
+// _view_as_self_with_no_grad: a new tensor on t's data that autograd knows is a view of t.
+Tensor view_as_self(const Tensor& t) {
+  Tensor view = make_alias(t, t.sizes(), t.strides(), t.storage_offset());
+  impl::as_view(t, view, CreationMeta::IN_CUSTOM_FUNCTION);
+  return view;
+}
+}  // namespace
+
 std::vector<Tensor> wrap_outputs(const std::vector<Tensor>& inputs, std::vector<Tensor> outputs,
                                  const std::shared_ptr<Node>& node, AutogradContext& ctx, bool is_executable) {
   auto is_input = [&](const Tensor& t) {
@@ -83,21 +92,31 @@ std::vector<Tensor> wrap_outputs(const std::vector<Tensor>& inputs, std::vector<
     bool dirty = ctx.is_dirty(out);
     REMAT_CHECK(!dirty || is_input(out), "mark_dirty: a tensor marked dirty must be an input of forward");
     if (!is_executable) {
-      if (is_input(out) && !dirty) out = tensor_data(out);  // a fresh handle, like view_as
-      continue;
-    }
-    if (ctx.is_non_differentiable(out)) {
+      if (is_input(out) && !dirty) out = view_as_self(out);  // a fresh handle, like view_as
+    } else if (ctx.is_non_differentiable(out)) {
       node->add_input_metadata(out);
-      continue;
-    }
-    if (dirty) {
+    } else if (dirty) {
       REMAT_CHECK(!(out.is_leaf() && out.requires_grad()),
                   "a leaf Variable that requires grad has been used in an in-place operation.");
+      // Its base's history becomes CopySlices(node), which holds one output only.
+      REMAT_CHECK(!(out.is_view() && outputs.size() > 1),
+                  "If your Function modifies inplace an input that is a view of another Tensor, your Function "
+                  "cannot return more than one Tensor. This is not supported by the current autograd engine. You "
+                  "should either make sure the input is not a view (using .clone() for example) or make your "
+                  "Function only return one Tensor (potentially splitting it into two Functions: one doing the "
+                  "inplace that returns a single Tensor and a second one that does the other operations). (",
+                  node->name(), " returns ", outputs.size(), " tensors)");
       impl::rebase_history(out, node);
+      continue;
     } else {
-      if (is_input(out)) out = tensor_data(out);  // don't overwrite the input's own history
+      // An input returned as is becomes a view of it, so as not to overwrite the input's history.
+      if (is_input(out)) out = view_as_self(out);
       impl::set_history(out, node);
     }
+    // A view this Function returns must not be modified in place: CopySlices would bypass its
+    // backward.
+    if (DifferentiableViewMeta* view = impl::get_view_autograd_meta(out); view != nullptr && !(dirty && is_input(out)))
+      view->creation_meta_ = CreationMeta::IN_CUSTOM_FUNCTION;
   }
   return outputs;
 }

@@ -21,6 +21,11 @@ Tensor sum_to_size(const Tensor& t, const Shape& shape) {
   REMAT_OP("aten::sum_to_size");
   return call1(op, {t, shape});
 }
+void copy_(const Tensor& self, const Tensor& src) { REMAT_OP("aten::copy_"); op.call({self, src}); }
+Tensor as_strided(const Tensor& t, const Shape& size, const Shape& stride, int64_t storage_offset) {
+  REMAT_OP("aten::as_strided");
+  return call1(op, {t, size, stride, storage_offset});
+}
 Tensor to_dtype(const Tensor& t, ScalarType dtype) {
   REMAT_OP("aten::_to_copy");
   return call1(op, {t, IValue(dtype), IValue()});

@@ -1,11 +1,14 @@
-// Mirrors torch/csrc/autograd/variable.cpp (impl:: helpers) and the autograd methods of
-// Tensor (torch/csrc/autograd/VariableTypeManual.cpp, python_variable.cpp).
+// Mirrors torch/csrc/autograd/variable.cpp (impl:: helpers, rebase_history, VariableHooks::grad_fn,
+// handle_view_on_rebase), VariableTypeUtils.h (as_view) and the autograd methods of Tensor
+// (torch/csrc/autograd/VariableTypeManual.cpp, python_variable.cpp).
 #include "engine/autograd/variable.h"
 
 #include "engine/autograd/accumulate_grad.h"
 #include "engine/autograd/autograd.h"
+#include "engine/autograd/functions/tensor.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/autograd/ops_by_name.h"
+#include "engine/dispatch/local_dispatch_key_set.h"
 
 namespace remat::autograd {
 
@@ -23,28 +26,126 @@ AutogradMeta* materialize_autograd_meta(const Tensor& t) {
 
 void sync_autograd_key(const Tensor& t) {
   AutogradMeta* m = get_autograd_meta(t);
-  t.unsafeGetTensorImpl()->set_autograd_key(m != nullptr && m->requires_grad());
+  // A view keeps the key: its base may come to require grad (an in-place op on the base with an
+  // operand that requires grad), and the view is not told.
+  t.unsafeGetTensorImpl()->set_autograd_key(m != nullptr && (m->is_view_ || m->requires_grad()));
 }
 
 void set_gradient_edge(const Tensor& t, Edge edge) {
   AutogradMeta* m = materialize_autograd_meta(t);
   m->grad_fn_ = std::move(edge.function);
   m->output_nr_ = edge.input_nr;
-  m->version_at_history_ = t.impl()->version();
+  // A view's new grad_fn describes its current version: not regenerated until that changes.
+  if (m->is_view_) static_cast<DifferentiableViewMeta*>(m)->attr_version_ = t.impl()->version();
   sync_autograd_key(t);
+}
+
+DifferentiableViewMeta* get_view_autograd_meta(const Tensor& t) {
+  AutogradMeta* m = t.defined() ? get_autograd_meta(t) : nullptr;
+  return m != nullptr && m->is_view_ ? static_cast<DifferentiableViewMeta*>(m) : nullptr;
+}
+
+void as_view(const Tensor& base, const Tensor& view, CreationMeta creation_meta) {
+  if (!isFloatingType(view.dtype())) return;  // never requires grad: nothing to track
+  REMAT_INTERNAL_ASSERT(get_autograd_meta(view) == nullptr, "as_view: the view already has autograd metadata");
+  Tensor root = base;
+  if (DifferentiableViewMeta* base_meta = get_view_autograd_meta(base)) {
+    root = base_meta->base_;  // a view of a view is a view of the same base
+    if (creation_meta == CreationMeta::DEFAULT) creation_meta = base_meta->creation_meta_;
+  }
+  view.unsafeGetTensorImpl()->set_autograd_meta(
+      std::make_unique<DifferentiableViewMeta>(std::move(root), creation_meta, view.impl()->version()));
+  sync_autograd_key(view);
+}
+
+void handle_view_on_rebase(DifferentiableViewMeta* view_meta, bool indirect) {
+  const CreationMeta creation_meta = view_meta->creation_meta_;
+  if (creation_meta == CreationMeta::DEFAULT) return;
+  const Node* fn = view_meta->grad_fn_.get();
+  const std::string modified = indirect ? "its base or another view of its base has been" : "is being";
+  std::string msg;
+  if (creation_meta == CreationMeta::NO_GRAD_MODE || fn == nullptr) {
+    std::string prefix = fn != nullptr ? "Output " + std::to_string(view_meta->output_nr_) + " of " + fn->name() +
+                                             " is a view of a view which was created in"
+                                       : std::string("A view was created in");
+    msg = prefix + " no_grad mode and " + modified + " modified inplace with grad mode enabled.";
+  } else {
+    msg = "Output " + std::to_string(view_meta->output_nr_) + " of " + fn->name() + " is a view and " + modified +
+          " modified inplace.";
+  }
+  switch (creation_meta) {
+    case CreationMeta::MULTI_OUTPUT_NODE:
+      msg += " This view is the output of a function that returns multiple views. Such functions do not allow the "
+             "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+      break;
+    case CreationMeta::NO_GRAD_MODE:
+      msg += " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+             "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+             "inplace to be tracked) or both outside (if you want the inplace to be tracked).";
+      break;
+    case CreationMeta::IN_CUSTOM_FUNCTION:
+      msg += " This view was created inside a custom Function (or because an input was returned as-is) and the "
+             "autograd logic to handle view+inplace would override the custom backward associated with the custom "
+             "Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the "
+             "output of the custom Function.";
+      break;
+    case CreationMeta::DEFAULT:
+      break;
+  }
+  throw Error(msg);
+}
+
+void check_inplace(const Tensor& self, const std::string& op) {
+  if (DifferentiableViewMeta* view = get_view_autograd_meta(self)) {
+    handle_view_on_rebase(view);
+    REMAT_CHECK(!(self.requires_grad() && view->base_.is_leaf()),
+                "a view of a leaf Variable that requires grad is being used in an in-place operation. (", op,
+                " on a view of shape ", self.sizes(), " of a leaf of shape ", view->base_.sizes(), ")");
+  }
+  REMAT_CHECK(!(self.is_leaf() && self.requires_grad()),
+              "a leaf Variable that requires grad is being used in an in-place operation. (", op,
+              " on a tensor of shape ", self.sizes(), ")");
+}
+
+namespace {
+
+// as_strided(base) with the view's geometry, recorded by autograd: its AsStridedBackward0 is the
+// view's new grad_fn. Dispatch modes do not see it (PyTorch builds the node without running an
+// op), and it records even when reached from backward (grad mode off) or below Autograd.
+std::shared_ptr<Node> as_strided_grad_fn(const Tensor& base, const Tensor& view) {
+  LocalDispatchKeySetGuard restore;
+  LocalDispatchKeySet& keys = tls_local_dispatch_key_set();
+  keys.excluded = keys.excluded.add(DispatchKey::Python).remove(DispatchKey::Autograd);
+  AutoGradMode grad_mode(true);
+  Tensor replayed = ops_by_name::as_strided(base, view.sizes(), view.strides(), view.storage_offset());
+  AutogradMeta* m = get_autograd_meta(replayed);
+  return m != nullptr ? m->grad_fn_ : nullptr;
+}
+
+}  // namespace
+
+std::shared_ptr<Node> grad_fn(const Tensor& t) {
+  AutogradMeta* m = t.defined() ? get_autograd_meta(t) : nullptr;
+  if (m == nullptr) return nullptr;
+  if (!m->is_view_) return m->grad_fn_;
+  auto* view_meta = static_cast<DifferentiableViewMeta*>(m);
+  if (!view_meta->grad_fn_ && !view_meta->base_.requires_grad()) return nullptr;
+  const uint32_t version = t.impl()->version();
+  if (view_meta->attr_version_ != version) {
+    // The base or another view of it was modified in place: this view's values now come from
+    // the base's new history (Note [View + Inplace update for view tensor]).
+    handle_view_on_rebase(view_meta, /*indirect=*/true);
+    view_meta->grad_fn_ = as_strided_grad_fn(view_meta->base_, t);
+    view_meta->output_nr_ = 0;
+    view_meta->attr_version_ = version;
+  }
+  return view_meta->grad_fn_;
 }
 
 Edge gradient_edge(const Tensor& t) {
   AutogradMeta* m = t.defined() ? get_autograd_meta(t) : nullptr;
   if (m == nullptr) return Edge();
-  if (m->grad_fn_) {
-    REMAT_CHECK(!t.impl()->is_view() || t.impl()->version() == m->version_at_history_,
-                "a view (shape ", t.sizes(), ", made by ", m->grad_fn_->name(),
-                ") is used after an in-place operation on its base or another view of it; its autograd "
-                "history is stale. remat does not replay view histories (PyTorch regenerates them): "
-                "take the view again after the in-place operation.");
-    return Edge(m->grad_fn_, m->output_nr_);
-  }
+  if (std::shared_ptr<Node> fn = grad_fn(t)) return Edge(std::move(fn), m->output_nr_);
   if (m->requires_grad_) return Edge(grad_accumulator(t), 0);
   return Edge();
 }
@@ -71,7 +172,20 @@ void set_history(const Tensor& output, const std::shared_ptr<Node>& fn) {
 
 void rebase_history(const Tensor& t, const std::shared_ptr<Node>& fn) {
   // fn already holds t's old gradient edge among its next edges (collected before the op).
-  set_history(t, fn);
+  uint32_t nr = fn->add_input_metadata(t);
+  DifferentiableViewMeta* view_meta = get_view_autograd_meta(t);
+  if (view_meta == nullptr) {
+    set_gradient_edge(t, Edge(fn, nr));
+    return;
+  }
+  // Note [View + Inplace update for base tensor]: the base's history becomes CopySlices, which
+  // runs fn on the view's slice of the base's gradient.
+  check_inplace(t, fn->name());  // autograd kernels have done so before the op; custom Functions not
+  const Tensor& base = view_meta->base_;
+  REMAT_CHECK(fn->num_inputs() == 1, "Functions which modify views in-place must return a single Variable (",
+              fn->name(), " returns ", fn->num_inputs(), ")");
+  set_gradient_edge(base, Edge(std::make_shared<CopySlices>(base, TensorGeometry(t), fn), 0));
+  (void)grad_fn(t);  // the view's own grad_fn: regenerated from the rebased base
 }
 
 edge_list collect_next_edges(const std::vector<Tensor>& tensors) {
@@ -143,9 +257,13 @@ bool Tensor::is_leaf() const {
   return m == nullptr || m->grad_fn_ == nullptr;
 }
 
-std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
-  AutogradMeta* m = get_autograd_meta(*this);
-  return m ? m->grad_fn_ : nullptr;
+std::shared_ptr<autograd::Node> Tensor::grad_fn() const { return autograd::impl::grad_fn(*this); }
+
+bool Tensor::is_view() const { return autograd::impl::get_view_autograd_meta(*this) != nullptr; }
+
+Tensor Tensor::_base() const {
+  autograd::DifferentiableViewMeta* m = autograd::impl::get_view_autograd_meta(*this);
+  return m != nullptr ? m->base_ : Tensor();
 }
 
 uint32_t Tensor::output_nr() const {
@@ -161,8 +279,8 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_gra
 void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   REMAT_CHECK(requires_grad(), "cannot register a hook on a tensor that doesn't require gradient");
   AutogradMeta* m = get_autograd_meta(*this);
-  if (m->grad_fn_) {
-    m->grad_fn_->add_tensor_pre_hook(m->output_nr_, std::move(hook));
+  if (std::shared_ptr<autograd::Node> fn = grad_fn()) {
+    fn->add_tensor_pre_hook(m->output_nr_, std::move(hook));
   } else {
     m->leaf_hooks_.push_back(std::move(hook));
   }
@@ -171,12 +289,13 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
 void Tensor::retain_grad() const {
   REMAT_CHECK(requires_grad(), "can't retain_grad on Tensor that has requires_grad=False");
   AutogradMeta* m = get_autograd_meta(*this);
-  if (m->grad_fn_ == nullptr || m->retained_grad_) return;  // leaves keep .grad anyway
+  std::shared_ptr<autograd::Node> fn = grad_fn();
+  if (fn == nullptr || m->retained_grad_) return;  // leaves keep .grad anyway
   // The hook writes into a cell shared with this tensor's meta, not into the tensor itself:
   // the node may outlive the tensor, and holding the tensor would make a reference cycle.
   auto cell = std::make_shared<Tensor>();
   m->retained_grad_ = cell;
-  m->grad_fn_->add_tensor_pre_hook(m->output_nr_, [cell](const Tensor& g) {
+  fn->add_tensor_pre_hook(m->output_nr_, [cell](const Tensor& g) {
     *cell = cell->defined() ? autograd::ops_by_name::add(*cell, g) : autograd::ops_by_name::clone(g);
     return Tensor();
   });

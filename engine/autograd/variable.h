@@ -1,9 +1,11 @@
 // Mirrors torch/csrc/autograd/variable.h: a tensor's autograd metadata (grad, grad_fn, the
-// gradient accumulator of a leaf, requires_grad, output_nr, hooks) and the impl:: helpers
-// that autograd kernels use to connect outputs to the graph.
+// gradient accumulator of a leaf, requires_grad, output_nr, hooks), the metadata of a view
+// (DifferentiableViewMeta: its base and how it was made) and the impl:: helpers that autograd
+// kernels use to connect outputs to the graph.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/autograd/edge.h"
@@ -20,11 +22,38 @@ struct AutogradMeta : AutogradMetaInterface {
   bool requires_grad_ = false;                  // set by requires_grad_() on leaves
   std::shared_ptr<Tensor> retained_grad_;      // non-leaf after retain_grad(): filled by a hook
   uint32_t output_nr_ = 0;
-  // A view's storage version when it got its history: an in-place op on its base since then
-  // makes that history stale (PyTorch replays the view; remat reports it, see gradient_edge).
-  uint32_t version_at_history_ = 0;
+  bool is_view_ = false;                        // this is a DifferentiableViewMeta
 
-  bool requires_grad() const { return requires_grad_ || grad_fn_ != nullptr; }
+  ~AutogradMeta() override = default;
+  virtual bool requires_grad() const { return requires_grad_ || grad_fn_ != nullptr; }
+};
+
+// How a view was made, which decides whether it may be modified in place (PyTorch's NOTE
+// [ View + Inplace detection ]): only DEFAULT views can be, by rebasing their base onto
+// CopySlices.
+enum class CreationMeta : uint8_t {
+  DEFAULT,
+  IN_CUSTOM_FUNCTION,  // returned by a custom Function (its backward would be bypassed)
+  MULTI_OUTPUT_NODE,   // one of several views made by one op (unbind, split)
+  NO_GRAD_MODE,        // made under no_grad: its history is ambiguous
+};
+
+// The autograd metadata of a view. All views of one tensor, views of views included, share one
+// base (never itself a view) and one version counter (remat keeps it on the storage).
+struct DifferentiableViewMeta : AutogradMeta {
+  DifferentiableViewMeta(Tensor base, CreationMeta creation_meta, uint32_t version)
+      : base_(std::move(base)), creation_meta_(creation_meta), attr_version_(version) {
+    is_view_ = true;
+  }
+  // A view needs grad when its base does, e.g. after an in-place op on the base with an operand
+  // that requires grad.
+  bool requires_grad() const override { return requires_grad_ || grad_fn_ != nullptr || base_.requires_grad(); }
+
+  Tensor base_;
+  CreationMeta creation_meta_;
+  // The version the view's grad_fn_ describes: once the base or another view of it is modified
+  // in place, grad_fn_ is regenerated from the base (VariableHooks::grad_fn).
+  uint32_t attr_version_;
 };
 
 namespace impl {
@@ -36,6 +65,22 @@ AutogradMeta* materialize_autograd_meta(const Tensor& t);
 
 // Makes `t` output number `output_nr` of `fn` (sets grad_fn and output_nr).
 void set_gradient_edge(const Tensor& t, Edge edge);
+// The view metadata of t, or nullptr if t is not a view.
+DifferentiableViewMeta* get_view_autograd_meta(const Tensor& t);
+// Makes `view` (fresh, aliasing base's storage) a view of base's base (VariableTypeUtils.h
+// as_view); a view of a view keeps the stricter creation meta. View kernels call this.
+void as_view(const Tensor& base, const Tensor& view, CreationMeta creation_meta);
+// Throws PyTorch's error for a view that must not be modified in place (its creation meta is
+// not DEFAULT). indirect: the base or another view of it was modified, not this view.
+void handle_view_on_rebase(DifferentiableViewMeta* view_meta, bool indirect = false);
+// Before an in-place op on self that autograd records (VariableTypeUtils.h check_inplace; op
+// names it in the message): a leaf that requires grad may not be modified, nor a view of one,
+// nor a view handle_view_on_rebase refuses.
+void check_inplace(const Tensor& self, const std::string& op);
+// t's grad_fn (VariableHooks::grad_fn). For a view whose base or sibling view was modified in
+// place since its grad_fn was set, first regenerates it: as_strided of the base, which records
+// AsStridedBackward0.
+std::shared_ptr<Node> grad_fn(const Tensor& t);
 // The edge a gradient for `t` should flow along: (grad_fn, output_nr) for a non-leaf,
 // (grad accumulator, 0) for a leaf that requires grad, an invalid edge otherwise.
 Edge gradient_edge(const Tensor& t);
@@ -46,6 +91,7 @@ std::shared_ptr<Node> try_get_grad_accumulator(const Tensor& t);
 // Connects fn's forward outputs: each defined output becomes an input of fn.
 void set_history(const Tensor& output, const std::shared_ptr<Node>& fn);
 // In-place ops: the tensor's new history is fn (its old grad_fn becomes one of fn's edges).
+// For a view, the base's history becomes CopySlices(fn) and the view's grad_fn is regenerated.
 void rebase_history(const Tensor& t, const std::shared_ptr<Node>& fn);
 
 // Gradient edges of the given tensors (invalid edges for ones that need no grad).

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -105,6 +106,10 @@ class Tensor {
   bool is_leaf() const;
   std::shared_ptr<autograd::Node> grad_fn() const;
   uint32_t output_nr() const;
+  // A view autograd tracks (made by a view op), and the tensor all views of its storage are
+  // views of (PyTorch's _base; undefined for a non-view).
+  bool is_view() const;
+  Tensor _base() const;
   void backward(const Tensor& gradient = {}, bool retain_graph = false,
                 bool create_graph = false) const;
   // The hook sees the gradient flowing into this tensor and may return a replacement (or an
@@ -154,6 +159,13 @@ class Tensor {
   Tensor unsqueeze(int64_t dim) const;
   Tensor squeeze(int64_t dim) const;
   Tensor expand(const Shape& shape) const;
+  Tensor as_strided(const Shape& size, const Shape& stride, std::optional<int64_t> storage_offset = std::nullopt) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor view_as(const Tensor& other) const;
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
   Tensor masked_fill(const Tensor& mask, double value) const;
 
  private:

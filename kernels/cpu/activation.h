@@ -1,5 +1,6 @@
 // Mirrors ATen/native/cpu/Activation.cpp (GeluKernelImpl, GeluBackwardKernelImpl): GELU forward
-// and backward over contiguous float/double runs, vectorized with Eigen's packet tanh/erf/exp.
+// and backward over contiguous float/double runs, vectorized with Eigen's packet tanh/erf/exp;
+// bfloat16 runs the float code on widened blocks (kernels/cpu/bfloat16_blocks.h).
 //
 // Why a kernel of its own: through std::tanh/std::erf one element at a time, GELU cost a quarter
 // of a GPT training step (more than all matmuls but one); Eigen's packet math does 16 floats at a
@@ -8,8 +9,10 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <type_traits>
 #include <unsupported/Eigen/SpecialFunctions>
 
+#include "kernels/cpu/bfloat16_blocks.h"
 #include "kernels/cpu/parallel.h"
 
 namespace remat::kernels::cpu {
@@ -21,56 +24,78 @@ constexpr double kKappa = 0.044715;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2 pi)
 }  // namespace gelu_constants
 
-// out[i] = gelu(x[i]) for i < n; tanh_form selects approximate="tanh", else the exact erf form.
+// out[i] = gelu(x[i]) for i < n, on the calling thread; tanh_form selects approximate="tanh",
+// else the exact erf form.
 template <class T>
-void gelu_contiguous(T* out, const T* x, int64_t n, bool tanh_form) {
+void gelu_run(T* out, const T* x, int64_t n, bool tanh_form) {
   using namespace gelu_constants;
   using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-  parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
-    Eigen::Map<const Array> xa(x + b, e - b);
-    Eigen::Map<Array> y(out + b, e - b);
-    if (tanh_form) {
-      // y = 0.5 x (1 + tanh(beta (x + kappa x^3)))
-      y = T(0.5) * xa * (T(1) + (T(kBeta) * (xa + T(kKappa) * xa * xa * xa)).tanh());
-    } else {
-      // y = 0.5 x (1 + erf(x / sqrt 2))
-      y = T(0.5) * xa * (T(1) + (xa * T(kSqrt1_2)).erf());
-    }
-  });
+  Eigen::Map<const Array> xa(x, n);
+  Eigen::Map<Array> y(out, n);
+  if (tanh_form) {
+    // y = 0.5 x (1 + tanh(beta (x + kappa x^3)))
+    y = T(0.5) * xa * (T(1) + (T(kBeta) * (xa + T(kKappa) * xa * xa * xa)).tanh());
+  } else {
+    // y = 0.5 x (1 + erf(x / sqrt 2))
+    y = T(0.5) * xa * (T(1) + (xa * T(kSqrt1_2)).erf());
+  }
 }
 
-// grad_in[i] = grad_out[i] * gelu'(x[i]).
+// gelu_run over the threads (T: float, double or BFloat16).
 template <class T>
-void gelu_backward_contiguous(T* grad_in, const T* grad_out, const T* x, int64_t n, bool tanh_form) {
+void gelu_contiguous(T* out, const T* x, int64_t n, bool tanh_form) {
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    map_bf16_blocks<1>(out, {x}, n, [tanh_form](float* o, const float* const* in, int64_t len) {
+      gelu_run<float>(o, in[0], len, tanh_form);
+    });
+  } else {
+    parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) { gelu_run(out + b, x + b, e - b, tanh_form); });
+  }
+}
+
+// grad_in[i] = grad_out[i] * gelu'(x[i]) for i < n, on the calling thread.
+template <class T>
+void gelu_backward_run(T* grad_in, const T* grad_out, const T* x, int64_t n, bool tanh_form) {
   using namespace gelu_constants;
   using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
   constexpr int64_t kBlock = 1024;  // the temporaries of one block stay in L1
-  parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
-    Eigen::Array<T, kBlock, 1> u, t, ex;
-    for (int64_t lo = b; lo < e; lo += kBlock) {
-      const int64_t len = e - lo < kBlock ? e - lo : kBlock;
-      Eigen::Map<const Array> xa(x + lo, len), g(grad_out + lo, len);
-      Eigen::Map<Array> gi(grad_in + lo, len);
-      auto ub = u.head(len);
-      auto tb = t.head(len);
-      auto eb = ex.head(len);
-      if (tanh_form) {
-        // forward: y = 0.5 x (1 + t), t = tanh(u), u = beta (x + kappa x^3)
-        // dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) beta (1 + 3 kappa x^2)
-        // The second term takes 1 - t^2 = 4e/(1+e)^2 with e = exp(-2|u|): computed from a rounded
-        // t it would lose the digits that matter where tanh saturates (|x| > 3).
-        ub = T(kBeta) * (xa + T(kKappa) * xa * xa * xa);
-        tb = ub.tanh();
-        eb = (T(-2) * ub.abs()).exp();
-        gi = g * (T(0.5) * (T(1) + tb) +
-                  T(2) * xa * eb / ((T(1) + eb) * (T(1) + eb)) * (T(kBeta) * (T(1) + T(3 * kKappa) * xa * xa)));
-      } else {
-        // forward: y = x Phi(x); dy/dx = Phi(x) + x phi(x)
-        gi = g * (T(0.5) * (T(1) + (xa * T(kSqrt1_2)).erf()) +
-                  xa * (T(-0.5) * xa * xa).exp() * T(kInvSqrt2Pi));
-      }
+  Eigen::Array<T, kBlock, 1> u, t, ex;
+  for (int64_t lo = 0; lo < n; lo += kBlock) {
+    const int64_t len = n - lo < kBlock ? n - lo : kBlock;
+    Eigen::Map<const Array> xa(x + lo, len), g(grad_out + lo, len);
+    Eigen::Map<Array> gi(grad_in + lo, len);
+    auto ub = u.head(len);
+    auto tb = t.head(len);
+    auto eb = ex.head(len);
+    if (tanh_form) {
+      // forward: y = 0.5 x (1 + t), t = tanh(u), u = beta (x + kappa x^3)
+      // dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) beta (1 + 3 kappa x^2)
+      // The second term takes 1 - t^2 = 4e/(1+e)^2 with e = exp(-2|u|): computed from a rounded
+      // t it would lose the digits that matter where tanh saturates (|x| > 3).
+      ub = T(kBeta) * (xa + T(kKappa) * xa * xa * xa);
+      tb = ub.tanh();
+      eb = (T(-2) * ub.abs()).exp();
+      gi = g * (T(0.5) * (T(1) + tb) +
+                T(2) * xa * eb / ((T(1) + eb) * (T(1) + eb)) * (T(kBeta) * (T(1) + T(3 * kKappa) * xa * xa)));
+    } else {
+      // forward: y = x Phi(x); dy/dx = Phi(x) + x phi(x)
+      gi = g * (T(0.5) * (T(1) + (xa * T(kSqrt1_2)).erf()) + xa * (T(-0.5) * xa * xa).exp() * T(kInvSqrt2Pi));
     }
-  });
+  }
+}
+
+// gelu_backward_run over the threads (T: float, double or BFloat16).
+template <class T>
+void gelu_backward_contiguous(T* grad_in, const T* grad_out, const T* x, int64_t n, bool tanh_form) {
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    map_bf16_blocks<2>(grad_in, {grad_out, x}, n, [tanh_form](float* o, const float* const* in, int64_t len) {
+      gelu_backward_run<float>(o, in[0], in[1], len, tanh_form);
+    });
+  } else {
+    parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
+      gelu_backward_run(grad_in + b, grad_out + b, x + b, e - b, tanh_form);
+    });
+  }
 }
 
 }  // namespace remat::kernels::cpu

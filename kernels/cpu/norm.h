@@ -52,6 +52,14 @@ void norm_param_grads(A* dweight, A* dbias, const T* dy, int64_t M, int64_t N, c
 template <class T, class A = acc_t<T>>
 void layer_norm_forward(T* y, A* mean, A* rstd, const T* x, const A* weight, const A* bias, int64_t M, int64_t N,
                         double eps) {
+  if constexpr (kFloatBlocks<T>) {  // each row widened to float, run by the float kernel, rounded once
+    parallel_for(0, M, detail::norm_rows_grain(N), [&](int64_t b, int64_t e) {
+      bf16_rows<1>(y, {x}, b, e, N, [&](int64_t i, float* yi, const std::array<const float*, 1>& xi) {
+        layer_norm_forward<float>(yi, mean + i, rstd + i, xi[0], weight, bias, int64_t{1}, N, eps);
+      });
+    });
+    return;
+  }
   parallel_for(0, M, detail::norm_rows_grain(N), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const T* xi = x + i * N;
@@ -93,6 +101,17 @@ void layer_norm_forward(T* y, A* mean, A* rstd, const T* x, const A* weight, con
 template <class T, class A = acc_t<T>>
 void layer_norm_backward(T* dx, A* dweight, A* dbias, const T* dy, const T* x, const A* mean, const A* rstd,
                          const A* weight, int64_t M, int64_t N) {
+  if constexpr (kFloatBlocks<T>) {
+    parallel_for(0, M, detail::norm_rows_grain(N), [&](int64_t b, int64_t e) {
+      bf16_rows<2>(dx, {dy, x}, b, e, N, [&](int64_t i, float* dxi, const std::array<const float*, 2>& in) {
+        layer_norm_backward<float>(dxi, static_cast<float*>(nullptr), static_cast<float*>(nullptr), in[0], in[1], mean + i,
+                                   rstd + i, weight, int64_t{1}, N);
+      });
+    });
+    detail::norm_param_grads(dweight, dbias, dy, M, N,
+                             [&](int64_t i, int64_t j) { return (A(x[i * N + j]) - mean[i]) * rstd[i]; });
+    return;
+  }
   parallel_for(0, M, detail::norm_rows_grain(N), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const T* xi = x + i * N;

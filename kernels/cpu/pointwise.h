@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "engine/core/bfloat16.h"
+#include "kernels/cpu/bfloat16_blocks.h"
 #include "kernels/cpu/loops.h"
 
 namespace remat::kernels::cpu {
@@ -21,6 +22,9 @@ template <class T> using acc_t = typename AccType<T>::type;
 
 template <class T>
 constexpr bool kEigenVectorizable = std::is_same_v<T, float> || std::is_same_v<T, double>;
+// bfloat16 runs the float kernels on widened blocks (kernels/cpu/bfloat16_blocks.h).
+template <class T>
+constexpr bool kFloatBlocks = std::is_same_v<T, BFloat16>;
 
 template <class T>
 using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
@@ -56,6 +60,13 @@ void unary_kernel(const LoopShape& s, T* out, const T* in) {
       });
       return;
     }
+  } else if constexpr (kFloatBlocks<T>) {
+    if (s.is_contiguous()) {
+      map_bf16_blocks<1>(out, {in}, s.numel(), [](float* o, const float* const* x, int64_t len) {
+        ArrayMap<float>(o, len) = Op::array(ConstArrayMap<float>(x[0], len));
+      });
+      return;
+    }
   }
   parallel_for_each_run(s, [&](const auto& off, int64_t n, const auto& st) {
     T* o = out + off[0];
@@ -67,9 +78,24 @@ void unary_kernel(const LoopShape& s, T* out, const T* in) {
 // Unary op with one scalar parameter: y = f(x, p).
 template <class T, class F>
 void unary_scalar_kernel(const LoopShape& s, T* out, const T* in, const F& f) {
+  if constexpr (kFloatBlocks<T>) {
+    if (s.is_contiguous()) {
+      map_bf16_blocks<1>(out, {in}, s.numel(), [&](float* o, const float* const* x, int64_t len) {
+        const float* xi = x[0];
+#pragma omp simd
+        for (int64_t k = 0; k < len; ++k) o[k] = float(f(xi[k]));
+      });
+      return;
+    }
+  }
   parallel_for_each_run(s, [&](const auto& off, int64_t n, const auto& st) {
     T* o = out + off[0];
     const T* x = in + off[1];
+    if (st[0] == 1 && st[1] == 1) {
+#pragma omp simd
+      for (int64_t k = 0; k < n; ++k) o[k] = T(f(acc_t<T>(x[k])));
+      return;
+    }
     for (int64_t k = 0; k < n; ++k) o[k * st[0]] = T(f(acc_t<T>(x[k * st[1]])));
   });
 }
@@ -86,6 +112,12 @@ REMAT_BINARY_OP(MulOp, a * b, a * b)
 REMAT_BINARY_OP(DivOp, a / b, a / b)
 #undef REMAT_BINARY_OP
 
+// One float block of a binary op (the bfloat16 path).
+template <class Op>
+void binary_float_block(float* o, const float* const* x, int64_t len) {
+  ArrayMap<float>(o, len) = Op::array(ConstArrayMap<float>(x[0], len), ConstArrayMap<float>(x[1], len));
+}
+
 template <class Op, class T>
 void binary_kernel(const LoopShape& s, T* out, const T* a, const T* b) {
   if constexpr (kEigenVectorizable<T>) {
@@ -94,6 +126,11 @@ void binary_kernel(const LoopShape& s, T* out, const T* a, const T* b) {
         ArrayMap<T>(out + lo, hi - lo) =
             Op::array(ConstArrayMap<T>(a + lo, hi - lo), ConstArrayMap<T>(b + lo, hi - lo));
       });
+      return;
+    }
+  } else if constexpr (kFloatBlocks<T>) {
+    if (s.is_contiguous()) {
+      map_bf16_blocks<2>(out, {a, b}, s.numel(), binary_float_block<Op>);
       return;
     }
   }
@@ -112,6 +149,13 @@ void binary_kernel(const LoopShape& s, T* out, const T* a, const T* b) {
       }
       if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
         ArrayMap<T>(o, n) = Op::array(ConstArrayMap<T>(x, n), ConstArrayMap<T>(y, n));
+        return;
+      }
+    }
+    if constexpr (kFloatBlocks<T>) {
+      // Each input contiguous or broadcast over the run (a bias row, a scalar).
+      if (st[0] == 1 && (st[1] == 0 || st[1] == 1) && (st[2] == 0 || st[2] == 1)) {
+        map_bf16_run<2>(o, {x, y}, {st[1], st[2]}, n, binary_float_block<Op>);
         return;
       }
     }

@@ -2,12 +2,13 @@
 // backward kernels, computed in acc_t (float for BFloat16/Half).
 //
 // A contiguous tensor is seen as [outer, dim_size, inner]: the softmax dim has stride inner.
-// inner == 1 (the last dim, the common case) walks one row at a time; inner > 1 processes a
-// whole [dim_size, inner] slab with per-column running values, so every pass reads memory in
-// order.
+// inner == 1 (the last dim, the common case) walks one row at a time (a bfloat16 row is widened
+// to float and runs the float code); inner > 1 processes a whole [dim_size, inner] slab with
+// per-column running values, so every pass reads memory in order.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -26,6 +27,16 @@ inline int64_t rows_grain(int64_t row_len) { return std::max<int64_t>(1, kGrainS
 template <class T>
 void softmax_forward(T* out, const T* in, int64_t outer, int64_t dim_size, int64_t inner, bool log) {
   using A = acc_t<T>;
+  if constexpr (kFloatBlocks<T>) {
+    if (inner == 1) {
+      parallel_for(0, outer, rows_grain(dim_size), [&](int64_t b, int64_t e) {
+        bf16_rows<1>(out, {in}, b, e, dim_size, [&](int64_t, float* y, const std::array<const float*, 1>& x) {
+          softmax_forward<float>(y, x[0], 1, dim_size, 1, log);
+        });
+      });
+      return;
+    }
+  }
   if (inner == 1) {
     parallel_for(0, outer, rows_grain(dim_size), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
@@ -89,6 +100,17 @@ template <class T>
 void softmax_backward(T* grad_in, const T* grad_out, const T* out, int64_t outer, int64_t dim_size, int64_t inner,
                       bool log) {
   using A = acc_t<T>;
+  if constexpr (kFloatBlocks<T>) {
+    if (inner == 1) {
+      parallel_for(0, outer, rows_grain(dim_size), [&](int64_t b, int64_t e) {
+        bf16_rows<2>(grad_in, {grad_out, out}, b, e, dim_size,
+                     [&](int64_t, float* dx, const std::array<const float*, 2>& x) {
+                       softmax_backward<float>(dx, x[0], x[1], 1, dim_size, 1, log);
+                     });
+      });
+      return;
+    }
+  }
   if (inner == 1) {
     parallel_for(0, outer, rows_grain(dim_size), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {

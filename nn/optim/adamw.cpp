@@ -1,4 +1,4 @@
-// Mirrors torch/optim/adamw.py (_single_tensor_adamw, non-capturable).
+// Mirrors torch/optim/adamw.py (_single_tensor_adamw, non-capturable; _fused_adamw with fused).
 #include "nn/optim/adamw.h"
 
 #include <cmath>
@@ -55,6 +55,14 @@ void AdamW::step() {
         if (o.amsgrad()) s.max_exp_avg_sq = zeros_like(p);
       }
       s.step += 1;
+
+      if (o.fused() && !o.amsgrad() && (p.device().is_cpu() || p.device().is_meta()) && p.is_contiguous() &&
+          (p.dtype() == kFloat || p.dtype() == kDouble || p.dtype() == kBFloat16)) {
+        auto [b1, b2] = o.betas();
+        _fused_adamw_(p, s.exp_avg, s.exp_avg_sq, p.grad(), lr, b1, b2, o.weight_decay(), o.eps(), s.step,
+                      o.maximize());
+        continue;
+      }
 
       // Decoupled weight decay.
       mul_(p, 1.0 - lr * o.weight_decay());

@@ -31,6 +31,10 @@ struct AdamWOptions : public OptimizerOptions {
   REMAT_ARG(double, weight_decay) = 1e-2;
   REMAT_ARG(bool, amsgrad) = false;
   REMAT_ARG(bool, maximize) = false;
+  // One _fused_adamw_ per parameter (one pass, no temporaries) instead of the single-tensor
+  // sequence of ops: PyTorch's fused=True. Same rule; the bits may differ in the last place
+  // (different rounding order). CPU parameters without amsgrad; others take the op sequence.
+  REMAT_ARG(bool, fused) = false;
 };
 
 // What AdamW keeps per parameter (PyTorch's state[p]).

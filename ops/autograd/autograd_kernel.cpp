@@ -80,6 +80,12 @@ const InputMetadata& BackwardContext::meta(size_t a, size_t k) const {
   return e.function->input_metadata(e.input_nr);
 }
 
+const TensorGeometry& BackwardContext::geometry(size_t a) const {
+  REMAT_INTERNAL_ASSERT(a < node_.geometries.size(), "derivative of ", node_.derivative().op,
+                        " reads the geometry of argument ", a, " which it did not save");
+  return node_.geometries[a];
+}
+
 size_t BackwardContext::list_size(size_t a) const {
   int idx = node_.flat_index->at(a);
   if (idx < 0) return 0;
@@ -154,16 +160,6 @@ bool any_gradient_needed(const FormulaNode& node, const SavedTensor& s) {
   return false;
 }
 
-void check_inplace(const Derivative& d, const Tensor& self) {
-  REMAT_CHECK(!(self.is_leaf() && self.requires_grad()),
-              "a leaf Variable that requires grad is being used in an in-place operation. (", d.op,
-              " on a tensor of shape ", self.sizes(), ")");
-  REMAT_CHECK(!self.impl()->is_view(), d.op,
-              ": in-place operations on a view of a tensor that takes part in autograd are not "
-              "supported in remat (PyTorch handles them with CopySlices); apply the op to the base "
-              "tensor or use the out-of-place op");
-}
-
 // The autograd kernel of one op with a derivative rule: a WrapperKernel, so the dispatcher runs
 // the op below Autograd between before() and after().
 class AutogradKernel : public WrapperKernel {
@@ -196,6 +192,8 @@ class AutogradKernel : public WrapperKernel {
         flat_index_.push_back(a.is_tensor() ? edges++ : -1);
       }
     });
+
+    if (d_.inplace) impl::check_inplace(args[0].toTensor(), d_.op);  // before the op changes anything
 
     // 1. The node: one next edge per tensor input (each Tensor[] element counts).
     auto node = std::make_shared<FormulaNode>(&d_, &node_name_);
@@ -231,9 +229,13 @@ class AutogradKernel : public WrapperKernel {
         if (!schema_args[i].is_tensor() && !schema_args[i].is_tensor_list()) node->args[i] = args[i];
     }
 
+    for (size_t a : d_.saved_geometries) {
+      if (node->geometries.size() <= a) node->geometries.resize(a + 1);
+      node->geometries[a] = TensorGeometry(args[a].toTensor());
+    }
+
     // 2. Save inputs now, before the kernel runs (checkpoint's early stop relies on this order),
     //    each only if a gradient that reads it is needed.
-    if (d_.inplace) check_inplace(d_, args[0].toTensor());
     if (saved_args_end_ > 0) {
       SavingForNodeGuard saving(&node_name_);
       node->saved_inputs.resize(saved_args_end_);

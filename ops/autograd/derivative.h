@@ -9,6 +9,7 @@
 #include "engine/autograd/node.h"
 #include "engine/autograd/saved_variable.h"
 #include "engine/core/ivalue.h"
+#include "engine/core/tensor_geometry.h"
 
 namespace remat::ops::autograd {
 
@@ -38,6 +39,8 @@ class BackwardContext {
   // Metadata of the tensor at argument position arg (or element k of a Tensor[] argument).
   const InputMetadata& meta(size_t arg, size_t k = 0) const;
   size_t list_size(size_t arg) const;  // elements of a Tensor[] argument
+  // Sizes, strides and storage offset of the tensor at argument position arg (saved_geometries).
+  const TensorGeometry& geometry(size_t arg) const;
   // Whether the gradient of the tensor at argument position arg is wanted.
   bool needs(size_t arg, size_t k = 0) const;
 
@@ -65,8 +68,9 @@ struct SavedTensor {
 };
 
 struct Derivative {
-  std::string op;                  // "aten::mul"
-  std::vector<SavedTensor> saved;  // what backward may read, and for which gradients
+  std::string op;                        // "aten::mul"
+  std::vector<SavedTensor> saved;        // what backward may read, and for which gradients
+  std::vector<size_t> saved_geometries;  // tensor arguments whose geometry, not data, the rule reads
   std::vector<size_t> non_differentiable_outputs;
   bool inplace = false;               // argument 0 is modified in place and returned
   bool non_differentiable = false;    // outputs never require grad (zeros_like, detach, ...)

@@ -7,6 +7,7 @@
 // Over each rule, a comment restates the forward (llm.c style).
 #include <cmath>
 
+#include "ops/autograd/as_strided_backward.h"
 #include "ops/autograd/derivative.h"
 #include "ops/autograd/norm_backward.h"
 #include "ops/functions.h"
@@ -23,6 +24,17 @@ Tensor sum_to(const Tensor& g, const InputMetadata& m) {
   return r.dtype() == m.dtype ? r : r.to(m.dtype);
 }
 Tensor if_needed(C c, size_t a, const std::function<Tensor()>& f) { return c.needs(a) ? f() : Tensor(); }
+
+// mat2's gradient in mat2's own layout (FunctionsManual.cpp's mm_mat2_backward, which also reads
+// only mat2's sizes and strides): for a column-major mat2 (a Linear's W^T) it is (grad^T self)^T,
+// so that W's gradient comes out contiguous and AccumulateGrad takes it as is instead of copying
+// a transposed one.
+Tensor mm_mat2_backward(const Tensor& grad, const Tensor& self, const TensorGeometry& mat2) {
+  const bool column_major = mat2.sizes[0] > 1 && mat2.sizes[1] > 1 && mat2.strides[0] == 1 &&
+                            mat2.strides[1] >= mat2.sizes[0];
+  if (column_major) return transpose(mm(transpose(grad, 0, 1), self), 0, 1);
+  return mm(transpose(self, 0, 1), grad);
+}
 
 // Re-inserts reduced dims so a reduction's gradient broadcasts back (restore_reduced_dims).
 Tensor unsqueeze_reduced(const Tensor& g, const Shape& in_shape, const Shape& dims, bool keepdim) {
@@ -73,6 +85,11 @@ Derivative inplace(Derivative d) {
 // Outputs that never require grad (statistics, masks): no history, no gradient flows from them.
 Derivative with_non_differentiable_outputs(Derivative d, std::vector<size_t> outputs) {
   d.non_differentiable_outputs = std::move(outputs);
+  return d;
+}
+// Tensor arguments whose geometry the rule reads (TensorGeometry(self) in derivatives.yaml).
+Derivative with_geometry_of(Derivative d, std::vector<size_t> args) {
+  d.saved_geometries = std::move(args);
   return d;
 }
 Derivative non_differentiable(const char* op) {
@@ -220,22 +237,22 @@ std::vector<Derivative> table() {
                 })};
       }),
 
-      // out = self @ mat2
-      rule("aten::mm", {arg(0, {1}), arg(1, {0})}, [](C c) -> G {
+      // out = self @ mat2 (mat2's geometry: its gradient takes mat2's layout)
+      with_geometry_of(rule("aten::mm", {arg(0, {1}), arg(1, {0})}, [](C c) -> G {
         return {if_needed(c, 0, [&] { return mm(c.grad(), transpose(c.input(1), 0, 1)); }),
-                if_needed(c, 1, [&] { return mm(transpose(c.input(0), 0, 1), c.grad()); })};
-      }),
-      // out[b] = self[b] @ mat2[b]
+                if_needed(c, 1, [&] { return mm_mat2_backward(c.grad(), c.input(0), c.geometry(1)); })};
+      }), {1}),
+      // out[b...] = self[b...] @ mat2[b...] (up to four batch dims)
       rule("aten::bmm", {arg(0, {1}), arg(1, {0})}, [](C c) -> G {
-        return {if_needed(c, 0, [&] { return bmm(c.grad(), transpose(c.input(1), 1, 2)); }),
-                if_needed(c, 1, [&] { return bmm(transpose(c.input(0), 1, 2), c.grad()); })};
+        return {if_needed(c, 0, [&] { return bmm(c.grad(), transpose(c.input(1), -2, -1)); }),
+                if_needed(c, 1, [&] { return bmm(transpose(c.input(0), -2, -1), c.grad()); })};
       }),
       // out = self + mat1 @ mat2
-      rule("aten::addmm", {arg(1, {2}), arg(2, {1})}, [](C c) -> G {
+      with_geometry_of(rule("aten::addmm", {arg(1, {2}), arg(2, {1})}, [](C c) -> G {
         return {if_needed(c, 0, [&] { return sum_to(c.grad(), c.meta(0)); }),
                 if_needed(c, 1, [&] { return mm(c.grad(), transpose(c.input(2), 0, 1)); }),
-                if_needed(c, 2, [&] { return mm(transpose(c.input(1), 0, 1), c.grad()); })};
-      }),
+                if_needed(c, 2, [&] { return mm_mat2_backward(c.grad(), c.input(1), c.geometry(2)); })};
+      }), {2}),
 
       // out = sum(self, dim, keepdim)
       rule("aten::sum", {}, [](C c) -> G {
@@ -286,6 +303,34 @@ std::vector<Derivative> table() {
       rule("aten::unsqueeze", {}, [](C c) -> G { return {squeeze(c.grad(), c.integer(1))}; }),
       rule("aten::squeeze", {}, [](C c) -> G { return {reshape(c.grad(), c.meta(0).shape)}; }),
       rule("aten::expand", {}, [](C c) -> G { return {sum_to(c.grad(), c.meta(0))}; }),
+      // out = self's storage read with geometry (size, stride, storage_offset)
+      with_geometry_of(rule("aten::as_strided", {}, [](C c) -> G {
+        const TensorGeometry& self = c.geometry(0);
+        int64_t offset = c.is_none(3) ? self.storage_offset : c.integer(3);
+        return {as_strided_backward(c.grad(), self, c.ints(1), c.ints(2), offset)};
+      }), {0}),
+      // out = self[..., index, ...] (dim removed)
+      rule("aten::select", {}, [](C c) -> G {
+        const Shape& in = c.meta(0).shape;
+        int64_t dim = maybe_wrap_dim(c.integer(1), static_cast<int64_t>(in.size()), "aten::select");
+        int64_t index = c.integer(2) < 0 ? c.integer(2) + in[dim] : c.integer(2);
+        return {slice_backward(unsqueeze(c.grad(), dim), in, dim, index, index + 1, 1)};
+      }),
+      // outs[i] = self.select(dim, i): the gradients, stacked (FunctionsManual.cpp unbind_backward)
+      // into one buffer; unused outputs arrive as zeros.
+      rule("aten::unbind.int", {}, [](C c) -> G {
+        const Shape& in = c.meta(0).shape;
+        int64_t dim = maybe_wrap_dim(c.integer(1), static_cast<int64_t>(in.size()), "aten::unbind");
+        G parts;
+        for (int64_t i = 0; i < in[dim]; ++i) parts.push_back(unsqueeze(c.grad(static_cast<size_t>(i)), dim));
+        return {cat(parts, dim)};
+      }),
+      // out[i] = consecutive pieces of self along dim, of sizes split_sizes[i]
+      rule("aten::split_with_sizes", {}, [](C c) -> G {
+        G parts;
+        for (size_t i = 0; i < c.ints(1).size(); ++i) parts.push_back(c.grad(i));
+        return {cat(parts, c.integer(2))};
+      }),
 
       // copies and conversions
       rule("aten::clone", {}, [](C c) -> G { return {c.grad()}; }),

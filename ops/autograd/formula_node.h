@@ -27,6 +27,7 @@ class FormulaNode : public remat::autograd::Node {
   std::vector<InputMetadata> list_meta;       // metadata of Tensor[] elements (edges may be invalid)
   std::vector<SavedVariable> saved_inputs;    // by argument position (undefined if not saved)
   std::vector<SavedVariable> saved_outputs;   // by output index
+  std::vector<TensorGeometry> geometries;     // by argument position (Derivative::saved_geometries)
   uint64_t none_args = 0;                     // bit a: tensor argument a was None
   bool has_freed_buffers = false;
 

@@ -13,9 +13,27 @@ namespace {
 
 namespace kc = kernels::cuda;
 
-// out[i] (+)= a[i] @ b[i] for each batch entry; out is contiguous.
+// The one stride between consecutive batch entries of t's batch dims (all but the last two), or
+// -1 when they do not collapse into one (then the operand is copied). Size-1 dims are skipped.
+int64_t collapsed_batch_stride(const Tensor& t, int64_t matrix_elems) {
+  int64_t stride = -1, expected = -1;
+  for (int64_t d = t.dim() - 3; d >= 0; --d) {
+    if (t.sizes()[d] == 1) continue;
+    if (stride < 0) {
+      stride = t.strides()[d];
+    } else if (t.strides()[d] != expected) {
+      return -1;
+    }
+    expected = t.strides()[d] * t.sizes()[d];
+  }
+  return stride < 0 ? matrix_elems : stride;
+}
+
+// out[i] (+)= a[i] @ b[i] for each batch entry (one batch dim, or several that collapse into one
+// stride; an operand whose batch dims do not is copied); out is contiguous.
 void batched_gemm_cuda(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
-  const int64_t batch = out.dim() == 3 ? out.sizes()[0] : 1;
+  int64_t batch = 1;
+  for (int64_t d = 0; d + 2 < out.dim(); ++d) batch *= out.sizes()[d];
   const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1];
   const int64_t k = a.sizes()[a.dim() - 1];
   if (k == 0) {  // an empty sum: the product is zero
@@ -35,7 +53,16 @@ void batched_gemm_cuda(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
     gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
   }
   REMAT_INTERNAL_ASSERT(ga.t.defined() && gb.t.defined());
-  const int64_t sa = a.dim() == 3 ? a.strides()[0] : 0, sb = b.dim() == 3 ? b.strides()[0] : 0;
+  if (a.dim() > 2 && collapsed_batch_stride(a, m * k) < 0) {
+    a = contiguous_cuda(a);
+    ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
+  }
+  if (b.dim() > 2 && collapsed_batch_stride(b, k * n) < 0) {
+    b = contiguous_cuda(b);
+    gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
+  }
+  const int64_t sa = a.dim() > 2 ? collapsed_batch_stride(a, m * k) : 0;
+  const int64_t sb = b.dim() > 2 ? collapsed_batch_stride(b, k * n) : 0;
   kc::gemm_strided_batched(out.dtype(), ga.trans, gb.trans, m, n, k, 1.0, a.data_ptr(), ga.ld, sa, b.data_ptr(), gb.ld,
                            sb, accumulate ? 1.0 : 0.0, out.data_ptr(), n, m * n, batch, cuda_stream(out.device()));
 }

@@ -1,9 +1,10 @@
 // A randomized differential test of checkpoint/ as a whole (checkpoint.cpp, frame.cpp,
 // reentrant.cpp, selective.cpp, policies.cpp together; no single source file owns it).
 //
-// Each case is a random program: a DAG of ops on small float64 matrices, run once plainly and
-// once with random checkpoint regions (sometimes nested, reentrant or not, early stop on or off)
-// under random selective-checkpoint policies. Where every region is non-reentrant the recorded
+// Each case is a random program: a DAG of ops on small float64 matrices (in-place ones among
+// them, some through views of a fresh clone), run once plainly and once with random checkpoint
+// regions (sometimes nested, reentrant or not, early stop on or off) under random
+// selective-checkpoint policies. Where every region is non-reentrant the recorded
 // graph is the same, so the gradients must be bitwise equal; a reentrant region runs its own
 // backward and changes the order in which gradient contributions are summed, so there they must
 // agree to 1e-12 of the gradient's largest magnitude. Seeded (REMAT_DIFF_SEED overrides the base
@@ -21,7 +22,7 @@ using namespace remat;
 
 namespace {
 
-enum class Kind { Unary, Binary, MatMul, Transpose, Scale, RandMul, SumExpand, InplaceAdd, TanhExp };
+enum class Kind { Unary, Binary, MatMul, Transpose, Scale, RandMul, SumExpand, InplaceAdd, InplaceOnView, TanhExp };
 
 struct Step {
   Kind kind;
@@ -73,6 +74,9 @@ std::string step_str(const Program& p, int i) {
     case Kind::RandMul: os << "v" << s.a << " * rand()"; break;
     case Kind::SumExpand: os << "expand(sum(v" << s.a << ", dim 0, keepdim))"; break;
     case Kind::InplaceAdd: os << "clone(v" << s.a << ").add_(v" << s.b << ")"; break;
+    case Kind::InplaceOnView:
+      os << "clone(v" << s.a << ") with row 0 *= row 0 of v" << s.b << ", then column -1 += column 0 of v" << s.b;
+      break;
     case Kind::TanhExp: os << "exp(tanh(v" << s.a << "))"; break;
   }
   return os.str();
@@ -149,7 +153,11 @@ Program random_program(uint64_t seed) {
       case 7: s.kind = std::uniform_int_distribution<int>(0, 1)(rng) ? Kind::Transpose : Kind::TanhExp; s.a = pick(); break;
       case 8: s.kind = Kind::Scale; s.a = pick(); s.scalar = std::uniform_real_distribution<double>(-1.5, 1.5)(rng); break;
       case 9: s.kind = std::uniform_int_distribution<int>(0, 1)(rng) ? Kind::RandMul : Kind::SumExpand; s.a = pick(); break;
-      default: s.kind = Kind::InplaceAdd; s.a = pick(); s.b = pick(); break;
+      default:
+        s.kind = std::uniform_int_distribution<int>(0, 1)(rng) ? Kind::InplaceAdd : Kind::InplaceOnView;
+        s.a = pick();
+        s.b = pick();
+        break;
     }
     p.steps.push_back(s);
   }
@@ -185,17 +193,27 @@ Tensor run_step(const Step& s, const std::vector<Tensor>& v, int n) {
       t.add_(v[static_cast<size_t>(s.b)]);
       return t;
     }
+    case Kind::InplaceOnView: {  // through views: CopySlices, views of views, regenerated grad_fns
+      Tensor t = v[static_cast<size_t>(s.a)].clone();
+      const Tensor& b = v[static_cast<size_t>(s.b)];
+      t.narrow(0, 0, 1).mul_(b.narrow(0, 0, 1));
+      t.t().select(0, n - 1).add_(b.select(1, 0));
+      return t;
+    }
     case Kind::TanhExp: return v[static_cast<size_t>(s.a)].tanh().exp();
   }
   return Tensor();
 }
 
-// Programs mutate a fresh clone in place (InplaceAdd); a policy that saved that clone would trip
-// SAC's "cached tensor has been mutated" check (rightly: its replay would be wrong), so every
-// policy here recomputes clone.
-PolicyFn never_save_clone(PolicyFn p) {
+// Programs mutate a fresh clone in place, directly (InplaceAdd) or through views of it
+// (InplaceOnView); a policy that saved that clone or one of those views would trip SAC's "cached
+// tensor has been mutated" check (rightly: its replay would be wrong), so every policy here
+// recomputes them.
+PolicyFn never_save_mutated(PolicyFn p) {
   return [p](const SelectiveCheckpointContext& ctx, const OperatorHandle& op, const std::vector<IValue>& args) {
-    return op.name() == "aten::clone" ? CheckpointPolicy::MUST_RECOMPUTE : p(ctx, op, args);
+    for (const char* mutated : {"aten::clone", "aten::slice", "aten::select", "aten::transpose"})
+      if (op.name() == mutated) return CheckpointPolicy::MUST_RECOMPUTE;
+    return p(ctx, op, args);
   };
 }
 
@@ -204,17 +222,17 @@ CheckpointContexts contexts_for(const Region& r) {
     case 1: {
       std::vector<std::string> ops = r.save_list;
       if (ops.empty()) ops.push_back("aten::mm");
-      return create_selective_checkpoint_contexts(never_save_clone(policies::save_ops(ops)));
+      return create_selective_checkpoint_contexts(never_save_mutated(policies::save_ops(ops)));
     }
-    case 2: return create_selective_checkpoint_contexts(never_save_clone(policies::save_every_other({"aten::mm"})));
+    case 2: return create_selective_checkpoint_contexts(never_save_mutated(policies::save_every_other({"aten::mm"})));
     case 3: {
       auto rng = std::make_shared<std::mt19937_64>(r.policy_seed);
-      return create_selective_checkpoint_contexts(never_save_clone(
+      return create_selective_checkpoint_contexts(never_save_mutated(
           PolicyFn([rng](const SelectiveCheckpointContext&, const OperatorHandle&, const std::vector<IValue>&) {
             return (*rng)() % 2 ? CheckpointPolicy::MUST_SAVE : CheckpointPolicy::PREFER_RECOMPUTE;
           })));
     }
-    default: return create_selective_checkpoint_contexts(never_save_clone(policies::save_all()));
+    default: return create_selective_checkpoint_contexts(never_save_mutated(policies::save_all()));
   }
 }
 
@@ -278,12 +296,13 @@ uint64_t env_u64(const char* name, uint64_t fallback) {
 TEST_CASE("random programs: checkpointed gradients equal plain ones", "[checkpoint][differential]") {
   const uint64_t base = env_u64("REMAT_DIFF_SEED", 20261129);
   const uint64_t cases = env_u64("REMAT_DIFF_CASES", 200);
-  int with_reentrant = 0, nested = 0, with_sac = 0;
+  int with_reentrant = 0, nested = 0, with_sac = 0, views_in_regions = 0;
   for (uint64_t c = 0; c < cases; ++c) {
     Program p = random_program(base + c);
     for (const Region& r : p.regions) {
       nested += r.children.empty() ? 0 : 1;
       with_sac += r.policy != 0 ? 1 : 0;
+      for (int i = r.begin; i < r.end; ++i) views_in_regions += p.steps[static_cast<size_t>(i)].kind == Kind::InplaceOnView;
     }
     bool reentrant = p.any_reentrant();
     with_reentrant += reentrant ? 1 : 0;
@@ -321,4 +340,5 @@ TEST_CASE("random programs: checkpointed gradients equal plain ones", "[checkpoi
   REQUIRE(with_reentrant > 0);
   REQUIRE(nested > 0);
   REQUIRE(with_sac > 0);
+  REQUIRE(views_in_regions > 0);
 }

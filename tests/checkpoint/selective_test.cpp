@@ -425,3 +425,20 @@ TEST_CASE("a leaf saved by a never-rerun region and changed in place fails the v
                                                        "modified by an inplace operation") &&
                                            Catch::Contains("is at version 2; expected version 1"));  // randn filled it: version 1
 }
+
+TEST_CASE("a policy that saves a list-returning op (unbind) replays its views", "[sac]") {
+  Tensor x = randn({3, 4}).requires_grad_();
+  auto fn = [](const Tensor& a) {
+    std::vector<Tensor> rows = unbind(a.sin(), 0);
+    return (rows[0] * rows[2]).sum();
+  };
+  Tensor want = fn(x);
+  want.backward();
+  Tensor want_grad = x.grad();
+  x.set_grad(Tensor());
+  auto ctx = sac([] { return create_selective_checkpoint_contexts({"aten::unbind.int", "aten::sin"}); });
+  Tensor got = checkpoint(fn, x, ctx);
+  CHECK(equal(got, want));
+  got.backward();
+  CHECK(equal(x.grad(), want_grad));
+}

@@ -329,3 +329,27 @@ TEST_CASE("mm with an expanded operand in every floating dtype", "[linalg]") {
   }
 }
 }  // namespace engine_suite
+
+TEST_CASE("bmm with several batch dims: strided 4-D views (attention's q, k^T, v) without copies", "[linalg]") {
+  // q, k, v: [B, H, T, D] views of one [B, T, 3C] buffer, as CausalSelfAttention makes them.
+  const int64_t B = 2, H = 3, T = 4, D = 5, C = H * D;
+  Tensor qkv = randn_seeded({B, T, 3 * C}, 61);
+  auto head_view = [&](int64_t i) { return qkv.slice(2, i * C, (i + 1) * C).view({B, T, H, D}).transpose(1, 2); };
+  Tensor q = head_view(0), k = head_view(1), v = head_view(2);
+  Tensor s = bmm(q, k.transpose(-2, -1));
+  REQUIRE(s.sizes() == Shape{B, H, T, T});
+  check_values(s, naive_mm(q.contiguous(), k.transpose(-2, -1).contiguous()), 1e-5);
+  check_values(matmul(s, v), naive_mm(s, v.contiguous()), 1e-5);
+  CHECK(equal(matmul(q, k.transpose(-2, -1)), s));  // matmul hands the views to one bmm
+  for (const Tensor& t : {q, k, v}) CHECK_FALSE(t.is_contiguous());
+  // No copy of the operands: the only tensor allocated is the product.
+  const int64_t before = memory_allocated();
+  Tensor r = bmm(q, k.transpose(-2, -1));
+  CHECK(memory_allocated() - before == r.numel() * static_cast<int64_t>(sizeof(double)));
+  CHECK(bmm(meta({2, 3, 4, 5}), meta({2, 3, 5, 6})).sizes() == Shape{2, 3, 4, 6});
+  REQUIRE(gradcheck1([](auto& x) { return bmm(x[0], x[1]); }, {leaf({2, 2, 3, 4}, 62), leaf({2, 2, 4, 2}, 63)}));
+  REQUIRE_THROWS_WITH(bmm(zeros({2, 3, 4, 5}), zeros({2, 4, 5, 6})),
+                      Contains("aten::bmm") && Contains("same batch dims") && Contains("[2, 3]") && Contains("[2, 4]"));
+  REQUIRE_THROWS_WITH(bmm(zeros({1, 1, 1, 1, 1, 2, 3}), zeros({1, 1, 1, 1, 1, 3, 2})),
+                      Contains("aten::bmm") && Contains("up to 6-D") && Contains("7-D"));
+}

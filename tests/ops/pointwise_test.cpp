@@ -459,8 +459,10 @@ TEST_CASE("in-place ops: error paths", "[pointwise][inplace][errors]") {
   REQUIRE_THROWS_WITH(w.relu_(), Contains("a leaf Variable that requires grad is being used in an in-place operation"));
   Tensor h = mul(w, 2.0);
   Tensor hv = h.view({3, 1});
-  REQUIRE_THROWS_WITH(hv.add_(ones({3, 1})), Contains("aten::add_") && Contains("not supported"));
-  REQUIRE_THROWS_WITH(w.slice(0, 0, 2).mul_(2.0), Contains("not supported"));
+  hv.add_(ones({3, 1}));  // a view of a non-leaf may be modified: its base's history becomes CopySlices
+  REQUIRE(h.grad_fn()->name() == "CopySlices");
+  REQUIRE_THROWS_WITH(w.slice(0, 0, 2).mul_(2.0), Contains("a view of a leaf Variable that requires grad is being "
+                                                           "used in an in-place operation. (aten::mul_.Scalar"));
   // under no_grad the leaf may be updated in place (an optimizer step)
   {
     autograd::NoGradGuard no_grad;

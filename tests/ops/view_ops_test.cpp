@@ -1,6 +1,7 @@
 // Tests ops/view_ops.cpp: view, reshape, transpose, permute, slice, unsqueeze, squeeze, expand,
-// detach, contiguous (geometry, aliasing and the shared version counter, values, gradients,
-// Meta, errors) and their derivative rules.
+// as_strided, select, narrow, view_as, unbind, split, split_with_sizes, chunk, detach, contiguous
+// (geometry, aliasing and the shared version counter, autograd view tracking, values,
+// gradients, Meta, errors) and their derivative rules.
 #include <catch2/catch.hpp>
 
 #include <limits>
@@ -241,6 +242,102 @@ TEST_CASE("gradcheck: every view op, on contiguous and strided inputs", "[views]
   REQUIRE(gradgradcheck1([](auto& x) { return mul(x[0].t().reshape({-1}), x[0].reshape({-1})); }, {leaf({2, 3}, 14)}));
 }
 
+TEST_CASE("as_strided, select, narrow, view_as: geometry and values", "[views]") {
+  Tensor a = iota({3, 4});
+  Tensor s = a.as_strided({2, 2}, {4, 1}, 5);
+  CHECK(s.strides() == Shape{4, 1});
+  CHECK(s.storage_offset() == 5);
+  check_values(s, {5, 6, 9, 10});
+  check_values(a.slice(0, 1, 3).as_strided({2}, {1}), {4, 5});  // the view's own offset by default
+  check_values(a.as_strided({3}, {0}, 2), {2, 2, 2});           // a stride-0 (expanded) view
+  Tensor r = a.select(0, 1);
+  CHECK(r.sizes() == Shape{4});
+  CHECK(r.storage_offset() == 4);
+  check_values(r, {4, 5, 6, 7});
+  check_values(a.select(1, -1), {3, 7, 11});
+  check_values(a.narrow(1, 1, 2), {1, 2, 5, 6, 9, 10});
+  check_values(a.narrow(0, -1, 1), {8, 9, 10, 11});
+  CHECK(a.view_as(zeros({2, 6})).sizes() == Shape{2, 6});
+  for (const Tensor& v : {s, r, a.narrow(1, 1, 2), a.view_as(a)}) CHECK(v.is_alias_of(a));
+}
+
+TEST_CASE("unbind, split, split_with_sizes, chunk: pieces of one tensor", "[views]") {
+  Tensor a = iota({3, 4});
+  std::vector<Tensor> rows = a.unbind();
+  REQUIRE(rows.size() == 3);
+  check_values(rows[2], {8, 9, 10, 11});
+  std::vector<Tensor> cols = a.unbind(-1);
+  REQUIRE(cols.size() == 4);
+  check_values(cols[1], {1, 5, 9});
+  std::vector<Tensor> parts = a.split(3, 1);  // sizes 3, 1
+  REQUIRE(parts.size() == 2);
+  CHECK(parts[0].sizes() == Shape{3, 3});
+  check_values(parts[1], {3, 7, 11});
+  std::vector<Tensor> sized = split_with_sizes(a, {1, 0, 2}, 0);
+  REQUIRE(sized.size() == 3);
+  CHECK(sized[1].sizes() == Shape{0, 4});
+  check_values(sized[2], {4, 5, 6, 7, 8, 9, 10, 11});
+  std::vector<Tensor> chunks = a.chunk(3, 1);  // ceil(4 / 3) = 2: sizes 2, 2
+  REQUIRE(chunks.size() == 2);
+  check_values(chunks[1], {2, 3, 6, 7, 10, 11});
+  for (const Tensor& v : rows) CHECK(v.is_alias_of(a));
+  for (const Tensor& v : chunks) CHECK(v.is_alias_of(a));
+}
+
+TEST_CASE("views are tracked by autograd: one base, how each was made", "[views][autograd]") {
+  Tensor a = iota({2, 3}).clone();
+  Tensor v = a.t().narrow(0, 1, 2).unsqueeze(0);
+  REQUIRE(v.is_view());
+  REQUIRE(v._base().is_same(a));  // a view of a view of a view: still a's
+  REQUIRE(a.view({6}).is_view());
+  REQUIRE(a.as_strided({2}, {1}).is_view());
+  REQUIRE(a.select(0, 0).is_view());
+  REQUIRE(a.unbind()[0]._base().is_same(a));
+  REQUIRE(a.split(1)[1]._base().is_same(a));
+  REQUIRE_FALSE(a.detach().is_view());        // detach is not a view autograd tracks
+  REQUIRE_FALSE(a.reshape({3, 2}).t().clone().is_view());
+  REQUIRE_FALSE(a.is_view());
+  Tensor x = leaf({2, 3}, 31);
+  REQUIRE(x.select(1, 2).grad_fn()->name() == "SelectBackward0");
+  REQUIRE(x.unbind()[1].grad_fn()->name() == "UnbindBackward0");
+  REQUIRE(x.unbind()[1].output_nr() == 1);
+  REQUIRE(x.split(1)[0].grad_fn()->name() == "SplitWithSizesBackward0");
+  REQUIRE(x.as_strided({2}, {3}).grad_fn()->name() == "AsStridedBackward0");
+  REQUIRE(x.narrow(1, 0, 1).grad_fn()->name() == "SliceBackward0");
+}
+
+TEST_CASE("gradcheck: as_strided, select, narrow, view_as, unbind, split, chunk", "[views][gradcheck]") {
+  Tensor c = leaf({3, 4}, 41);
+  Tensor t = transposed_leaf({3, 4}, 42), s = stepped_leaf({3, 4}, 43);
+  std::vector<std::pair<const char*, Fn>> fns = {
+      {"as_strided", [](auto& x) { return x[0].as_strided({2, 2}, {1, 2}, 1); }},
+      {"as_strided expanded", [](auto& x) { return x[0].as_strided({2, 3}, {0, 1}); }},
+      {"as_strided of a view", [](auto& x) { return x[0].narrow(0, 1, 2).as_strided({2}, {1}); }},
+      {"select", [](auto& x) { return x[0].select(1, 2); }},
+      {"select neg", [](auto& x) { return x[0].select(-2, -1); }},
+      {"narrow", [](auto& x) { return x[0].narrow(1, 1, 2); }},
+      {"view_as", [](auto& x) { return x[0].view_as(zeros({12})); }},
+      {"unbind", [](auto& x) { auto p = x[0].unbind(1); return mul(p[0], p[3]) + p[1]; }},
+      {"unbind one used", [](auto& x) { return x[0].unbind(0)[1]; }},
+      {"split", [](auto& x) { auto p = x[0].split(2, 1); return mul(p[0], p[1]); }},
+      {"split_with_sizes", [](auto& x) { return split_with_sizes(x[0], {2, 1}, 0)[1] * 3.0; }},
+      {"chunk", [](auto& x) { auto p = x[0].chunk(2, 0); return p[0].sum() + p[1].sum() * 2.0; }},
+  };
+  for (auto& [name, fn] : fns) {
+    INFO(name);
+    REQUIRE(gradcheck1(fn, {c}));
+    // as_strided reads the storage, so its result depends on the input's layout, which
+    // gradcheck's perturbed copies do not keep; view_as of a strided tensor needs a copy.
+    const std::string n = name;
+    if (n.rfind("as_strided", 0) == 0 || n == "view_as") continue;
+    REQUIRE(gradcheck1(fn, {t}));
+    REQUIRE(gradcheck1(fn, {s}));
+  }
+  REQUIRE(gradgradcheck1([](auto& x) { return mul(x[0].as_strided({2, 3}, {0, 1}, 2), x[0].select(0, 1).narrow(0, 0, 3)); },
+                         {leaf({3, 4}, 44)}));
+  REQUIRE(gradgradcheck1([](auto& x) { auto p = x[0].unbind(); return mul(p[0], p[1]); }, {leaf({2, 3}, 45)}));
+}
+
 TEST_CASE("detach stops gradients", "[views][autograd]") {
   Tensor x = leaf({3}, 21);
   Tensor y = add(mul(x, x.detach()), x);
@@ -304,4 +401,65 @@ TEST_CASE("view error paths", "[views][errors]") {
   REQUIRE_THROWS_WITH(a.expand({-1, 2, 3, 4}), Contains("aten::expand") && Contains("leading, non-existing dimension"));
   REQUIRE_THROWS_WITH(tensor({1}, {1}).expand({-2}), Contains("aten::expand") && Contains("-2"));
   REQUIRE_THROWS_WITH(meta({2, 1}).expand({2, -3}), Contains("aten::expand") && Contains("-3"));
+}
+
+TEST_CASE("as_strided, select, narrow, unbind, split, chunk error paths", "[views][errors]") {
+  Tensor a = iota({3, 4});
+  REQUIRE_THROWS_WITH(a.as_strided({2, 2}, {1}), Contains("aten::as_strided: mismatch in length of strides and shape"));
+  REQUIRE_THROWS_WITH(a.as_strided({4, 4}, {4, 1}),
+                      "aten::as_strided: setStorage: sizes [4, 4], strides [4, 1], storage offset 0, and itemsize 4 "
+                      "requiring a storage size of 64 are out of bounds for storage of size 48");
+  REQUIRE_THROWS_WITH(meta({2}).as_strided({2}, {1}, 1), Contains("out of bounds for storage of size 8"));
+  REQUIRE_THROWS_WITH(a.as_strided({2}, {1}, -1), Contains("invalid storage offset -1"));
+  REQUIRE_THROWS_WITH(a.as_strided({-1}, {1}), Contains("negative dimension -1"));
+  REQUIRE_THROWS_WITH(a.as_strided({2}, {-1}), Contains("Negative strides are not supported"));
+  REQUIRE_NOTHROW(a.as_strided({0}, {1}, 100));  // an empty view reads nothing
+  REQUIRE_THROWS_WITH(a.select(0, 3), "aten::select: select(): index 3 out of range for tensor of size [3, 4] at dimension 0");
+  REQUIRE_THROWS_WITH(a.select(1, -5), Contains("index -5 out of range"));
+  REQUIRE_THROWS_WITH(a.select(2, 0), Contains("aten::select") && Contains("Dimension out of range"));
+  REQUIRE_THROWS_WITH(scalar_tensor(1.0).select(0, 0), Contains("select() cannot be applied to a 0-dim tensor"));
+  REQUIRE_THROWS_WITH(a.narrow(1, 2, 3), "aten::narrow: start (2) + length (3) exceeds dimension size (4).");
+  REQUIRE_THROWS_WITH(scalar_tensor(1.0).narrow(0, 0, 1), Contains("narrow() cannot be applied to a 0-dim tensor"));
+  REQUIRE_THROWS_WITH(scalar_tensor(1.0).unbind(), Contains("aten::unbind") && Contains("tensor has no dimensions"));
+  REQUIRE_THROWS_WITH(split_with_sizes(a, {1, 1}, 0),
+                      "aten::split_with_sizes: split_with_sizes expects split_sizes to sum exactly to 3 (input "
+                      "tensor's size at dimension 0), but got split_sizes=[1, 1]");
+  REQUIRE_THROWS_WITH(split_with_sizes(a, {4, -1}, 0), Contains("only non-negative entries"));
+  REQUIRE_THROWS_WITH(a.split(0), Contains("split_size can only be 0 if dimension size is 0") && Contains("3"));
+  REQUIRE_THROWS_WITH(a.chunk(0), Contains("chunk expects `chunks` to be greater than 0, got: 0"));
+  REQUIRE_THROWS_WITH(scalar_tensor(1.0).split(1), Contains("split expects at least a 1-dimensional tensor"));
+}
+
+TEST_CASE("unbind: views of each index, gradients stacked into one buffer", "[views][autograd]") {
+  Tensor x = tensor({1, 2, 3, 4, 5, 6}, {2, 3});
+  std::vector<Tensor> cols = unbind(x, 1);
+  REQUIRE(cols.size() == 3);
+  check_values(cols[1], {2, 5});
+  CHECK(cols[2].strides() == Shape{3});
+  CHECK(cols[0].impl()->is_view());
+  std::vector<Tensor> rows = unbind(x, -2);
+  check_values(rows[1], {4, 5, 6});
+  x.add_(ones({2, 3}));  // shared storage and version counter
+  check_values(rows[0], {2, 3, 4});
+  CHECK(rows[0]._version() == x._version());
+
+  // Unused outputs get zeros; the input's gradient is one contiguous buffer.
+  Tensor leaf_x = leaf({2, 3, 4}, 71);
+  std::vector<Tensor> parts = unbind(leaf_x, 1);
+  (parts[0] * 2.0 + parts[2]).sum().backward();
+  std::vector<double> want;
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      for (int64_t k = 0; k < 4; ++k) want.push_back(j == 0 ? 2.0 : j == 2 ? 1.0 : 0.0);
+  check_values(leaf_x.grad(), want);
+  CHECK(leaf_x.grad().is_contiguous());
+  REQUIRE(gradcheck1([](auto& in) { return unbind(in[0], 0)[1] * unbind(in[0], 0)[0]; }, {leaf({2, 3}, 72)}));
+  REQUIRE(gradcheck1([](auto& in) { return unbind(in[0].transpose(0, 1), 2)[1]; }, {leaf({3, 2, 2}, 73)}));
+
+  std::vector<Tensor> m = unbind(meta({2, 5, 3}), 1);
+  REQUIRE(m.size() == 5);
+  CHECK(m[4].sizes() == Shape{2, 3});
+  CHECK(m[4].is_meta());
+  REQUIRE_THROWS_WITH(unbind(scalar_tensor(1.0), 0), Contains("aten::unbind") && Contains("no dimensions"));
+  REQUIRE_THROWS_WITH(unbind(zeros({2, 3}), 2), Contains("aten::unbind") && Contains("Dimension out of range"));
 }

@@ -1,6 +1,8 @@
 // Mirrors test/test_autograd.py (requires_grad, hooks, retain_grad, in-place on leaves and non-leaves).
 // Tests engine/autograd/variable.cpp (requires_grad, leaves, grad_fn, set_history /
-// rebase_history of in-place ops, tensor hooks, retain_grad, .grad assignment).
+// rebase_history of in-place ops, views and their regenerated grad_fn, tensor hooks,
+// retain_grad, .grad assignment). The PyTorch test_inplace_on_view_* cases are in
+// tests/engine/autograd/functions/tensor_test.cpp.
 #include <catch2/catch.hpp>
 
 #include "remat.h"
@@ -87,33 +89,105 @@ TEST_CASE("relu_ on a non-leaf: the gradient is masked by the new values", "[var
   REQUIRE(values(x.grad()) == std::vector<double>{0, 2, 2});
 }
 
-TEST_CASE("In-place on a view of a tensor in the graph is rejected with an explanation", "[variable]") {
+TEST_CASE("In-place on a view of a tensor in the graph rebases its base onto CopySlices", "[variable]") {
   Tensor x = from_vector({1, 2, 3, 4}, {4}, f64(true));
   Tensor h = x * 1.0;
   Tensor v = h.view({2, 2});
-  REQUIRE_THROWS_WITH(v.mul_(2.0), Catch::Contains("in-place operations on a view of a tensor that takes part in "
-                                                   "autograd are not supported in remat"));
-  // Views of tensors outside autograd can be written.
+  REQUIRE(v.is_view());
+  REQUIRE(v._base().is_same(h));
+  REQUIRE_FALSE(h.is_view());
+  REQUIRE_FALSE(h._base().defined());
+  v.mul_(2.0);
+  REQUIRE(h.grad_fn()->name() == "CopySlices");
+  REQUIRE(v.grad_fn()->name() == "AsStridedBackward0");
+  REQUIRE(h._version() == 1);
+  (h * from_vector({1, 2, 3, 4}, {4}, kDouble)).sum().backward();
+  REQUIRE(values(x.grad()) == std::vector<double>{2, 4, 6, 8});
+  // Views of tensors outside autograd are written as before.
   Tensor plain = zeros({4}, kDouble);
   plain.view({2, 2}).add_(1.0);
   REQUIRE(values(plain) == std::vector<double>{1, 1, 1, 1});
+  REQUIRE_FALSE(plain.requires_grad());
 }
 
-TEST_CASE("A view used after an in-place op on its base is reported as stale", "[variable]") {
+TEST_CASE("A view used after an in-place op on its base gets its grad_fn regenerated", "[variable]") {
   Tensor x = from_vector({1, 2, 3, 4}, {4}, f64(true));
   Tensor h = x * 1.0;
   Tensor v = h.view({2, 2});
-  Tensor before = v * 3.0;  // recorded while the view's history is current: fine
-  h.mul_(2.0);              // the base changes; v's ViewBackward no longer describes its values
-  REQUIRE_THROWS_WITH(v * 3.0, Catch::Contains("a view (shape [2, 2], made by ViewBackward0) is used after an "
-                                               "in-place operation on its base") &&
-                                   Catch::Contains("take the view again"));
-  Tensor fresh = h.view({2, 2}) * 3.0;  // a new view gets a current history
-  fresh.sum().backward();
-  REQUIRE(values(x.grad()) == std::vector<double>{6, 6, 6, 6});
-  // Without grad, a stale view is just data.
+  Tensor before = v * 3.0;  // recorded through ViewBackward0
+  REQUIRE(v.grad_fn()->name() == "ViewBackward0");
+  h.mul_(2.0);              // the base changes: v's values now come from h's new history
+  REQUIRE(v.grad_fn()->name() == "AsStridedBackward0");
+  REQUIRE(v.grad_fn()->next_edge(0).function == h.grad_fn());
+  REQUIRE(v.output_nr() == 0);
+  Tensor after = v * 3.0;
+  (before.sum() + after.sum()).backward();
+  REQUIRE(values(x.grad()) == std::vector<double>{9, 9, 9, 9});  // 3 + 3 * 2
+  // Without grad, a view is just data.
   autograd::NoGradGuard no_grad;
   REQUIRE(values(v * 1.0) == std::vector<double>{2, 4, 6, 8});
+}
+
+TEST_CASE("A view keeps the Autograd key: its base may come to require grad", "[variable]") {
+  Tensor x = zeros({4}, kDouble);
+  Tensor v = x.narrow(0, 1, 2);
+  REQUIRE_FALSE(v.requires_grad());
+  REQUIRE(v.impl()->key_set().has(DispatchKey::Autograd));
+  REQUIRE_FALSE(x.impl()->key_set().has(DispatchKey::Autograd));
+  Tensor w = from_vector({1, 2, 3, 4}, {4}, f64(true));
+  x.add_(w);  // x now has history, and so has v
+  REQUIRE(x.impl()->key_set().has(DispatchKey::Autograd));
+  REQUIRE(v.requires_grad());
+  Tensor y = v * 5.0;  // recorded: v has the key
+  REQUIRE(y.requires_grad());
+  y.sum().backward();
+  REQUIRE(values(w.grad()) == std::vector<double>{0, 5, 5, 0});
+  // An integer view is no autograd view.
+  Tensor ids = arange(4, kLong).narrow(0, 0, 2);
+  REQUIRE_FALSE(ids.is_view());
+  REQUIRE_FALSE(ids.impl()->key_set().has(DispatchKey::Autograd));
+}
+
+TEST_CASE("A view made under no_grad of a tensor that requires grad reports requires_grad", "[variable]") {
+  // As in PyTorch: the view's requires_grad follows its base, though no history was recorded.
+  Tensor x = from_vector({1, 2}, {2}, f64(true));
+  Tensor v;
+  {
+    autograd::NoGradGuard no_grad;
+    v = x.view({2});
+  }
+  REQUIRE(v.requires_grad());
+  REQUIRE(v.is_leaf());
+  REQUIRE(v.grad_fn() == nullptr);
+  REQUIRE_THROWS_WITH(v.mul_(2.0), Catch::StartsWith("A view was created in no_grad mode and is being modified "
+                                                     "inplace with grad mode enabled."));
+  // A view of it made with grad on has a grad_fn, and the stricter creation meta.
+  Tensor w = v.view({1, 2});
+  REQUIRE(w.grad_fn()->name() == "ViewBackward0");
+  REQUIRE_THROWS_WITH(w.mul_(2.0), Catch::StartsWith("Output 0 of ViewBackward0 is a view of a view which was created "
+                                                     "in no_grad mode and is being modified inplace with grad mode "
+                                                     "enabled. Given that this use case is ambiguous and error-prone, "
+                                                     "it is forbidden."));
+  autograd::NoGradGuard no_grad;
+  v.mul_(2.0);  // allowed under no_grad
+  REQUIRE(values(x) == std::vector<double>{2, 4});
+}
+
+namespace {
+struct TwoOutputs : autograd::Node {
+  autograd::variable_list apply(autograd::variable_list&& grads) override { return grads; }
+  std::string name() const override { return "TwoOutputs"; }
+};
+}  // namespace
+
+TEST_CASE("rebase_history: a node that modifies a view in place must have one output", "[variable]") {
+  Tensor x = from_vector({1, 2, 3}, {3}, f64(true)) * 1.0;
+  Tensor v = x.narrow(0, 0, 2);
+  auto node = std::make_shared<TwoOutputs>();
+  node->add_input_metadata(zeros({1}, kDouble));  // another output, already connected
+  REQUIRE_THROWS_WITH(autograd::impl::rebase_history(v, node),
+                      "Functions which modify views in-place must return a single Variable (TwoOutputs returns 2)");
+  REQUIRE(x.grad_fn()->name() == "MulBackward0");  // the base's history is unchanged
 }
 
 TEST_CASE("A tensor hook sees the gradient and may replace it", "[variable]") {

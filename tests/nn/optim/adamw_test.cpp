@@ -142,3 +142,38 @@ TEST_CASE("AdamW rejects bad hyperparameters with PyTorch's messages", "[optim][
                       Contains("Invalid weight_decay value: -0.5"));
   REQUIRE_THROWS_WITH(optim::AdamW(std::vector<Tensor>{}), Contains("optimizer got an empty parameter list"));
 }
+
+TEST_CASE("AdamW with fused(true) follows the same rule in one op per parameter", "[optim][adamw]") {
+  optim::AdamWOptions o;
+  CHECK_FALSE(o.fused());  // PyTorch's default on CPU
+  // The trajectories above, in double (to 1e-13) and float, through _fused_adamw_.
+  check_trajectory(optim::AdamWOptions().fused(true), kGrads,
+                   {{0.99899000002000005, -1.99898000001},
+                    {0.99817696916384646, -1.9985321616242924},
+                    {0.9978226336486633, -1.9984321172631498}});
+  check_trajectory(optim::AdamWOptions(0.01).weight_decay(0.0).maximize(true).fused(true), kGrads,
+                   {{1.0099999998, -2.0099999999000002},
+                    {1.0180304093615349, -2.0142784857570777},
+                    {1.0214739468164511, -2.0150790761523418}});
+  check_trajectory(optim::AdamWOptions(0.1).betas({0.8, 0.9}).eps(1e-3).weight_decay(0.1).fused(true), kGrads,
+                   {{0.89019960079840321, -1.8800999000999001},
+                    {0.80253732794710231, -1.8228702208912351},
+                    {0.76769357422573925, -1.8046415186823228}},
+                   kFloat, 1e-6);
+  // amsgrad has no fused form here: the op sequence runs (same trajectory as above).
+  check_trajectory(optim::AdamWOptions(0.1).betas({0.5, 0.5}).weight_decay(0.0).amsgrad(true).fused(true),
+                   kDecayingGrads,
+                   {{0.90000000033333327, -1.9000000002499999},
+                    {0.85645351619496568, -1.8632576542207522},
+                    {0.83604343474246745, -1.8458712885198276},
+                    {0.81401281641892631, -1.8466015852606679}});
+  // One dispatched op per parameter and step.
+  Tensor p = from_vector({1.0, -2.0}, {2}, kFloat).requires_grad_(true);
+  optim::AdamW opt({p}, optim::AdamWOptions().fused(true));
+  p.set_grad(from_vector({0.5, -1.0}, {2}, kFloat));
+  const int64_t v0 = p._version();
+  opt.step();
+  CHECK(p._version() == v0 + 1);
+  CHECK(opt.state(p)->step == 1);
+  CHECK(opt.state(p)->exp_avg._version() == 1);
+}

@@ -1,0 +1,59 @@
+// Mirrors ATen/cpu/vec/vec256/vec256_bfloat16.h (cvtbf16_fp32, cvtfp32_bf16): bfloat16 <-> float
+// over arrays, 8 lanes at a time with AVX2 (16 with AVX-512), bit-identical to BFloat16's scalar
+// conversions (round to nearest even, NaN kept quiet).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "engine/core/bfloat16.h"
+
+namespace remat::kernels::cpu {
+
+inline void bf16_to_float(const BFloat16* in, float* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  for (; i + 16 <= n; i += 16) {
+    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+    _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+  }
+#elif defined(__AVX2__)
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+    _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+  }
+#endif
+  for (; i < n; ++i) out[i] = float(in[i]);
+}
+
+#if defined(__AVX2__)
+// 8 floats -> 8 bfloat16 bits in the low 16 bits of each 32-bit lane (round to nearest even;
+// NaN -> 0x7fc0), as BFloat16::round_to_nearest_even.
+inline __m256i float_to_bf16_lanes(__m256 x) {
+  const __m256i u = _mm256_castps_si256(x);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  return _mm256_blendv_epi8(rounded, _mm256_set1_epi32(0x7fc0), nan);
+}
+#endif
+
+inline void float_to_bf16(const float* in, BFloat16* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX2__)
+  for (; i + 16 <= n; i += 16) {
+    __m256i lo = float_to_bf16_lanes(_mm256_loadu_ps(in + i));
+    __m256i hi = float_to_bf16_lanes(_mm256_loadu_ps(in + i + 8));
+    // packus works per 128-bit lane: [lo0 hi0 lo1 hi1] -> reorder the 64-bit quarters.
+    __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), packed);
+  }
+#endif
+  for (; i < n; ++i) out[i] = BFloat16(in[i]);
+}
+
+}  // namespace remat::kernels::cpu

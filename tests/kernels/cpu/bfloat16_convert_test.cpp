@@ -1,0 +1,62 @@
+// Tests kernels/cpu/bfloat16_convert.h: the vectorized array conversions give exactly the bits of
+// BFloat16's scalar ones (round to nearest even, ties, NaN, infinities, subnormals), at every
+// length around the vector width.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/bfloat16_convert.h"
+
+using remat::BFloat16;
+using remat::kernels::cpu::bf16_to_float;
+using remat::kernels::cpu::float_to_bf16;
+
+namespace {
+
+float from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("float_to_bf16 rounds exactly as BFloat16(float)", "[bfloat16_convert]") {
+  std::vector<float> x = {0.0f, -0.0f, 1.0f, -1.5f, 3.14159f, 1e-40f, -1e-39f, 3.0e38f, -3.4e38f,
+                          std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN(), from_bits(0xff800001u),  // a negative NaN
+                          from_bits(0x3f808000u),  // a tie, rounds to even (down)
+                          from_bits(0x3f818000u),  // a tie, rounds to even (up)
+                          from_bits(0x7f7fffffu)};  // FLT_MAX rounds to infinity
+  for (int i = 0; i < 200; ++i) x.push_back(std::sin(0.37f * float(i)) * std::pow(10.0f, float(i % 20 - 10)));
+  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{15}, size_t{16}, size_t{17}, x.size()}) {
+    INFO("n = " << n);
+    std::vector<BFloat16> out(n);
+    float_to_bf16(x.data(), out.data(), static_cast<int64_t>(n));
+    for (size_t i = 0; i < n; ++i) {
+      INFO("x = " << x[i]);
+      CHECK(out[i].bits == BFloat16(x[i]).bits);
+    }
+  }
+}
+
+TEST_CASE("bf16_to_float is exact", "[bfloat16_convert]") {
+  std::vector<BFloat16> h;
+  for (uint32_t bits = 0; bits < 65536; bits += 7) {
+    BFloat16 b;
+    b.bits = static_cast<uint16_t>(bits);
+    h.push_back(b);
+  }
+  for (size_t n : {size_t{3}, size_t{16}, size_t{33}, h.size()}) {
+    std::vector<float> out(n);
+    bf16_to_float(h.data(), out.data(), static_cast<int64_t>(n));
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t u;
+      std::memcpy(&u, &out[i], sizeof u);
+      CHECK(u == static_cast<uint32_t>(h[i].bits) << 16);
+    }
+  }
+}
