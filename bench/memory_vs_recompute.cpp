@@ -3,18 +3,23 @@
 // under it and reports measured beside predicted peak and activation memory (remat's allocator
 // statistics; the ratios read 1.000), the median step time and its overhead against no
 // checkpointing, the FLOPs recomputed, the op calls replayed from the selective-checkpoint cache
-// and the final loss. `--dry-run` predicts only, for a model of any size.
+// and the final loss. `--dry-run` predicts only, for a model of any size. `--budget SIZE` adds the
+// strategy plan_checkpointing makes for that budget (a `planned` row: does it fit?); `--sweep N`
+// plans N budgets across the feasible range, runs each and draws the planned frontier beside the
+// fixed strategies; `--sweep-at-strategies` plans at each strategy's own peak and compares.
 //
 //   ./bazelw run //bench:memory_vs_recompute
 //   ./bazelw run //bench:memory_vs_recompute -- --strategies none,full,sac-mm --out /tmp/mvr
 //   ./bazelw run //bench:memory_vs_recompute -- --dry-run --layers 48 --embd 1600 --heads 25 --seq 1024 --vocab 50257
 //   ./bazelw run //bench:memory_vs_recompute -- --compare /tmp/torch.json   (bench/torch_reference.py)
 //   ./bazelw run //bench:memory_vs_recompute -- --compare /tmp/torch2.json,/tmp/torch113.json
+//   ./bazelw run //bench:memory_vs_recompute -- --budget 80MiB --sweep 6 --sweep-at-strategies --out /tmp/mvr
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -22,7 +27,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench/byte_size.h"
 #include "bench/fma_peak.h"
+#include "bench/planning.h"
 #include "bench/plots.h"
 #include "bench/report.h"
 #include "bench/strategies.h"
@@ -45,6 +52,7 @@ struct Args {
   // machine; with more threads it also counts the OpenMP threads' spin-waiting).
   std::string clock = "wall";
   bool fused_adamw = true;  // --optimizer adamw-fused (default) or adamw (the single-tensor op sequence)
+  PlanningArgs planning;  // --budget, --sweep, --sweep-at-strategies
 };
 
 [[noreturn]] void usage(const std::string& error) {
@@ -55,11 +63,18 @@ struct Args {
                "                           [--strategies a,b,...] [--out DIR] [--compare FILE[,FILE...]] [--lr X]\n"
                "                           [--no-timeline] [--dry-run] [--meta-accounting cpu|cuda]\n"
                "                           [--clock wall|cpu] [--optimizer adamw-fused|adamw]\n"
+               "                           [--budget SIZE] [--sweep N] [--sweep-at-strategies]\n"
                "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2, sac-megatron\n"
                "--dry-run: predict on the Meta device only (nothing computed, any model size); the dry runs\n"
                "  count as --device's allocator does (cuda: 512-byte blocks) unless --meta-accounting says otherwise\n"
                "--clock cpu: per-step process CPU time (a busy machine; one thread)\n"
-               "--out DIR: results.json, report.html, memory_vs_time.svg and timeline_<strategy>.svg\n");
+               "--budget SIZE (e.g. 60MiB): also the strategy plan_checkpointing makes for that peak (the `planned`\n"
+               "  row, with `fits`); the planner's dry runs count as --meta-accounting says\n"
+               "--sweep N: plan N budgets evenly spaced from the lowest feasible peak (everything recomputed) to\n"
+               "  the highest (everything kept), run each, and draw the planned frontier on the Pareto charts\n"
+               "--sweep-at-strategies: plan at each strategy's own measured peak too, and compare step times\n"
+               "--out DIR: results.json, report.html, memory_vs_time.svg, memory_vs_flops.svg and\n"
+               "  timeline_<strategy>.svg\n");
   std::exit(error.empty() ? 0 : 2);
 }
 
@@ -68,6 +83,15 @@ int64_t parse_int(const std::string& flag, const std::string& v, int64_t min) {
   long long x = std::strtoll(v.c_str(), &end, 10);
   if (end == v.c_str() || *end != '\0' || x < min) usage(flag + " expects an integer >= " + std::to_string(min) + ", got '" + v + "'");
   return x;
+}
+
+// A planning flag's value (bench/planning.h), or the usage with the parser's message.
+int64_t planning_value(int64_t (*parse_value)(const std::string&), const std::string& v) {
+  try {
+    return parse_value(v);
+  } catch (const Error& e) {
+    usage(e.what());
+  }
 }
 
 Args parse(int argc, char** argv) {
@@ -81,6 +105,10 @@ Args parse(int argc, char** argv) {
     }
     if (f == "--dry-run") {
       a.dry_run = true;
+      continue;
+    }
+    if (f == "--sweep-at-strategies") {
+      a.planning.sweep_at_strategies = true;
       continue;
     }
     if (i + 1 >= argc) usage("missing value for " + f);
@@ -100,6 +128,8 @@ Args parse(int argc, char** argv) {
     else if (f == "--compare") a.compare = v;
     else if (f == "--lr") a.lr = std::atof(v.c_str());
     else if (f == "--meta-accounting") a.meta_accounting = v;
+    else if (f == "--budget") a.planning.budget_bytes = planning_value(parse_budget, v);
+    else if (f == "--sweep") a.planning.sweep = planning_value(parse_sweep, v);
     else if (f == "--clock") a.clock = v;
     else if (f == "--optimizer") {
       if (v != "adamw" && v != "adamw-fused") usage("--optimizer must be adamw or adamw-fused, got '" + v + "'");
@@ -115,6 +145,11 @@ Args parse(int argc, char** argv) {
     usage("--meta-accounting must be cpu or cuda, got '" + a.meta_accounting + "'");
   if (a.shape.embd % a.shape.heads != 0) usage("--embd must be divisible by --heads");
   if (a.dry_run && !a.compare.empty()) usage("--compare needs measurements; it cannot go with --dry-run");
+  try {
+    check_planning_args(a.planning, a.dry_run);
+  } catch (const Error& e) {
+    usage(e.what());
+  }
   a.shape.bytes_per_element = a.dtype == "bf16" ? 2 : 4;
   return a;
 }
@@ -140,19 +175,28 @@ double forward_matmul_flops(const ModelShape& m, bool blocks_only) {
   return static_cast<double>(m.layers) * per_layer + (blocks_only ? 0 : head);
 }
 
-// One strategy: the dry run on Meta, then (unless --dry-run) the same steps on the device, both
-// through run_training_steps, so that the two build the same model the same way.
-StrategyResult run(const Strategy& s, const Args& a, size_t index, size_t total, Device device) {
-  StrategyResult r;
-  r.name = s.name;
-  r.description = s.description;
-  r.reentrant = s.reentrant;
+// The training steps' options from the flags (the strategies', the plans' and the planner's).
+TrainingOptions training_options(const Args& a) {
   TrainingOptions o;
   o.dtype = a.dtype == "bf16" ? kBFloat16 : kFloat;
   o.lr = a.lr;
   o.fused_adamw = a.fused_adamw;
   o.cpu_clock = a.clock == "cpu";
-  o.keep_timeline = a.timeline && !a.out.empty();
+  return o;
+}
+
+// The device whose cost model and allocator the planner assumes: the one the dry runs count like.
+Device planning_device(const Args& a) { return a.meta_accounting == "cuda" ? Device{kCUDA} : Device{kCPU}; }
+
+// One strategy: the dry run on Meta, then (unless --dry-run) the same steps on the device, both
+// through run_training_steps, so that the two build the same model the same way.
+StrategyResult run(const Strategy& s, const Args& a, size_t index, size_t total, Device device, bool timeline = true) {
+  StrategyResult r;
+  r.name = s.name;
+  r.description = s.description;
+  r.reentrant = s.reentrant;
+  TrainingOptions o = training_options(a);
+  o.keep_timeline = timeline && a.timeline && !a.out.empty();
   const int64_t steps = a.warmup + a.steps;
   {
     std::optional<MetaAccountingGuard> accounting;
@@ -184,6 +228,55 @@ void write_file(const std::string& path, const std::string& text) {
   out << text;
 }
 
+// A plan for `budget`, run like the strategies (the same steps, a dry run first), its figures kept.
+StrategyResult run_plan(const CheckpointPlan& plan, const std::string& name, const Args& a, size_t index, size_t total,
+                        Device device, bool timeline) {
+  StrategyResult r = run(planned_strategy(plan, name), a, index, total, device, timeline);
+  record_plan(plan, &r);
+  return r;
+}
+
+// --sweep N and --sweep-at-strategies: the budgets, each planned and run.
+std::vector<StrategyResult> run_sweep(const Args& a, const std::vector<StrategyResult>& results, Device device) {
+  const TrainingOptions o = training_options(a);
+  const CheckpointPlan bounds = plan_bounds(a.shape, o, planning_device(a));
+  const int64_t lo = bounds.recompute_all_peak_bytes, hi = bounds.keep_all_peak_bytes;
+  std::vector<int64_t> budgets;
+  if (a.planning.sweep > 0) budgets = sweep_budgets(lo, hi, a.planning.sweep);
+  std::map<int64_t, std::string> at;  // budget -> the strategies whose measured peak it is
+  if (a.planning.sweep_at_strategies) {
+    for (const StrategyResult& r : results) {
+      if (r.planned() || !r.measured.known) continue;
+      if (r.measured.peak_bytes < lo) {
+        std::printf("%s: its peak %s is below the lowest any plan reaches (%s): not planned\n", r.name.c_str(),
+                    byte_size_text(r.measured.peak_bytes).c_str(), byte_size_text(lo).c_str());
+        continue;
+      }
+      std::string& names = at[r.measured.peak_bytes];
+      names += (names.empty() ? "" : ",") + r.name;
+      budgets.push_back(r.measured.peak_bytes);
+    }
+  }
+  std::sort(budgets.begin(), budgets.end());
+  budgets.erase(std::unique(budgets.begin(), budgets.end()), budgets.end());
+  std::printf("\nsweep: %zu budgets between %s (everything recomputed) and %s (everything kept); bounds in %.2f s\n",
+              budgets.size(), byte_size_text(lo).c_str(), byte_size_text(hi).c_str(), bounds.planning_seconds);
+  std::fflush(stdout);
+  std::vector<StrategyResult> sweep;
+  double planning = 0;
+  for (size_t i = 0; i < budgets.size(); ++i) {
+    const CheckpointPlan plan = plan_budget(a.shape, o, budgets[i], planning_device(a), "--sweep");
+    planning += plan.planning_seconds;
+    sweep.push_back(run_plan(plan, planned_name(budgets[i]), a, i, budgets.size(), device, /*timeline=*/false));
+    auto it = at.find(budgets[i]);
+    if (it != at.end()) sweep.back().at_strategy = it->second;
+  }
+  if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%90s\r", "");
+  std::printf("planning took %.2f s for the %zu budgets (%.2f s each on average)\n", planning, budgets.size(),
+              budgets.empty() ? 0.0 : planning / static_cast<double>(budgets.size()));
+  return sweep;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -213,20 +306,34 @@ int main(int argc, char** argv) {
     cfg.clock = a.clock;
 
     std::vector<StrategyResult> results;
+    // --budget is planned first: a budget below the minimum fails before anything runs.
+    std::optional<CheckpointPlan> plan;
+    if (a.planning.budget_bytes > 0)
+      plan = plan_budget(a.shape, training_options(a), a.planning.budget_bytes, planning_device(a));
     for (size_t i = 0; i < strategies.size(); ++i) results.push_back(run(strategies[i], a, i, strategies.size(), device));
+    if (plan) results.push_back(run_plan(*plan, "planned", a, 0, 1, device, /*timeline=*/true));
     if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%90s\r", "");
     print_table(cfg, results);
+    if (a.planning.budget_bytes > 0) std::printf("\n%s\n", planning_line(results.back()).c_str());
+    std::vector<StrategyResult> sweep;
+    if (a.planning.sweeps()) {
+      sweep = run_sweep(a, results, device);
+      print_sweep(results, sweep);
+    }
 
     if (!a.out.empty()) {
       mkdir(a.out.c_str(), 0755);
-      write_file(a.out + "/results.json", to_json(cfg, results));
-      if (!a.dry_run) write_file(a.out + "/memory_vs_time.svg", pareto_svg(cfg, results));
+      write_file(a.out + "/results.json", to_json(cfg, results, sweep));
+      if (!a.dry_run) {
+        write_file(a.out + "/memory_vs_time.svg", pareto_svg(cfg, results, sweep));
+        write_file(a.out + "/memory_vs_flops.svg", pareto_svg(cfg, results, sweep, ParetoX::kRecomputedFlops));
+      }
       for (const StrategyResult& r : results)
         if (!r.measured.timeline.empty() || !r.predicted.timeline.empty())
           write_file(a.out + "/timeline_" + r.name + ".svg", timeline_svg(cfg, r));
-      write_file(a.out + "/report.html", report_html(cfg, results));
+      write_file(a.out + "/report.html", report_html(cfg, results, sweep));
       std::printf("\nwrote %s/report.html (open it in a browser), results.json, %stimeline_<strategy>.svg\n",
-                  a.out.c_str(), a.dry_run ? "" : "memory_vs_time.svg, ");
+                  a.out.c_str(), a.dry_run ? "" : "memory_vs_time.svg, memory_vs_flops.svg, ");
     }
     // One comparison per file (e.g. PyTorch 2.x and 1.13 runs of bench/torch_reference.py).
     std::stringstream files(a.compare);

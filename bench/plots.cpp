@@ -282,64 +282,107 @@ std::vector<PhaseBand> phase_bands(const StepTimeline& t) {
   return bands;
 }
 
-std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& results) {
-  const double W = 760, H = 490;
-  const Box area{76, 76, W - 76 - 24, H - 76 - 58};
+std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& results,
+                       const std::vector<StrategyResult>& frontier, ParetoX x) {
+  const bool time = x == ParetoX::kStepTime;
+  auto xval = [&](const StrategyResult& r) { return time ? r.median_ms : r.recomputed_flops_per_step / 1e9; };
+  const double legend = frontier.empty() ? 0 : 16;  // a line for the frontier's legend
+  const double W = 760, H = 490 + legend;
+  const Box area{76, 76 + legend, W - 76 - 24, H - 76 - legend - 58};
   double top = 0;
   for (const auto& r : results) top = std::max(top, static_cast<double>(r.measured.peak_bytes));
+  for (const auto& r : frontier) top = std::max(top, static_cast<double>(r.measured.peak_bytes));
   const Unit u = unit_for(top);
   double xmin = 1e300, xmax = -1e300, ymin = 1e300, ymax = -1e300;
-  for (const auto& r : results) {
-    xmin = std::min(xmin, r.median_ms);
-    xmax = std::max(xmax, r.median_ms);
+  auto extend = [&](const StrategyResult& r) {
+    xmin = std::min(xmin, xval(r));
+    xmax = std::max(xmax, xval(r));
     ymin = std::min(ymin, r.measured.peak_bytes / u.bytes);
     ymax = std::max(ymax, r.measured.peak_bytes / u.bytes);
-  }
-  if (results.empty()) xmin = ymin = 0, xmax = ymax = 1;
+  };
+  for (const auto& r : results) extend(r);
+  for (const auto& r : frontier) extend(r);
+  if (results.empty() && frontier.empty()) xmin = ymin = 0, xmax = ymax = 1;
   const Axis xa = axis_near_data(xmin, xmax), ya = axis_near_data(ymin, ymax);
-  auto px = [&](double ms) { return area.x + area.w * (ms - xa.lo) / (xa.hi - xa.lo); };
+  auto px = [&](double v) { return area.x + area.w * (v - xa.lo) / (xa.hi - xa.lo); };
   auto py = [&](double mib) { return area.y + area.h - area.h * (mib - ya.lo) / (ya.hi - ya.lo); };
+  auto point_x = [&](const StrategyResult& r) { return px(xval(r)); };
+  auto point_y = [&](const StrategyResult& r) { return py(r.measured.peak_bytes / u.bytes); };
 
   std::ostringstream s;
   s << svg_open(W, H);
-  s << text(area.x, 24, "Peak memory against step time, per checkpointing strategy",
+  s << text(area.x, 24,
+            time ? "Peak memory against step time, per checkpointing strategy"
+                 : "Peak memory against recomputed FLOPs, per checkpointing strategy",
             "font-size='15' font-weight='bold'");
   s << text(area.x, 42, model_text(cfg), "fill='#555'");
-  s << text(area.x, 58, "red: the Pareto front (no other strategy is both faster and smaller)", "fill='#555'");
-  s << axes(area, xa, ya, "median step time (ms)", std::string("peak memory (") + u.name + ")");
+  s << text(area.x, 58,
+            std::string("red: the Pareto front (no other strategy is both ") + (time ? "faster" : "cheaper") +
+                " and smaller)",
+            "fill='#555'");
+  if (!frontier.empty())
+    s << text(area.x, 74,
+              "green: the planned frontier (plan_checkpointing at " + std::to_string(frontier.size()) +
+                  " budgets, each run and measured)",
+              "fill='#2ca02c'");
+  s << axes(area, xa, ya, time ? "median step time (ms)" : "recomputed GFLOP per step",
+            std::string("peak memory (") + u.name + ")");
 
-  // The Pareto front: the points no other point beats in both time and memory.
+  // The Pareto front: the points no other point beats in both x and memory.
   std::vector<const StrategyResult*> front;
   for (const auto& a : results) {
     bool dominated = false;
     for (const auto& b : results) {
       if (&a == &b) continue;
-      if (b.median_ms <= a.median_ms && b.measured.peak_bytes <= a.measured.peak_bytes &&
-          (b.median_ms < a.median_ms || b.measured.peak_bytes < a.measured.peak_bytes))
+      if (xval(b) <= xval(a) && b.measured.peak_bytes <= a.measured.peak_bytes &&
+          (xval(b) < xval(a) || b.measured.peak_bytes < a.measured.peak_bytes))
         dominated = true;
     }
     if (!dominated) front.push_back(&a);
   }
-  std::sort(front.begin(), front.end(), [](auto* a, auto* b) { return a->median_ms < b->median_ms; });
+  std::sort(front.begin(), front.end(), [&](auto* a, auto* b) { return xval(*a) < xval(*b); });
   s << "<polyline fill='none' stroke='#d62728' stroke-width='1.5' stroke-dasharray='5,4' points='";
   for (size_t i = 0; i < front.size(); ++i) {
-    if (i > 0) s << num(px(front[i]->median_ms)) << "," << num(py(front[i - 1]->measured.peak_bytes / u.bytes)) << " ";
-    s << num(px(front[i]->median_ms)) << "," << num(py(front[i]->measured.peak_bytes / u.bytes)) << " ";
+    if (i > 0) s << num(point_x(*front[i])) << "," << num(point_y(*front[i - 1])) << " ";
+    s << num(point_x(*front[i])) << "," << num(point_y(*front[i])) << " ";
   }
   s << "'/>\n";
 
-  // Labels keep off the front's line too (its segments as thin boxes).
+  // Labels keep off the front's line too (its segments as thin boxes), and off the frontier's
+  // (small boxes along each segment).
   std::vector<Box> segments;
   for (size_t i = 1; i < front.size(); ++i) {
-    const double x0 = px(front[i - 1]->median_ms), x1 = px(front[i]->median_ms);
-    const double y0 = py(front[i - 1]->measured.peak_bytes / u.bytes), y1 = py(front[i]->measured.peak_bytes / u.bytes);
+    const double x0 = point_x(*front[i - 1]), x1 = point_x(*front[i]);
+    const double y0 = point_y(*front[i - 1]), y1 = point_y(*front[i]);
     segments.push_back(Box{x0, y0 - 1.5, x1 - x0, 3});
     segments.push_back(Box{x1 - 1.5, std::min(y0, y1), 3, std::abs(y1 - y0)});
   }
+  std::vector<const StrategyResult*> planned;
+  for (const auto& r : frontier) planned.push_back(&r);
+  std::sort(planned.begin(), planned.end(), [](auto* a, auto* b) {
+    return a->measured.peak_bytes != b->measured.peak_bytes ? a->measured.peak_bytes < b->measured.peak_bytes
+                                                            : a->budget_bytes < b->budget_bytes;
+  });
+  if (!planned.empty()) {
+    s << "<polyline id='planned-frontier' fill='none' stroke='#2ca02c' stroke-width='2' points='";
+    for (const StrategyResult* r : planned) s << num(point_x(*r)) << "," << num(point_y(*r)) << " ";
+    s << "'/>\n";
+    for (size_t i = 0; i < planned.size(); ++i) {
+      const double x1 = point_x(*planned[i]), y1 = point_y(*planned[i]);
+      s << rect(Box{x1 - 3.5, y1 - 3.5, 7, 7}, "fill='#2ca02c'");
+      segments.push_back(Box{x1 - 4, y1 - 4, 8, 8});
+      if (i == 0) continue;
+      const double x0 = point_x(*planned[i - 1]), y0 = point_y(*planned[i - 1]);
+      const int pieces = std::max(1, static_cast<int>(std::hypot(x1 - x0, y1 - y0) / 6));
+      for (int k = 1; k < pieces; ++k) {
+        const double f = static_cast<double>(k) / pieces;
+        segments.push_back(Box{x0 + f * (x1 - x0) - 2, y0 + f * (y1 - y0) - 2, 4, 4});
+      }
+    }
+  }
   const double marker = 5, font = 12;
   std::vector<PointLabel> labels;
-  for (const auto& r : results)
-    labels.push_back(PointLabel{px(r.median_ms), py(r.measured.peak_bytes / u.bytes), r.name});
+  for (const auto& r : results) labels.push_back(PointLabel{point_x(r), point_y(r), r.name});
   std::vector<Box> boxes = place_labels(labels, area, font, marker, segments);
   for (size_t i = 0; i < results.size(); ++i) {
     const PointLabel& l = labels[i];
@@ -348,8 +391,9 @@ std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& 
     const double nx = std::clamp(l.x, b.x, b.x + b.w), ny = std::clamp(l.y, b.y, b.y + b.h);
     if (std::hypot(nx - l.x, ny - l.y) > marker + 8) s << line(l.x, l.y, nx, ny, "stroke='#999' stroke-width='0.8'");
     bool on_front = std::find(front.begin(), front.end(), &results[i]) != front.end();
-    s << "<circle cx='" << num(l.x) << "' cy='" << num(l.y) << "' r='" << num(marker) << "' fill='"
-      << (on_front ? "#d62728" : "#1f77b4") << "'/>\n";
+    const char* fill = results[i].planned() ? "#2ca02c" : on_front ? "#d62728" : "#1f77b4";
+    s << "<circle cx='" << num(l.x) << "' cy='" << num(l.y) << "' r='" << num(marker) << "' fill='" << fill << "'"
+      << (results[i].planned() && on_front ? " stroke='#d62728' stroke-width='2'" : "") << "/>\n";
     s << text(b.x, b.y + b.h - 0.3 * font, l.text);
   }
   s << "</svg>\n";

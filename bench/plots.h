@@ -1,7 +1,9 @@
 // The pictures of bench/memory_vs_recompute, as SVG (no PyTorch counterpart; the timeline is in
 // the spirit of torch.cuda.memory._record_memory_history's viewer and of MemTracker's
 // per-category figures):
-//   pareto_svg    peak memory against step time, one labelled point per strategy, the Pareto front
+//   pareto_svg    peak memory against step time (or recomputed FLOPs), one labelled point per
+//                 strategy, the Pareto front, and the planned frontier: a line through the points
+//                 plan_checkpointing made for a sweep of budgets (--sweep)
 //   timeline_svg  one step's memory as a stacked area by category over the event sequence, the
 //                 phases (forward, backward, recompute, optimizer) shaded behind, the dry run's
 //                 predicted total drawn dashed over the measured one
@@ -69,7 +71,12 @@ struct PhaseBand {
 };
 std::vector<PhaseBand> phase_bands(const StepTimeline& t);
 
-std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& results);
+// What a Pareto chart puts across: the median step time, or the FLOPs recomputed per step.
+enum class ParetoX { kStepTime, kRecomputedFlops };
+// `frontier`: planned points (measured), drawn as a green line through them in order of peak,
+// as the polyline with id='planned-frontier'.
+std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& results,
+                       const std::vector<StrategyResult>& frontier = {}, ParetoX x = ParetoX::kStepTime);
 // The measured timeline's stack with the predicted total dashed over it; after --dry-run (no
 // measurement) the predicted timeline's stack.
 std::string timeline_svg(const RunConfig& cfg, const StrategyResult& r);

@@ -44,6 +44,60 @@ int64_t category(const std::map<MemoryCategory, int64_t>& m, MemoryCategory c) {
   auto it = m.find(c);
   return it == m.end() ? 0 : it->second;
 }
+
+bool any_planned(const std::vector<StrategyResult>& results) {
+  return std::any_of(results.begin(), results.end(), [](const StrategyResult& r) { return r.planned(); });
+}
+
+std::string fits_text(const StrategyResult& r) { return r.planned() ? (r.fits() ? "yes" : "NO") : "-"; }
+
+std::string mib(int64_t bytes, const char* f = "%.1f") { return fmt(f, static_cast<double>(bytes) / kMiB); }
+
+// One result as results.json has it (fixed strategies, the planned row and sweep points alike).
+nlohmann::json result_json(const StrategyResult& r) {
+  nlohmann::json e = {{"strategy", r.name},
+                      {"description", r.description},
+                      {"reentrant", r.reentrant},
+                      {"recomputed_flops_per_step", r.recomputed_flops_per_step},
+                      {"recomputed_calls_per_step", r.recomputed_calls_per_step},
+                      {"replayed_per_step", r.replayed_per_step}};
+  if (r.measured.known) {
+    e["peak_bytes"] = r.measured.peak_bytes;
+    e["activation_bytes"] = r.measured.activation_bytes;
+    e["at_peak"] = by_category_json(r.measured.at_peak);
+    e["step_ms"] = r.step_ms;
+    e["median_ms"] = r.median_ms;
+    e["final_loss"] = r.final_loss;
+    if (!r.measured.timeline.empty())
+      e["timeline"] = {{"step", r.measured.timeline.step}, {"allocated", allocated_series(r.measured.timeline)}};
+  }
+  if (r.predicted.known) {
+    e["predicted_peak_bytes"] = r.predicted.peak_bytes;
+    e["predicted_activation_bytes"] = r.predicted.activation_bytes;
+    e["predicted_at_peak"] = by_category_json(r.predicted.at_peak);
+    e["dry_run_seconds"] = r.dry_run_seconds;
+    if (!r.measured.known && !r.predicted.timeline.empty())
+      e["predicted_timeline"] = {{"step", r.predicted.timeline.step},
+                                 {"allocated", allocated_series(r.predicted.timeline)}};
+  }
+  if (r.planned()) {
+    e["budget_bytes"] = r.budget_bytes;
+    e["fits"] = r.fits();
+    e["plan_predicted_peak_bytes"] = r.plan_predicted_peak_bytes;
+    e["plan_recompute_flops"] = r.plan_recompute_flops;
+    e["planning_seconds"] = r.planning_seconds;
+    e["planning_dry_runs"] = r.planning_dry_runs;
+    if (!r.at_strategy.empty()) e["at_strategy"] = r.at_strategy;
+  }
+  return e;
+}
+
+// The sweep point planned at exactly `budget`, if any.
+const StrategyResult* planned_at(const std::vector<StrategyResult>& sweep, int64_t budget) {
+  for (const auto& p : sweep)
+    if (p.budget_bytes == budget) return &p;
+  return nullptr;
+}
 }  // namespace
 
 std::string ratio_text(int64_t measured, int64_t predicted) {
@@ -90,10 +144,14 @@ std::vector<std::string> report_preamble(const RunConfig& cfg, const std::vector
 
 Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& results) {
   Table t;
+  const bool planned = any_planned(results);
+  const std::string fits_note =
+      "fits: the planned row's peak is within its budget (--budget; planned by plan_checkpointing on dry runs).";
   const std::string steps = "steps " + std::to_string(cfg.warmup + 1) + "-" + std::to_string(cfg.warmup + cfg.steps);
   if (any_measured(results)) {
     t.header = {"strategy", "peak MiB", "predicted", "ratio",     "act MiB",  "predicted",
                 "ratio",    "step ms",  "overhead",  "recomp GF", "replayed", "final loss"};
+    if (planned) t.header.push_back("fits");
     const StrategyResult* none = find(results, "none");
     for (const StrategyResult& r : results) {
       double overhead = none != nullptr && none->median_ms > 0 ? r.median_ms / none->median_ms - 1.0 : 0.0;
@@ -105,6 +163,7 @@ Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& resu
            ratio_text(r.measured.activation_bytes, r.predicted.activation_bytes), fmt("%.1f", r.median_ms),
            fmt("%.0f%%", std::round(overhead * 100.0) + 0.0), fmt("%.3f", r.recomputed_flops_per_step / 1e9),
            fmt("%.0f", r.replayed_per_step), fmt("%.6f", r.final_loss)});
+      if (planned) t.rows.back().push_back(fits_text(r));
     }
     t.notes = {
         "peak: max_memory_allocated over a step, the highest of " + steps + " (after " + std::to_string(cfg.warmup) +
@@ -113,6 +172,7 @@ Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& resu
         "equal to the byte); recomp GF: GFLOP recomputed per step (matmuls 2mnk, others 1/element); replayed: op calls",
         "answered from the selective-checkpoint cache per step; overhead: median step time against 'none'.",
     };
+    if (planned) t.notes.push_back(fits_note);
     return t;
   }
   double top = 0;
@@ -132,6 +192,7 @@ Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& resu
               "temps"};
   if (any_other) t.header.push_back("other");
   t.header.insert(t.header.end(), {"recomp GF", "replayed"});
+  if (planned) t.header.push_back("fits");
   for (const StrategyResult& r : results) {
     const auto& p = r.predicted.at_peak;
     std::vector<std::string> row = {r.name,
@@ -144,6 +205,7 @@ Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& resu
                                     fmt(f, category(p, MemoryCategory::Temporary) / unit)};
     if (any_other) row.push_back(fmt(f, other(r) / unit));
     row.insert(row.end(), {fmt("%.3f", r.recomputed_flops_per_step / 1e9), fmt("%.0f", r.replayed_per_step)});
+    if (planned) row.push_back(fits_text(r));
     t.rows.push_back(std::move(row));
   }
   t.notes = {
@@ -153,6 +215,7 @@ Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& resu
           ": the bytes at the peak (" + u + ") by category;",
       "recomp GF: GFLOP recomputed per step; replayed: op calls answered from the selective-checkpoint cache per step.",
   };
+  if (planned) t.notes.push_back(fits_note);
   return t;
 }
 
@@ -211,7 +274,69 @@ void print_table(const RunConfig& cfg, const std::vector<StrategyResult>& result
   for (const std::string& n : t.notes) std::printf("%s\n", n.c_str());
 }
 
-std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& results) {
+std::string planning_line(const StrategyResult& p) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%s: planned for a budget of %s MiB (%lld bytes) in %.2f s, %lld dry runs: predicted peak %s MiB, "
+                "%.3f GFLOP recomputed per step",
+                p.name.c_str(), mib(p.budget_bytes, "%.2f").c_str(), (long long)p.budget_bytes, p.planning_seconds,
+                (long long)p.planning_dry_runs, mib(p.plan_predicted_peak_bytes, "%.2f").c_str(),
+                p.plan_recompute_flops / 1e9);
+  return buf;
+}
+
+Table sweep_table(const std::vector<StrategyResult>& sweep) {
+  Table t;
+  const bool at = std::any_of(sweep.begin(), sweep.end(), [](const StrategyResult& r) { return !r.at_strategy.empty(); });
+  t.header = {"plan", "budget MiB", "predicted", "measured", "fits", "recomp GF", "step ms", "plan s"};
+  if (at) t.header.push_back("at the peak of");
+  for (const StrategyResult& r : sweep) {
+    t.rows.push_back({r.name, mib(r.budget_bytes, "%.2f"), mib(r.plan_predicted_peak_bytes, "%.2f"),
+                      r.measured.known ? mib(r.measured.peak_bytes, "%.2f") : "-", fits_text(r),
+                      fmt("%.3f", r.recomputed_flops_per_step / 1e9), r.measured.known ? fmt("%.1f", r.median_ms) : "-",
+                      fmt("%.2f", r.planning_seconds)});
+    if (at) t.rows.back().push_back(r.at_strategy.empty() ? "-" : r.at_strategy);
+  }
+  t.notes = {
+      "budget: what plan_checkpointing was given; predicted: the plan's dry-run peak; measured: max_memory_allocated",
+      "over the measured steps; fits: measured <= budget; recomp GF: GFLOP recomputed per step (measured); step ms:",
+      "median step time, the same steps as the strategies'; plan s: wall time of plan_checkpointing.",
+  };
+  return t;
+}
+
+Table comparison_table(const std::vector<StrategyResult>& results, const std::vector<StrategyResult>& sweep) {
+  Table t;
+  t.header = {"strategy", "peak MiB", "strategy ms", "planned ms", "ratio", "strategy GF", "planned GF"};
+  for (const StrategyResult& r : results) {
+    if (r.planned() || !r.measured.known) continue;
+    const StrategyResult* p = planned_at(sweep, r.measured.peak_bytes);
+    if (p == nullptr) continue;
+    t.rows.push_back({r.name, mib(r.measured.peak_bytes), fmt("%.1f", r.median_ms),
+                      p->measured.known ? fmt("%.1f", p->median_ms) : "-",
+                      p->measured.known && r.median_ms > 0 ? fmt("%.3f", p->median_ms / r.median_ms) : "-",
+                      fmt("%.3f", r.recomputed_flops_per_step / 1e9), fmt("%.3f", p->recomputed_flops_per_step / 1e9)});
+  }
+  t.notes = {
+      "planned: plan_checkpointing given the strategy's own measured peak as its budget, run the same way;",
+      "ratio: planned / strategy median step time (at most 1.03: the plan is no slower, 3% noise allowed).",
+  };
+  return t;
+}
+
+void print_sweep(const std::vector<StrategyResult>& results, const std::vector<StrategyResult>& sweep) {
+  if (sweep.empty()) return;
+  Table s = sweep_table(sweep);
+  std::printf("\nthe planned frontier:\n\n%s\n", table_text(s).c_str());
+  for (const std::string& n : s.notes) std::printf("%s\n", n.c_str());
+  Table c = comparison_table(results, sweep);
+  if (c.rows.empty()) return;
+  std::printf("\nplanned at each strategy's own peak:\n\n%s\n", table_text(c).c_str());
+  for (const std::string& n : c.notes) std::printf("%s\n", n.c_str());
+}
+
+std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& results,
+                    const std::vector<StrategyResult>& sweep) {
   nlohmann::json j;
   j["framework"] = cfg.framework;
   j["config"] = {{"layers", cfg.shape.layers},
@@ -232,33 +357,10 @@ std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& res
                  {"clock", cfg.clock},
                  {"fma_peak_gflops", cfg.fma_peak_gflops}};
   j["results"] = nlohmann::json::array();
-  for (const StrategyResult& r : results) {
-    nlohmann::json e = {{"strategy", r.name},
-                        {"description", r.description},
-                        {"reentrant", r.reentrant},
-                        {"recomputed_flops_per_step", r.recomputed_flops_per_step},
-                        {"recomputed_calls_per_step", r.recomputed_calls_per_step},
-                        {"replayed_per_step", r.replayed_per_step}};
-    if (r.measured.known) {
-      e["peak_bytes"] = r.measured.peak_bytes;
-      e["activation_bytes"] = r.measured.activation_bytes;
-      e["at_peak"] = by_category_json(r.measured.at_peak);
-      e["step_ms"] = r.step_ms;
-      e["median_ms"] = r.median_ms;
-      e["final_loss"] = r.final_loss;
-      if (!r.measured.timeline.empty())
-        e["timeline"] = {{"step", r.measured.timeline.step}, {"allocated", allocated_series(r.measured.timeline)}};
-    }
-    if (r.predicted.known) {
-      e["predicted_peak_bytes"] = r.predicted.peak_bytes;
-      e["predicted_activation_bytes"] = r.predicted.activation_bytes;
-      e["predicted_at_peak"] = by_category_json(r.predicted.at_peak);
-      e["dry_run_seconds"] = r.dry_run_seconds;
-      if (!r.measured.known && !r.predicted.timeline.empty())
-        e["predicted_timeline"] = {{"step", r.predicted.timeline.step},
-                                   {"allocated", allocated_series(r.predicted.timeline)}};
-    }
-    j["results"].push_back(e);
+  for (const StrategyResult& r : results) j["results"].push_back(result_json(r));
+  if (!sweep.empty()) {
+    j["sweep"] = nlohmann::json::array();
+    for (const StrategyResult& r : sweep) j["sweep"].push_back(result_json(r));
   }
   return j.dump(1);
 }
@@ -295,11 +397,16 @@ void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResu
     s.dry_run_seconds = r.value("dry_run_seconds", 0.0);
     s.recomputed_flops_per_step = r.value("recomputed_flops_per_step", 0.0);
     s.replayed_per_step = r.value("replayed_per_step", 0.0);
+    s.budget_bytes = r.value("budget_bytes", int64_t{0});
+    s.plan_predicted_peak_bytes = r.value("plan_predicted_peak_bytes", int64_t{0});
+    s.plan_recompute_flops = r.value("plan_recompute_flops", 0.0);
+    s.planning_seconds = r.value("planning_seconds", 0.0);
     results->push_back(s);
   }
 }
 
-std::string report_html(const RunConfig& cfg, const std::vector<StrategyResult>& results) {
+std::string report_html(const RunConfig& cfg, const std::vector<StrategyResult>& results,
+                        const std::vector<StrategyResult>& sweep) {
   std::ostringstream s;
   const bool measured = any_measured(results);
   s << "<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n"
@@ -320,7 +427,17 @@ std::string report_html(const RunConfig& cfg, const std::vector<StrategyResult>&
   s << "<h2>" << (measured ? "Predicted and measured memory" : "Predicted memory") << "</h2>\n";
   s << table_html(result_table(cfg, results));
   if (measured) {
-    s << "<h2>Peak memory against step time</h2>\n<figure>\n" << pareto_svg(cfg, results) << "</figure>\n";
+    s << "<h2>Peak memory against step time</h2>\n<figure>\n" << pareto_svg(cfg, results, sweep) << "</figure>\n";
+    s << "<h2>Peak memory against recomputed FLOPs</h2>\n<figure>\n"
+      << pareto_svg(cfg, results, sweep, ParetoX::kRecomputedFlops) << "</figure>\n";
+  }
+  for (const StrategyResult& r : results)
+    if (r.planned())
+      s << "<p class='pre'>" << escape_xml(planning_line(r)) << "</p>\n";
+  if (!sweep.empty()) {
+    s << "<h2>The planned frontier</h2>\n" << table_html(sweep_table(sweep));
+    Table c = comparison_table(results, sweep);
+    if (!c.rows.empty()) s << "<h2>Planned at each strategy's own peak</h2>\n" << table_html(c);
   }
   s << "<h2>Memory over one training step</h2>\n";
   for (const StrategyResult& r : results) {

@@ -49,6 +49,19 @@ struct StrategyResult {
   double recomputed_flops_per_step = 0;
   double replayed_per_step = 0;
   double recomputed_calls_per_step = 0;
+
+  // A strategy plan_checkpointing made (--budget, --sweep): the budget it was planned for and
+  // what the planner said; 0 for the fixed strategies.
+  int64_t budget_bytes = 0;
+  int64_t plan_predicted_peak_bytes = 0;  // CheckpointPlan::predicted_peak_bytes
+  double plan_recompute_flops = 0;        // CheckpointPlan::recompute_flops (per step)
+  double planning_seconds = 0;            // wall time of plan_checkpointing
+  int64_t planning_dry_runs = 0;
+  std::string at_strategy;                // planned at this fixed strategy's measured peak (--sweep-at-strategies)
+
+  bool planned() const { return budget_bytes > 0; }
+  // The peak (measured, or predicted when nothing was measured) is within the budget.
+  bool fits() const { return (measured.known ? measured.peak_bytes : predicted.peak_bytes) <= budget_bytes; }
 };
 
 struct RunConfig {

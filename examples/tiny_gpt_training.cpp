@@ -67,26 +67,6 @@ std::string usage() {
   return os.str();
 }
 
-int64_t parse_byte_size(const std::string& flag, const std::string& text) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string unit = text.substr(used);
-  static const std::vector<std::pair<std::string, double>> units = {
-      {"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024}};
-  for (const auto& [name, scale] : units) {
-    if (used > 0 && unit == name) {
-      REMAT_CHECK(v > 0, flag, ": the size must be positive, got '", text, "'");
-      return static_cast<int64_t>(v * scale);
-    }
-  }
-  throw Error(flag + ": expected a size like 40MiB, 1.5GiB, 800KB or 65536, got '" + text + "'");
-}
-
 namespace {
 
 int64_t parse_int(const std::string& flag, const std::string& value, int64_t min) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/byte_size.h"
 #include "remat.h"
 
 namespace remat::examples {
@@ -40,7 +41,8 @@ std::string usage();
 TrainOptions parse_args(const std::vector<std::string>& args);
 
 // "40MiB", "1.5GiB", "800KB", "65536": bytes (KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000).
-int64_t parse_byte_size(const std::string& flag, const std::string& text);
+// Shared with the benchmark's --budget (bench/byte_size.h).
+using bench::parse_byte_size;
 
 // The names --checkpoint accepts, and what each one does to the model's blocks.
 const std::vector<std::pair<std::string, std::string>>& checkpoint_names();

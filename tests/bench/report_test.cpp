@@ -4,6 +4,7 @@
 #include "bench/report.h"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
@@ -70,6 +71,19 @@ std::vector<Box> label_boxes(const std::string& svg, const std::vector<std::stri
     boxes.push_back(Box{x, baseline - 12 * 0.95, text_width(label, 12), 12 * 1.25});
   }
   return boxes;
+}
+
+// The strategies' labels in a Pareto chart overlap neither each other nor any of `markers`.
+void check_labels_apart(const std::string& svg, const std::vector<StrategyResult>& rs,
+                        const std::vector<Box>& markers = {}) {
+  std::vector<std::string> names;
+  for (const auto& r : rs) names.push_back(r.name);
+  std::vector<Box> boxes = label_boxes(svg, names);
+  REQUIRE(boxes.size() == rs.size());
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    for (size_t j = i + 1; j < boxes.size(); ++j) CHECK_FALSE(overlaps(boxes[i], boxes[j]));
+    for (const Box& m : markers) CHECK_FALSE(overlaps(boxes[i], m));
+  }
 }
 
 size_t count(const std::string& haystack, const std::string& needle) {
@@ -251,12 +265,7 @@ TEST_CASE("plots: labels placed greedily do not overlap each other or the points
 TEST_CASE("plots: the Pareto chart's labels do not overlap and its axes start near the data", "[report]") {
   std::vector<StrategyResult> rs = synthetic_results();
   std::string svg = pareto_svg(tiny_config(), rs);
-  std::vector<std::string> names;
-  for (const auto& r : rs) names.push_back(r.name);
-  std::vector<Box> boxes = label_boxes(svg, names);
-  REQUIRE(boxes.size() == rs.size());
-  for (size_t i = 0; i < boxes.size(); ++i)
-    for (size_t j = i + 1; j < boxes.size(); ++j) CHECK_FALSE(overlaps(boxes[i], boxes[j]));
+  check_labels_apart(svg, rs);
   // Step times 431-575 ms and peaks 70-115 MiB: neither axis starts at 0.
   CHECK(svg.find(">0</text>") == std::string::npos);
   CHECK(svg.find(">peak memory (MiB)<") != std::string::npos);
@@ -315,4 +324,115 @@ TEST_CASE("plots: tick labels have the decimals their spacing needs", "[report]"
   std::sort(sorted.begin(), sorted.end());
   CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());  // no two ticks read the same
   CHECK(std::find(ticks.begin(), ticks.end(), "0.62") != ticks.end());
+}
+
+namespace {
+
+// Four planned points between full's and none's peaks, as a sweep measures them; the first was
+// planned at full's own peak (--sweep-at-strategies).
+std::vector<StrategyResult> synthetic_sweep(const std::vector<StrategyResult>& strategies) {
+  const std::vector<std::tuple<double, double, double>> points = {
+      {70.1, 520.0, 3.1e9}, {85.0, 470.0, 0.9e9}, {100.0, 450.0, 0.2e9}, {115.0, 432.0, 0.0}};
+  std::vector<StrategyResult> sweep;
+  for (const auto& [mib, ms, flops] : points) {
+    StrategyResult r;
+    r.budget_bytes = static_cast<int64_t>(mib * 1024 * 1024);
+    r.name = "plan@" + std::to_string(r.budget_bytes);
+    r.measured.known = r.predicted.known = true;
+    r.measured.peak_bytes = r.predicted.peak_bytes = r.plan_predicted_peak_bytes = r.budget_bytes - 4096;
+    r.median_ms = ms;
+    r.recomputed_flops_per_step = r.plan_recompute_flops = flops;
+    r.planning_seconds = 0.5;
+    sweep.push_back(r);
+  }
+  sweep[0].budget_bytes = strategies.at(1).measured.peak_bytes;
+  sweep[0].at_strategy = strategies.at(1).name;
+  return sweep;
+}
+
+}  // namespace
+
+TEST_CASE("report: a planned row gets a fits column; the sweep's tables compare plans with strategies", "[report]") {
+  std::vector<StrategyResult> rs = synthetic_results();
+  REQUIRE(rs[1].name == "full");
+  CHECK(result_table(tiny_config(), rs).header.back() == "final loss");  // no planned row: no fits column
+  StrategyResult planned = rs[5];
+  planned.name = "planned";
+  planned.budget_bytes = planned.measured.peak_bytes;
+  planned.plan_predicted_peak_bytes = planned.measured.peak_bytes;
+  planned.planning_seconds = 0.25;
+  planned.planning_dry_runs = 37;
+  rs.push_back(planned);
+  Table t = result_table(tiny_config(), rs);
+  REQUIRE(t.header.back() == "fits");
+  CHECK(t.rows.back().back() == "yes");  // measured == budget fits
+  CHECK(t.rows.front().back() == "-");  // a fixed strategy
+  rs.back().budget_bytes -= 1;
+  CHECK(result_table(tiny_config(), rs).rows.back().back() == "NO");
+  CHECK(planning_line(planned).find("planned for a budget of 88.10 MiB (92379545 bytes) in 0.25 s, 37 dry runs") !=
+        std::string::npos);
+
+  const std::vector<StrategyResult> sweep = synthetic_sweep(rs);
+  Table st = sweep_table(sweep);
+  REQUIRE(st.rows.size() == 4);
+  CHECK(st.header == std::vector<std::string>{"plan", "budget MiB", "predicted", "measured", "fits", "recomp GF",
+                                              "step ms", "plan s", "at the peak of"});
+  CHECK(st.rows[0][4] == "yes");
+  CHECK(st.rows[0][5] == "3.100");
+  CHECK(st.rows[0][8] == "full");
+  CHECK(st.rows[1][8] == "-");
+  CHECK(st.rows[3][2] == "115.00");
+  Table c = comparison_table(rs, sweep);
+  REQUIRE(c.rows.size() == 1);  // only full's peak was planned at
+  CHECK(c.rows[0] == std::vector<std::string>{"full", "70.1", "568.7", "520.0", "0.914", "0.000", "3.100"});
+}
+
+TEST_CASE("plots: the planned frontier is one line through the sweep's points in order of peak", "[report]") {
+  std::vector<StrategyResult> rs = synthetic_results();
+  std::vector<StrategyResult> sweep = synthetic_sweep(rs);
+  std::swap(sweep[1], sweep[3]);  // drawn in order of peak whatever the order given
+  std::string svg = pareto_svg(tiny_config(), rs, sweep);
+  CHECK(pareto_svg(tiny_config(), rs).find("planned-frontier") == std::string::npos);
+  REQUIRE(count(svg, "id='planned-frontier'") == 1);
+  std::smatch m;
+  REQUIRE(std::regex_search(svg, m, std::regex("id='planned-frontier'[^>]* points='([^']*)'")));
+  std::vector<double> ys;
+  std::istringstream points(m[1].str());
+  std::string point;
+  while (points >> point) ys.push_back(std::stod(point.substr(point.find(',') + 1)));
+  REQUIRE(ys.size() == sweep.size());
+  for (size_t i = 1; i < ys.size(); ++i) CHECK(ys[i] < ys[i - 1]);  // rising peak: higher up the picture
+  CHECK(svg.find("green: the planned frontier (plan_checkpointing at 4 budgets") != std::string::npos);
+  CHECK(count(svg, "<circle") == rs.size());  // the strategies' points as before
+  // The strategies' labels still overlap neither each other nor the frontier's markers.
+  std::vector<Box> markers;
+  std::regex marker_re("<rect x='([-0-9.]+)' y='([-0-9.]+)' width='7' height='7' fill='#2ca02c'/>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), marker_re); it != std::sregex_iterator(); ++it)
+    markers.push_back(Box{std::stod((*it)[1]), std::stod((*it)[2]), 7, 7});
+  REQUIRE(markers.size() == sweep.size());  // one marker per planned point
+  check_labels_apart(svg, rs, markers);
+  // Against recomputed FLOPs: from 0 (none) up, the same frontier.
+  std::string flops = pareto_svg(tiny_config(), rs, sweep, ParetoX::kRecomputedFlops);
+  CHECK(flops.find("Peak memory against recomputed FLOPs") != std::string::npos);
+  CHECK(flops.find(">recomputed GFLOP per step<") != std::string::npos);
+  CHECK(count(flops, "id='planned-frontier'") == 1);
+}
+
+TEST_CASE("report: the JSON and the HTML page carry the planned points", "[report]") {
+  std::vector<StrategyResult> rs = synthetic_results();
+  std::vector<StrategyResult> sweep = synthetic_sweep(rs);
+  RunConfig cfg = tiny_config();
+  nlohmann::json j = nlohmann::json::parse(to_json(cfg, rs, sweep));
+  REQUIRE(j.at("sweep").size() == sweep.size());
+  CHECK(j["sweep"][0]["budget_bytes"] == sweep[0].budget_bytes);
+  CHECK(j["sweep"][0]["fits"] == true);
+  CHECK(j["sweep"][0]["at_strategy"] == "full");
+  CHECK(j["sweep"][2]["plan_recompute_flops"] == 0.2e9);
+  CHECK_FALSE(j["results"][0].contains("budget_bytes"));  // a fixed strategy
+  CHECK_FALSE(nlohmann::json::parse(to_json(cfg, rs)).contains("sweep"));
+  std::string html = report_html(cfg, rs, sweep);
+  CHECK(html.find(pareto_svg(cfg, rs, sweep)) != std::string::npos);
+  CHECK(html.find(pareto_svg(cfg, rs, sweep, ParetoX::kRecomputedFlops)) != std::string::npos);
+  CHECK(html.find(table_html(sweep_table(sweep))) != std::string::npos);
+  CHECK(html.find(table_html(comparison_table(rs, sweep))) != std::string::npos);
 }

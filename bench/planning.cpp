@@ -1,0 +1,85 @@
+// Planned checkpointing in bench/memory_vs_recompute (see planning.h).
+#include "bench/planning.h"
+
+#include <cstdlib>
+#include <limits>
+
+#include "bench/byte_size.h"
+
+namespace remat::bench {
+
+int64_t parse_budget(const std::string& value) { return parse_byte_size("--budget", value); }
+
+int64_t parse_sweep(const std::string& value) {
+  char* end = nullptr;
+  const long long n = std::strtoll(value.c_str(), &end, 10);
+  REMAT_CHECK(end != value.c_str() && *end == '\0' && n >= 1, "--sweep expects an integer >= 1 (how many budgets to "
+              "plan), got '", value, "'");
+  return n;
+}
+
+void check_planning_args(const PlanningArgs& args, bool dry_run) {
+  REMAT_CHECK(!(dry_run && args.sweep > 0), "--sweep ", args.sweep, " runs every plan for real; it cannot go with "
+              "--dry-run (--budget SIZE --dry-run predicts one plan)");
+  REMAT_CHECK(!(dry_run && args.sweep_at_strategies), "--sweep-at-strategies plans at the strategies' measured peaks; "
+              "it cannot go with --dry-run");
+}
+
+PlannedStep benchmark_step(const ModelShape& shape, const TrainingOptions& options, int64_t steps) {
+  TrainingOptions o = options;
+  o.keep_timeline = false;
+  o.on_step = nullptr;
+  return [shape, o, steps](const PolicyFn& policy, Device device) {
+    Strategy s{"planning", "plan_checkpointing's dry run", nn::ActivationCheckpointing::selective(policy), false};
+    run_training_steps(s, shape, device, steps, o);
+  };
+}
+
+CheckpointPlan plan_budget(const ModelShape& shape, const TrainingOptions& options, int64_t budget_bytes,
+                           Device device, const std::string& flag) {
+  REMAT_CHECK(!device.is_meta(), "plan_budget: the device to plan for is cpu or cuda, not meta");
+  PlannerOptions po;
+  po.budget_bytes = budget_bytes;
+  po.device = device;
+  try {
+    return plan_checkpointing(benchmark_step(shape, options), po);
+  } catch (const CheckpointError& e) {
+    throw CheckpointError(flag + " " + byte_size_text(budget_bytes) + ": " + e.what());
+  }
+}
+
+CheckpointPlan plan_bounds(const ModelShape& shape, const TrainingOptions& options, Device device) {
+  return plan_budget(shape, options, std::numeric_limits<int64_t>::max(), device, "plan_bounds");
+}
+
+std::vector<int64_t> sweep_budgets(int64_t lo, int64_t hi, int64_t n) {
+  REMAT_CHECK(n >= 1, "sweep_budgets: the number of budgets must be at least 1, got ", n);
+  REMAT_CHECK(lo <= hi, "sweep_budgets: the range [", lo, ", ", hi, "] is empty");
+  if (n == 1) return {lo + (hi - lo) / 2};
+  std::vector<int64_t> budgets;
+  const long double span = static_cast<long double>(hi - lo);
+  for (int64_t i = 0; i < n; ++i)
+    budgets.push_back(i == n - 1 ? hi : lo + static_cast<int64_t>(span * i / (n - 1)));
+  return budgets;
+}
+
+std::string planned_name(int64_t budget_bytes) {
+  std::string text = byte_size_text(budget_bytes);
+  text.erase(text.find(' '), 1);  // "60.0MiB"
+  return "plan@" + text;
+}
+
+Strategy planned_strategy(const CheckpointPlan& plan, const std::string& name) {
+  return {name, "SAC planned by plan_checkpointing for " + byte_size_text(plan.budget_bytes),
+          nn::ActivationCheckpointing::planned(plan), false};
+}
+
+void record_plan(const CheckpointPlan& plan, StrategyResult* r) {
+  r->budget_bytes = plan.budget_bytes;
+  r->plan_predicted_peak_bytes = plan.predicted_peak_bytes;
+  r->plan_recompute_flops = plan.recompute_flops;
+  r->planning_seconds = plan.planning_seconds;
+  r->planning_dry_runs = plan.dry_runs;
+}
+
+}  // namespace remat::bench

@@ -1,0 +1,166 @@
+// Tests bench/planning.{h,cpp} and bench/byte_size.h: the benchmark's --budget, --sweep and
+// --sweep-at-strategies. Every figure is exact (no timing): a planned strategy run on the CPU
+// peaks at the plan's prediction, within its budget, and recomputes what the plan said.
+#include "bench/planning.h"
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <limits>
+
+#include "bench/byte_size.h"
+#include "tests/testing/matchers.h"
+
+using namespace remat;
+using namespace remat::bench;
+using Catch::Matchers::Contains;
+using remat::testing::What;
+
+namespace {
+
+// batch, seq, embd, heads, vocab, layers: two blocks, so what a block keeps moves the peak (with
+// one block, its backward reruns all of it under any strategy).
+const ModelShape kSmall{2, 32, 32, 2, 17, 2};
+
+// A strategy as memory_vs_recompute runs it: a dry run on Meta, then the same steps on the CPU.
+StrategyResult run(const Strategy& s) {
+  StrategyResult r;
+  r.name = s.name;
+  record_predicted(run_training_steps(s, kSmall, Device{kMeta}, 3), 1, 0, &r);
+  record_measured(run_training_steps(s, kSmall, Device{kCPU}, 3), 1, &r);
+  return r;
+}
+
+StrategyResult run_plan(const CheckpointPlan& plan) {
+  StrategyResult r = run(planned_strategy(plan, planned_name(plan.budget_bytes)));
+  record_plan(plan, &r);
+  return r;
+}
+
+const Strategy& strategy(const std::string& name) {
+  static const std::vector<Strategy> all = all_strategies();
+  for (const Strategy& s : all)
+    if (s.name == name) return s;
+  throw Error("no strategy " + name);
+}
+
+}  // namespace
+
+TEST_CASE("planning: the flags' values, and the combinations that make no sense, are errors naming them",
+          "[planning]") {
+  CHECK(parse_budget("60MiB") == 60 << 20);
+  CHECK(parse_budget("1.5GiB") == int64_t{3} << 29);
+  CHECK(parse_budget("800KB") == 800000);
+  CHECK(parse_budget("65536") == 65536);
+  REQUIRE_THROWS_WITH(parse_budget("lots"), Contains("--budget: expected a size like 40MiB, 1.5GiB, 800KB or 65536, "
+                                                     "got 'lots'"));
+  REQUIRE_THROWS_WITH(parse_budget("60XB"), Contains("got '60XB'"));
+  REQUIRE_THROWS_WITH(parse_budget("-1MiB"), Contains("--budget: the size must be positive, got '-1MiB'"));
+  CHECK(parse_sweep("6") == 6);
+  for (const char* bad : {"0", "-2", "six", "3x", ""})
+    REQUIRE_THROWS_WITH(parse_sweep(bad), Contains("--sweep expects an integer >= 1 (how many budgets to plan), got '" +
+                                                   std::string(bad) + "'"));
+  PlanningArgs a;
+  a.budget_bytes = 1 << 20;
+  CHECK_NOTHROW(check_planning_args(a, /*dry_run=*/true));  // one plan, predicted only
+  a.sweep = 2;
+  CHECK_NOTHROW(check_planning_args(a, false));
+  REQUIRE_THROWS_WITH(check_planning_args(a, true), Contains("--sweep 2 runs every plan for real; it cannot go with "
+                                                             "--dry-run"));
+  a.sweep = 0;
+  a.sweep_at_strategies = true;
+  REQUIRE_THROWS_WITH(check_planning_args(a, true), Contains("--sweep-at-strategies") && Contains("--dry-run"));
+}
+
+TEST_CASE("planning: byte sizes read and print as people write them", "[planning]") {
+  CHECK(byte_size_text(512) == "512 B");
+  CHECK(byte_size_text(320 * 1024) == "320.0 KiB");
+  CHECK(byte_size_text(60 << 20) == "60.0 MiB");
+  CHECK(byte_size_text(int64_t{3} << 29) == "1.50 GiB");
+  CHECK(planned_name(60 << 20) == "plan@60.0MiB");
+}
+
+TEST_CASE("planning: sweep budgets are evenly spaced, both ends included", "[planning]") {
+  CHECK(sweep_budgets(100, 200, 5) == std::vector<int64_t>{100, 125, 150, 175, 200});
+  CHECK(sweep_budgets(100, 200, 2) == std::vector<int64_t>{100, 200});
+  CHECK(sweep_budgets(100, 200, 1) == std::vector<int64_t>{150});
+  CHECK(sweep_budgets(7, 7, 3) == std::vector<int64_t>{7, 7, 7});
+  const int64_t big = int64_t{60} << 30;  // no overflow for sizes of tens of GiB
+  CHECK(sweep_budgets(big, 2 * big, 3) == std::vector<int64_t>{big, big + big / 2, 2 * big});
+  REQUIRE_THROWS_WITH(sweep_budgets(1, 2, 0), Contains("the number of budgets must be at least 1, got 0"));
+  REQUIRE_THROWS_WITH(sweep_budgets(2, 1, 3), Contains("the range [2, 1] is empty"));
+}
+
+TEST_CASE("planning: the planned row peaks at the plan's prediction, within its budget, with no checkpointing's "
+          "losses",
+          "[planning]") {
+  const TrainingOptions o;
+  const CheckpointPlan bounds = plan_bounds(kSmall, o, Device{kCPU});
+  const int64_t lo = bounds.recompute_all_peak_bytes, hi = bounds.keep_all_peak_bytes;
+  REQUIRE(lo < hi);
+  CHECK(bounds.predicted_peak_bytes == hi);
+  const int64_t budget = lo + (hi - lo) / 2;
+  const CheckpointPlan plan = plan_budget(kSmall, o, budget, Device{kCPU});
+  CHECK(plan.budget_bytes == budget);
+  CHECK(plan.planning_seconds > 0);
+  CHECK(plan.dry_runs > 0);
+  StrategyResult r = run_plan(plan);
+  CHECK(r.planned());
+  CHECK(r.budget_bytes == budget);
+  CHECK(r.measured.peak_bytes == plan.predicted_peak_bytes);  // every measured step, not only the planner's last
+  CHECK(r.predicted.peak_bytes == plan.predicted_peak_bytes);
+  CHECK(r.measured.peak_bytes <= budget);
+  CHECK(r.fits());
+  CHECK(r.recomputed_flops_per_step == plan.recompute_flops);
+  CHECK(r.plan_predicted_peak_bytes == plan.predicted_peak_bytes);
+  CHECK(r.plan_recompute_flops == plan.recompute_flops);
+  CHECK(r.planning_dry_runs == plan.dry_runs);
+  const StrategyResult none = run(strategy("none"));
+  CHECK(std::memcmp(&r.final_loss, &none.final_loss, sizeof(double)) == 0);  // bitwise
+  // A result over its budget reads as not fitting.
+  StrategyResult over = r;
+  over.budget_bytes = r.measured.peak_bytes - 1;
+  CHECK_FALSE(over.fits());
+}
+
+TEST_CASE("planning: a sweep across the feasible range: each point fits, recompute falls as budgets grow",
+          "[planning]") {
+  const TrainingOptions o;
+  const CheckpointPlan bounds = plan_bounds(kSmall, o, Device{kCPU});
+  double previous_cost = std::numeric_limits<double>::infinity();
+  double previous_flops = std::numeric_limits<double>::infinity();
+  std::vector<int64_t> budgets = sweep_budgets(bounds.recompute_all_peak_bytes, bounds.keep_all_peak_bytes, 3);
+  for (size_t i = 0; i < budgets.size(); ++i) {
+    INFO("budget " << budgets[i]);
+    const CheckpointPlan plan = plan_budget(kSmall, o, budgets[i], Device{kCPU}, "--sweep");
+    StrategyResult r = run_plan(plan);
+    CHECK(r.measured.peak_bytes == plan.predicted_peak_bytes);
+    CHECK(r.fits());
+    CHECK(r.recomputed_flops_per_step == plan.recompute_flops);
+    CHECK(plan.predicted_overhead_seconds <= previous_cost);
+    CHECK(r.recomputed_flops_per_step <= previous_flops);
+    previous_cost = plan.predicted_overhead_seconds;
+    previous_flops = r.recomputed_flops_per_step;
+    if (i == 0) CHECK(r.recomputed_flops_per_step > 0);            // the lowest budget recomputes
+    if (i + 1 == budgets.size()) CHECK(r.recomputed_flops_per_step == 0);  // the highest keeps all
+  }
+}
+
+TEST_CASE("planning: at full checkpointing's own peak the plan fits and recomputes no more", "[planning]") {
+  const StrategyResult full = run(strategy("full"));
+  const CheckpointPlan plan = plan_budget(kSmall, TrainingOptions{}, full.measured.peak_bytes, Device{kCPU}, "--sweep");
+  StrategyResult r = run_plan(plan);
+  CHECK(r.measured.peak_bytes <= full.measured.peak_bytes);
+  CHECK(r.recomputed_flops_per_step <= full.recomputed_flops_per_step);
+  CHECK(full.recomputed_flops_per_step > 0);
+}
+
+TEST_CASE("planning: a budget below the minimum is the planner's CheckpointError, with the flag and the minimum",
+          "[planning]") {
+  const CheckpointPlan bounds = plan_bounds(kSmall, TrainingOptions{}, Device{kCPU});
+  const int64_t lo = bounds.recompute_all_peak_bytes;
+  REQUIRE_THROWS_MATCHES(plan_budget(kSmall, TrainingOptions{}, lo - 1, Device{kCPU}), CheckpointError,
+                         What(Contains("--budget " + byte_size_text(lo - 1) + ": ") &&
+                              Contains("no plan fits a budget of " + std::to_string(lo - 1) + " bytes") &&
+                              Contains("the minimum feasible peak is " + std::to_string(lo) + " bytes")));
+  CHECK_NOTHROW(plan_budget(kSmall, TrainingOptions{}, lo, Device{kCPU}));
+}
