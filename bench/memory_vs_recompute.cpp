@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "bench/byte_size.h"
-#include "bench/fma_peak.h"
+#include "bench/machine_peaks.h"
 #include "bench/planning.h"
 #include "bench/plots.h"
 #include "bench/report.h"
@@ -239,7 +239,7 @@ StrategyResult run_plan(const CheckpointPlan& plan, const std::string& name, con
 // --sweep N and --sweep-at-strategies: the budgets, each planned and run.
 std::vector<StrategyResult> run_sweep(const Args& a, const std::vector<StrategyResult>& results, Device device) {
   const TrainingOptions o = training_options(a);
-  const CheckpointPlan bounds = plan_bounds(a.shape, o, planning_device(a));
+  const CheckpointPlan bounds = plan_bounds(a.shape, o, planning_device(a), a.planning);
   const int64_t lo = bounds.recompute_all_peak_bytes, hi = bounds.keep_all_peak_bytes;
   std::vector<int64_t> budgets;
   if (a.planning.sweep > 0) budgets = sweep_budgets(lo, hi, a.planning.sweep);
@@ -265,7 +265,7 @@ std::vector<StrategyResult> run_sweep(const Args& a, const std::vector<StrategyR
   std::vector<StrategyResult> sweep;
   double planning = 0;
   for (size_t i = 0; i < budgets.size(); ++i) {
-    const CheckpointPlan plan = plan_budget(a.shape, o, budgets[i], planning_device(a), "--sweep");
+    const CheckpointPlan plan = plan_budget(a.shape, o, budgets[i], planning_device(a), "--sweep", a.planning);
     planning += plan.planning_seconds;
     sweep.push_back(run_plan(plan, planned_name(budgets[i]), a, i, budgets.size(), device, /*timeline=*/false));
     auto it = at.find(budgets[i]);
@@ -303,13 +303,23 @@ int main(int argc, char** argv) {
     cfg.threads = omp_get_max_threads();
     // Before the steps, in the same run: the peak the step's matmul throughput is compared with.
     if (!a.dry_run && device.is_cpu()) cfg.fma_peak_gflops = measure_fma_peak_gflops(cfg.threads);
+    // The planner's cost model on this machine, as it is now: its FMA peak and copy bandwidth.
+    if (a.planning.budget_bytes > 0 || a.planning.sweeps()) {
+      if (planning_device(a).is_cpu()) {
+        a.planning.peak_flops = (cfg.fma_peak_gflops > 0 ? cfg.fma_peak_gflops : measure_fma_peak_gflops(cfg.threads)) * 1e9;
+        a.planning.bandwidth = measure_copy_bandwidth(cfg.threads);
+        std::printf("planner's cost model, measured in this run: %.0f GFLOP/s, %.1f GB/s (%d threads)\n",
+                    a.planning.peak_flops / 1e9, a.planning.bandwidth / 1e9, cfg.threads);
+      }
+    }
     cfg.clock = a.clock;
 
     std::vector<StrategyResult> results;
     // --budget is planned first: a budget below the minimum fails before anything runs.
     std::optional<CheckpointPlan> plan;
     if (a.planning.budget_bytes > 0)
-      plan = plan_budget(a.shape, training_options(a), a.planning.budget_bytes, planning_device(a));
+      plan = plan_budget(a.shape, training_options(a), a.planning.budget_bytes, planning_device(a), "--budget",
+                         a.planning);
     for (size_t i = 0; i < strategies.size(); ++i) results.push_back(run(strategies[i], a, i, strategies.size(), device));
     if (plan) results.push_back(run_plan(*plan, "planned", a, 0, 1, device, /*timeline=*/true));
     if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%90s\r", "");

@@ -32,7 +32,7 @@
 #include <time.h>
 #include <vector>
 
-#include "bench/fma_peak.h"
+#include "bench/machine_peaks.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "remat.h"
@@ -140,7 +140,7 @@ Bandwidth measure_copy(const Sizes& s, int threads) {
   return b;
 }
 
-// FP32 FMA peak in GFLOP/s (bench/fma_peak.h).
+// FP32 FMA peak in GFLOP/s (bench/machine_peaks.h).
 double measure_fma_peak(const Sizes& s, int threads) {
   return bench::measure_fma_peak_gflops(threads, s.fma_iters, s.fma_samples);
 }

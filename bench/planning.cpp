@@ -36,11 +36,13 @@ PlannedStep benchmark_step(const ModelShape& shape, const TrainingOptions& optio
 }
 
 CheckpointPlan plan_budget(const ModelShape& shape, const TrainingOptions& options, int64_t budget_bytes,
-                           Device device, const std::string& flag) {
+                           Device device, const std::string& flag, const PlanningArgs& machine) {
   REMAT_CHECK(!device.is_meta(), "plan_budget: the device to plan for is cpu or cuda, not meta");
   PlannerOptions po;
   po.budget_bytes = budget_bytes;
   po.device = device;
+  po.peak_flops = machine.peak_flops;
+  po.bandwidth = machine.bandwidth;
   try {
     return plan_checkpointing(benchmark_step(shape, options), po);
   } catch (const CheckpointError& e) {
@@ -48,8 +50,9 @@ CheckpointPlan plan_budget(const ModelShape& shape, const TrainingOptions& optio
   }
 }
 
-CheckpointPlan plan_bounds(const ModelShape& shape, const TrainingOptions& options, Device device) {
-  return plan_budget(shape, options, std::numeric_limits<int64_t>::max(), device, "plan_bounds");
+CheckpointPlan plan_bounds(const ModelShape& shape, const TrainingOptions& options, Device device,
+                           const PlanningArgs& machine) {
+  return plan_budget(shape, options, std::numeric_limits<int64_t>::max(), device, "plan_bounds", machine);
 }
 
 std::vector<int64_t> sweep_budgets(int64_t lo, int64_t hi, int64_t n) {

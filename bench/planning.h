@@ -29,6 +29,9 @@ struct PlanningArgs {
   int64_t budget_bytes = 0;          // --budget SIZE: plan for it and add a `planned` row; 0: no row
   int64_t sweep = 0;                 // --sweep N: N budgets across [recompute-all, keep-all]; 0: no sweep
   bool sweep_at_strategies = false;  // --sweep-at-strategies: plan at each fixed strategy's measured peak too
+  // The cost model's machine (PlannerOptions::peak_flops, bandwidth); 0: the planner's defaults.
+  // memory_vs_recompute measures both on the CPU in the same run.
+  double peak_flops = 0, bandwidth = 0;
   bool sweeps() const { return sweep > 0 || sweep_at_strategies; }
 };
 
@@ -45,15 +48,16 @@ void check_planning_args(const PlanningArgs& args, bool dry_run);
 // peak of every step the benchmark measures after warm-up.
 PlannedStep benchmark_step(const ModelShape& shape, const TrainingOptions& options, int64_t steps = 2);
 
-// plan_checkpointing on the benchmark's step for `budget_bytes`, with `device`'s cost model and
-// allocator accounting (cpu or cuda). A budget below the minimum throws the planner's
+// plan_checkpointing on the benchmark's step for `budget_bytes`, with `device`'s cost model (or
+// the machine's figures in `machine`) and allocator accounting (cpu or cuda). A budget below the minimum throws the planner's
 // CheckpointError (it names the minimum feasible peak in bytes), prefixed with `flag` and the
 // budget.
 CheckpointPlan plan_budget(const ModelShape& shape, const TrainingOptions& options, int64_t budget_bytes,
-                           Device device, const std::string& flag = "--budget");
+                           Device device, const std::string& flag = "--budget", const PlanningArgs& machine = {});
 // The feasible range in three dry runs: a plan with no limit (it keeps everything backward
 // needs), whose recompute_all_peak_bytes and keep_all_peak_bytes bound every plan's peak.
-CheckpointPlan plan_bounds(const ModelShape& shape, const TrainingOptions& options, Device device);
+CheckpointPlan plan_bounds(const ModelShape& shape, const TrainingOptions& options, Device device,
+                           const PlanningArgs& machine = {});
 
 // `n` budgets evenly spaced over [lo, hi], both ends included, rising (one budget: the middle).
 // Throws remat::Error for n < 1 or hi < lo.

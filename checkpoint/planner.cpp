@@ -64,6 +64,7 @@ std::vector<Shape> arg_shapes(const std::vector<IValue>& args) {
 struct CheckpointPlan::Data {
   struct Call {
     std::string key;
+    std::string op;                 // "aten::mm"
     std::vector<Shape> arg_shapes;  // what the plan was made for
     int64_t bytes = 0;              // new output bytes of one call
     double cost = 0;                // recompute cost of one call
@@ -80,7 +81,8 @@ struct CheckpointPlan::Data {
   std::vector<Call> calls;
   std::unordered_map<std::string, size_t> by_key;
   std::vector<Region> regions;
-  std::vector<size_t> candidates;  // the search's order
+  std::vector<size_t> candidates;         // outputs backward needs, in the search's order
+  std::vector<size_t> replay_candidates;  // outputs only a rerun would recompute, likewise
   PlannerOptions options;
 };
 
@@ -102,6 +104,7 @@ class DryRunObserver : public stats_detail::PlanningObserver {
     if (fresh) {
       Data::Call c;
       c.key = std::move(key);
+      c.op = op.name();
       c.arg_shapes = arg_shapes(args);
       c.cost = recompute_cost(device_, op, args, outputs);
       data_->calls.push_back(std::move(c));
@@ -240,7 +243,9 @@ void finish_plan(Planner& planner, const std::vector<bool>& best, CheckpointPlan
     if (best[i]) plan->kept.push_back(data.calls[i].key);
   }
   plan->candidates.clear();
+  plan->replay_candidates.clear();
   for (size_t c : data.candidates) plan->candidates.push_back(data.calls[c].key);
+  for (size_t c : data.replay_candidates) plan->replay_candidates.push_back(data.calls[c].key);
   plan->predicted_peak_bytes = final_run.peak;
   plan->recompute_flops = final_run.flops;
   plan->predicted_overhead_seconds = final_run.overhead;
@@ -272,12 +277,24 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
   std::vector<size_t> candidates;
   for (size_t i = 0; i < n; ++i)
     if (data.calls[i].needed && !data.calls[i].mutated && data.calls[i].bytes > 0) candidates.push_back(i);
+  // Outputs backward does not need, but a rerun would recompute on the way to one it does (the
+  // scores of attention, before the softmax backward needs): keeping one replays it instead.
+  std::vector<size_t> replay;
+  for (size_t i = 0; i < n; ++i)
+    if (!data.calls[i].needed && !data.calls[i].mutated && data.calls[i].bytes > 0 && data.calls[i].cost > 0)
+      replay.push_back(i);
   // Recompute cost saved per byte kept, highest first; ties in forward order.
-  std::stable_sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
+  auto by_value = [&](size_t a, size_t b) {
     return data.calls[a].cost * static_cast<double>(data.calls[b].bytes) >
            data.calls[b].cost * static_cast<double>(data.calls[a].bytes);
-  });
+  };
+  std::stable_sort(candidates.begin(), candidates.end(), by_value);
+  std::stable_sort(replay.begin(), replay.end(), by_value);
   data.candidates = candidates;
+  data.replay_candidates = replay;
+  std::vector<size_t> keepable = candidates;  // both, by value
+  keepable.insert(keepable.end(), replay.begin(), replay.end());
+  std::stable_sort(keepable.begin(), keepable.end(), by_value);
 
   std::vector<bool> all(n, false);
   for (size_t c : candidates) all[c] = true;
@@ -322,7 +339,6 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
         hi = mid;
       }
     }
-    // 3. Local improvement, each move priced by a dry run.
     auto try_set = [&](const std::vector<bool>& s) {
       if (!budget_left()) return false;
       RunResult r = planner.run(s, false);
@@ -331,6 +347,36 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
       best_run = r;
       return true;
     };
+    // 3. Keep-sets by op: every candidate of some set of ops, which is what hand-made policies
+    //    keep ("save every matmul"). Keeping all of a region's matmuls can beat any prefix of the
+    //    per-call order, because a region rerun only for cheap ops costs little. Every subset of
+    //    the ops when there are few, else each op alone and the prefixes of the ops by value.
+    std::vector<std::string> ops;  // by value: the op of the most valuable call first
+    for (size_t c : keepable)
+      if (std::find(ops.begin(), ops.end(), data.calls[c].op) == ops.end()) ops.push_back(data.calls[c].op);
+    auto keep_ops = [&](const std::vector<bool>& chosen) {
+      std::vector<bool> s(n, false);
+      for (size_t c : keepable)
+        s[c] = chosen[static_cast<size_t>(std::find(ops.begin(), ops.end(), data.calls[c].op) - ops.begin())];
+      return s;
+    };
+    constexpr size_t kAllSubsetsUpTo = 6;
+    if (ops.size() <= kAllSubsetsUpTo) {
+      for (uint32_t mask = 1; mask + 1 < (1u << ops.size()); ++mask) {  // not none, not all (both tried)
+        std::vector<bool> chosen(ops.size());
+        for (size_t k = 0; k < ops.size(); ++k) chosen[k] = (mask >> k) & 1u;
+        try_set(keep_ops(chosen));
+      }
+    } else {
+      for (size_t k = 0; k < ops.size(); ++k) {
+        std::vector<bool> alone(ops.size(), false), prefix(ops.size(), false);
+        alone[k] = true;
+        for (size_t j = 0; j <= k; ++j) prefix[j] = true;
+        try_set(keep_ops(alone));
+        if (k + 1 < ops.size()) try_set(keep_ops(prefix));
+      }
+    }
+    // 4. Local improvement, each move priced by a dry run.
     //    Whole regions: keeping all a region needs means it is not rerun at all.
     for (const Data::Region& region : data.regions) {
       std::vector<bool> s = best;
@@ -339,8 +385,8 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
         if (all[c] && !s[c]) s[c] = adds = true;
       if (adds) try_set(s);
     }
-    //    First fit: every candidate left, in order.
-    for (size_t c : candidates) {
+    //    First fit: every output left, in order.
+    for (size_t c : keepable) {
       if (best[c]) continue;
       std::vector<bool> s = best;
       s[c] = true;
@@ -373,7 +419,9 @@ CheckpointPlan CheckpointPlan::with_kept(const PlannedStep& step, const std::vec
   std::vector<bool> keep(planner.data.calls.size(), false);
   for (const std::string& k : keys) {
     auto it = planner.data.by_key.find(k);
-    if (it == planner.data.by_key.end() || !planner.data.calls[it->second].needed) {
+    const auto& replay = planner.data.replay_candidates;
+    if (it == planner.data.by_key.end() ||
+        (!planner.data.calls[it->second].needed && std::find(replay.begin(), replay.end(), it->second) == replay.end())) {
       throw CheckpointError("CheckpointPlan::with_kept: '" + k + "' is not one of the plan's candidates");
     }
     keep[it->second] = true;

@@ -20,12 +20,13 @@
 // How it plans. One profiling dry run (nothing kept) records every op call SAC sees in
 // checkpointed regions, its output bytes and recompute cost (cost model below), and whether
 // backward needs its output (a saved tensor shares its storage); the calls backward needs are
-// the candidates. Keeping all of them reruns no region at all (a region whose saved tensors SAC
+// the candidates. A call backward does not need can still be worth keeping: a rerun that
+// recomputes a needed output recomputes the calls before it, unless SAC replays them. Keeping all of them reruns no region at all (a region whose saved tensors SAC
 // kept is never rerun), so [recompute-all, keep-all] bounds the feasible peaks. The search:
 // candidates by recompute cost saved per byte kept, the longest prefix that fits (binary search
-// on the dry run's peak), then first-fit additions, whole-region completions and one-for-one
-// swaps, each priced by a dry run, within options.max_dry_runs. The result is verified by one
-// more dry run.
+// on the dry run's peak), then keep-sets by op (every call of some set of ops, as hand-made
+// policies keep), whole-region completions, first-fit additions and one-for-one swaps, each
+// priced by a dry run, within options.max_dry_runs. The result is verified by one more dry run.
 //
 // Cost model: recomputing a call costs max(FLOPs / peak FLOP/s, bytes moved / bandwidth) on
 // options.device; views cost nothing.
@@ -63,6 +64,9 @@ struct CheckpointPlan {
   double predicted_overhead_seconds = 0; // the cost model's price of that recompute on options.device (what the plan minimises)
   std::vector<std::string> kept;         // "scope / op / #index" of every op output the plan keeps
   std::vector<std::string> candidates;   // every output backward needs, in the search's order (best value first)
+  // Outputs backward does not need but a rerun recomputes on the way to one it does (attention's
+  // scores before the softmax): keeping one replays it in the rerun instead. Best value first.
+  std::vector<std::string> replay_candidates;
   int64_t budget_bytes = 0;
   int64_t dry_runs = 0;                  // dry runs the search made
   double planning_seconds = 0;           // wall time of plan_checkpointing
@@ -71,7 +75,7 @@ struct CheckpointPlan {
   // the plan has never seen, or one whose argument shapes differ from what it was made for.
   PolicyFn policy() const;
   std::string summary() const;  // per region: bytes kept / recomputed, cost
-  // The same model, another keep-set (any subset of `candidates`), priced by one dry run: for
+  // The same model, another keep-set (any subset of `candidates` and `replay_candidates`), priced by one dry run: for
   // comparing a hand-made choice with the planner's. Ignores the budget.
   CheckpointPlan with_kept(const std::function<void(const PolicyFn&, Device)>& step,
                            const std::vector<std::string>& kept) const;

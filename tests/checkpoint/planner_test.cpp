@@ -98,7 +98,6 @@ TEST_CASE("planner: a sweep of budgets: each plan fits, is exact on the CPU, and
   CHECK(hi <= plain.peak);  // keeping all backward needs costs no more than no checkpointing
 
   double previous_cost = std::numeric_limits<double>::infinity();
-  double previous_flops = std::numeric_limits<double>::infinity();
   const int kBudgets = 6;
   for (int i = 0; i <= kBudgets; ++i) {
     const int64_t budget = lo + (hi - lo) * i / kBudgets;
@@ -110,10 +109,11 @@ TEST_CASE("planner: a sweep of budgets: each plan fits, is exact on the CPU, and
     CHECK(real.peak <= budget);
     CHECK(real.flops == plan.recompute_flops);
     CHECK(bitwise_equal(real.loss_and_grads, plain.loss_and_grads));
+    // The recompute cost the plan minimises falls as the budget grows. Its FLOPs alone need not:
+    // the cost model also prices bytes moved, so a larger budget may trade recomputed elementwise
+    // ops (bytes) for a recomputed matmul (FLOPs).
     CHECK(plan.predicted_overhead_seconds <= previous_cost);
-    CHECK(plan.recompute_flops <= previous_flops);
     previous_cost = plan.predicted_overhead_seconds;
-    previous_flops = plan.recompute_flops;
     if (i == kBudgets) {
       CHECK(plan.recompute_flops == 0);
       CHECK(plan.predicted_overhead_seconds == 0);
@@ -129,6 +129,40 @@ TEST_CASE("planner: at full checkpointing's own peak, the plan recomputes no mor
   CHECK(plan.predicted_peak_bytes <= full.peak);
   CHECK(plan.recompute_flops <= full.flops);
   CHECK(full.flops > 0);
+}
+
+TEST_CASE("planner: at a hand-made SAC policy's own peak, the plan costs no more than the policy's choice",
+          "[planner]") {
+  const Shape5 s = kActivationBound;
+  PlannedStep step = planned_step(s);
+  CheckpointPlan probe = plan_checkpointing(step, PlannerOptions{int64_t{1} << 40});
+  const std::vector<std::pair<const char*, PolicyFn>> hand_made = {
+      {"save every matmul", policies::save_matmuls()},
+      {"every matmul but mlp.fc2", policies::compose({policies::recompute_scopes({"*.mlp.fc2"}), policies::save_matmuls()})},
+      {"every other mm", policies::save_every_other({"aten::mm", "aten::addmm"})},
+  };
+  for (const auto& [name, policy] : hand_made) {
+    INFO("policy: " << name);
+    // What the policy keeps, as the planner names calls (only outputs backward needs matter).
+    std::vector<std::string> kept;
+    PolicyFn recording = [&, policy = policy](const SelectiveCheckpointContext& ctx, const OperatorHandle& op,
+                                              const std::vector<IValue>& args) {
+      CheckpointPolicy p = policy(ctx, op, args);
+      std::string key = (ctx.scope.empty() ? std::string("<top>") : ctx.scope) + " / " + op.name() + " / #" +
+                        std::to_string(ctx.index);
+      if ((p == CheckpointPolicy::MUST_SAVE || p == CheckpointPolicy::PREFER_SAVE) && !ctx.is_recompute &&
+          std::find(probe.candidates.begin(), probe.candidates.end(), key) != probe.candidates.end() &&
+          std::find(kept.begin(), kept.end(), key) == kept.end())
+        kept.push_back(key);
+      return p;
+    };
+    StepResult real = train_step(s, Device{kCPU}, nn::ActivationCheckpointing::selective(recording));
+    CheckpointPlan choice = probe.with_kept(step, kept);
+    CHECK(choice.predicted_peak_bytes <= real.peak);  // the needed part of what the policy keeps
+    CheckpointPlan plan = plan_checkpointing(step, PlannerOptions{real.peak});
+    CHECK(plan.predicted_peak_bytes <= real.peak);
+    CHECK(plan.predicted_overhead_seconds <= choice.predicted_overhead_seconds);
+  }
 }
 
 TEST_CASE("planner: on one block, no keep-set that fits is cheaper than the plan by more than 5%", "[planner]") {

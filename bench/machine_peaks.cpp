@@ -1,10 +1,11 @@
-// The machine's FP32 FMA peak (see fma_peak.h).
-#include "bench/fma_peak.h"
+// The machine's FP32 FMA peak and copy bandwidth (see machine_peaks.h).
+#include "bench/machine_peaks.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <vector>
 
 namespace remat::bench {
@@ -77,6 +78,25 @@ double measure_fma_peak_gflops(int threads, int64_t iters, int samples) {
   const double flops = 2.0 * kLanes * kChains * static_cast<double>(iters) * threads;
   return flops / *std::min_element(times.begin(), times.end()) / 1e9;
 #endif
+}
+
+double measure_copy_bandwidth(int threads, int64_t floats, int samples) {
+  std::vector<float> src(static_cast<size_t>(floats), 1.0f), dst(static_cast<size_t>(floats), 0.0f);
+  auto run = [&] {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int t = 0; t < threads; ++t) {
+      const int64_t begin = floats * t / threads, end = floats * (t + 1) / threads;
+      std::memcpy(dst.data() + begin, src.data() + begin, static_cast<size_t>(end - begin) * sizeof(float));
+    }
+  };
+  run();  // warm-up: both buffers resident
+  double fastest = 1e30;
+  for (int r = 0; r < samples; ++r) {
+    const double t0 = now_s();
+    run();
+    fastest = std::min(fastest, now_s() - t0);
+  }
+  return 2.0 * static_cast<double>(floats) * sizeof(float) / fastest;
 }
 
 }  // namespace remat::bench
