@@ -1,15 +1,27 @@
 // Dispatch cost per op call (the price SAC pays on every op): `a + b` on 1-element tensors,
 // with grad off, with requires_grad (the autograd kernel records a node), and with one
-// pass-through dispatch mode pushed. Reference on this machine type (2 cores): libtorch 1.13
-// takes about 650 ns with grad off and 1,100 ns with grad on.
+// pass-through dispatch mode pushed.
+//
+// The peer is measured, never quoted: `--libtorch BIN` (repeatable) runs BIN, the libtorch build
+// of the same cases (tools/dispatch_libtorch.sh builds it), after remat's cases in the same run
+// and prints its figures beside remat's with the ratio. Without it the libtorch column says that
+// it was not measured. The pass-through-mode cases have no libtorch counterpart
+// (TorchDispatchMode is Python-only).
+//
+//   bazel-bin/bench/dispatch_overhead --libtorch "$(tools/dispatch_libtorch.sh --build-only)"
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
+#include "bench/ns_per_call.h"
+#include "bench/peer_figures.h"
 #include "remat.h"
 
 using namespace remat;
+using remat::bench::ns_per_call;
 
 namespace {
 
@@ -19,25 +31,19 @@ struct PassThrough : DispatchMode {
   }
 };
 
-// Fastest of several repetitions of the mean time per call (the least disturbed by other load on
-// a shared machine).
-template <class F>
-double ns_per_call(const F& f, int calls = 100000, int reps = 21) {
-  for (int i = 0; i < calls / 10; ++i) f();  // warm-up
-  std::vector<double> samples;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) f();
-    auto t1 = std::chrono::steady_clock::now();
-    samples.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / calls);
-  }
-  std::sort(samples.begin(), samples.end());
-  return samples.front();
-}
-
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  std::vector<std::string> peers;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--libtorch") == 0 && i + 1 < argc) {
+      peers.push_back(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: %s [--libtorch BIN]...  (BIN: see tools/dispatch_libtorch.sh)\n", argv[0]);
+      return 2;
+    }
+  }
+
   Tensor a = ones({1}), b = ones({1});
   Tensor ga = ones({1}).requires_grad_(), gb = ones({1}).requires_grad_();
 
@@ -53,10 +59,40 @@ int main() {
     DispatchModeGuard guard(std::make_shared<PassThrough>());
     mode_grad = ns_per_call([&] { Tensor c = ga + gb; });
   }
-  std::printf("%-44s %10s %14s\n", "a + b on [1] tensors", "ns/call", "libtorch 1.13");
-  std::printf("%-44s %10.0f %14s\n", "grad off", plain, "~650");
-  std::printf("%-44s %10.0f %14s\n", "requires_grad (records a node)", with_grad, "~1100");
-  std::printf("%-44s %10.0f %14s\n", "grad off, one pass-through dispatch mode", mode, "-");
-  std::printf("%-44s %10.0f %14s\n", "requires_grad, one pass-through dispatch mode", mode_grad, "-");
+
+  // The peers run after remat's cases, one at a time, each in its own process.
+  const std::map<std::string, std::string> required = {{"grad_off_ns", "a + b, grad off"},
+                                                       {"requires_grad_ns", "a + b, requires_grad"}};
+  std::vector<bench::PeerFigures> figures;
+  for (const std::string& p : peers) figures.push_back(bench::run_peer(p, required));
+
+  struct Row {
+    const char* name;
+    double remat;
+    const char* peer_key;  // nullptr: no libtorch counterpart
+  };
+  const Row rows[] = {{"grad off", plain, "grad_off_ns"},
+                      {"requires_grad (records a node)", with_grad, "requires_grad_ns"},
+                      {"grad off, one pass-through dispatch mode", mode, nullptr},
+                      {"requires_grad, one pass-through dispatch mode", mode_grad, nullptr}};
+
+  std::printf("%-46s %9s", "a + b on [1] tensors, ns/call", "remat");
+  for (const bench::PeerFigures& f : figures)
+    std::printf(" %16s %8s", ("libtorch " + f.version.substr(0, std::min(f.version.find('+'), size_t{7}))).c_str(), "ratio");
+  std::printf("\n");
+  for (const Row& r : rows) {
+    std::printf("%-46s %9.0f", r.name, r.remat);
+    for (const bench::PeerFigures& f : figures) {
+      double peer = r.peer_key ? f.get(r.peer_key) : -1.0;
+      if (peer > 0) std::printf(" %16.0f %8.2f", peer, r.remat / peer);
+      else std::printf(" %16s %8s", "-", "-");
+    }
+    std::printf("\n");
+  }
+  std::printf("pass-through mode overhead per op: %+.0f ns (grad off), %+.0f ns (requires_grad)\n",
+              mode - plain, mode_grad - with_grad);
+  if (figures.empty()) std::printf("libtorch: not measured (see tools/dispatch_libtorch.sh)\n");
+  for (const bench::PeerFigures& f : figures)
+    std::printf("libtorch %s: %s\n", f.version.c_str(), f.command.c_str());
   return 0;
 }

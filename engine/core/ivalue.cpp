@@ -25,8 +25,9 @@ const char* IValue::tagKind() const {
 #define REMAT_IVALUE_EXPECT(TAG, NAME) \
   REMAT_CHECK(tag() == Tag::TAG, "IValue: expected " NAME " but got ", tagKind())
 
-const Tensor& IValue::toTensor() const { REMAT_IVALUE_EXPECT(Tensor, "Tensor"); return std::get<Tensor>(v_); }
-Tensor& IValue::toTensor() { REMAT_IVALUE_EXPECT(Tensor, "Tensor"); return std::get<Tensor>(v_); }
+void IValue::throwNotTensor() const {
+  throw Error(detail::str("IValue: expected Tensor but got ", tagKind()));  // REMAT_IVALUE_EXPECT's text
+}
 double IValue::toDouble() const {
   if (isInt()) return static_cast<double>(std::get<int64_t>(v_));
   REMAT_IVALUE_EXPECT(Double, "float");

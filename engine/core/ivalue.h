@@ -57,8 +57,16 @@ class IValue {
   bool isDevice() const { return tag() == Tag::Device; }
   bool isGenerator() const { return tag() == Tag::Generator; }
 
-  const Tensor& toTensor() const;  // throws unless a Tensor
-  Tensor& toTensor();
+  // Throws unless a Tensor. Inline: every boxed kernel and the dispatcher's key computation
+  // unbox through it, and the checked std::get would cost a second tag test and a call.
+  const Tensor& toTensor() const {
+    if (__builtin_expect(!isTensor(), 0)) throwNotTensor();
+    return *std::get_if<Tensor>(&v_);
+  }
+  Tensor& toTensor() {
+    if (__builtin_expect(!isTensor(), 0)) throwNotTensor();
+    return *std::get_if<Tensor>(&v_);
+  }
   double toDouble() const;         // accepts an int too, as a Scalar would
   int64_t toInt() const;
   bool toBool() const;
@@ -75,6 +83,7 @@ class IValue {
   std::string str() const;
 
  private:
+  [[noreturn]] void throwNotTensor() const;  // "IValue: expected Tensor but got <kind>"
   std::variant<std::monostate, Tensor, double, int64_t, bool, std::string, Shape,
                std::vector<Tensor>, ScalarType, Device, Generator*>
       v_;

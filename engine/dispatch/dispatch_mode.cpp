@@ -52,8 +52,14 @@ DispatchModeGuard::~DispatchModeGuard() {
   mode_->exit();
 }
 
+// The stack is non-empty here (pop() checks it), and mode_ was on it, so push()'s null check
+// cannot fail on the way back: restore it directly (this runs on every op under a mode).
 StashDispatchModeGuard::StashDispatchModeGuard() : mode_(DispatchModeTLS::pop()) {}
-StashDispatchModeGuard::~StashDispatchModeGuard() { DispatchModeTLS::push(std::move(mode_)); }
+StashDispatchModeGuard::~StashDispatchModeGuard() {
+  tls_mode_stack.push_back(std::move(mode_));
+  LocalDispatchKeySet& tls = tls_local_dispatch_key_set();
+  tls.included = tls.included.add(DispatchKey::Python);
+}
 
 DisableDispatchModesGuard::DisableDispatchModesGuard() : saved_(std::move(tls_mode_stack)) {
   tls_mode_stack.clear();
@@ -68,18 +74,31 @@ namespace {
 // The kernel at the Python key for every op: hand the call to the innermost mode.
 void mode_fallback(const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   StashDispatchModeGuard stash;
-  size_t nargs = op.schema().arguments().size();
+  const FunctionSchema& schema = op.schema();
+  size_t nargs = schema.arguments().size();
   REMAT_INTERNAL_ASSERT(stack->size() >= nargs);
-  std::vector<IValue> args(std::make_move_iterator(stack->end() - static_cast<std::ptrdiff_t>(nargs)),
-                           std::make_move_iterator(stack->end()));
-  stack->erase(stack->end() - static_cast<std::ptrdiff_t>(nargs), stack->end());
-  std::vector<IValue> rets = stash.mode()->dispatch(op, args);
-  REMAT_CHECK(rets.size() == op.schema().returns().size(), "dispatch mode returned ", rets.size(),
-              " values for ", op.name(), ", which returns ", op.schema().returns().size());
-  for (IValue& r : rets) stack->push_back(std::move(r));
+  std::vector<IValue> rets;
+  const bool in_place = stack->size() == nargs;
+  if (in_place) {
+    // The usual case (a typed call boxed for this key, or a boxed op.call): the stack holds
+    // exactly the arguments, so the mode reads them in place, with no copy into a second vector.
+    rets = stash.mode()->dispatch(op, *stack);
+  } else {
+    std::vector<IValue> args(std::make_move_iterator(stack->end() - static_cast<std::ptrdiff_t>(nargs)),
+                             std::make_move_iterator(stack->end()));
+    stack->erase(stack->end() - static_cast<std::ptrdiff_t>(nargs), stack->end());
+    rets = stash.mode()->dispatch(op, args);
+  }
+  REMAT_CHECK(rets.size() == schema.returns().size(), "dispatch mode returned ", rets.size(),
+              " values for ", op.name(), ", which returns ", schema.returns().size());
+  if (in_place) {
+    *stack = std::move(rets);  // the arguments are released here, as the copy's were
+  } else {
+    for (IValue& r : rets) stack->push_back(std::move(r));
+  }
 }
 }  // namespace
 
-REMAT_LIBRARY_IMPL(_, Python, m) { m.fallback(KernelFunction::makeFromBoxedLambda(&mode_fallback)); }
+REMAT_LIBRARY_IMPL(_, Python, m) { m.fallback(KernelFunction::makeFromBoxedFunction<&mode_fallback>()); }
 
 }  // namespace remat

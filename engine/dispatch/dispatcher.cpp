@@ -34,10 +34,9 @@ KernelFunction KernelFunction::makeFromWrapper(std::shared_ptr<WrapperKernel> ke
   return k;
 }
 
-const FunctionSchema& OperatorEntry::schema() const {
-  REMAT_CHECK(schema_.has_value(), "operator ", name_,
-              " has kernels but no schema: it was registered with impl() but never def()'d");
-  return *schema_;
+void OperatorEntry::reportMissingSchema() const {
+  throw Error(detail::str("operator ", name_,
+                          " has kernels but no schema: it was registered with impl() but never def()'d"));
 }
 
 void OperatorEntry::reportMissingKernel(DispatchKey k) const {

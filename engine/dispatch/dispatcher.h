@@ -27,7 +27,11 @@ class OperatorEntry {
 
   const std::string& name() const { return name_; }
   bool hasSchema() const { return schema_.has_value(); }
-  const FunctionSchema& schema() const;
+  // Inline: the boxed path reads the schema several times per call; the check is out of line.
+  const FunctionSchema& schema() const {
+    if (__builtin_expect(!schema_.has_value(), 0)) reportMissingSchema();
+    return *schema_;
+  }
   const std::type_info* cppSignature() const { return cpp_signature_; }
   bool hasKernelForKey(DispatchKey k) const { return kernels_[static_cast<int>(k)].isValid(); }
 
@@ -42,6 +46,7 @@ class OperatorEntry {
  private:
   friend class Dispatcher;
   [[noreturn]] void reportMissingKernel(DispatchKey k) const;
+  [[noreturn]] void reportMissingSchema() const;
   void updateTable(const std::array<KernelFunction, kNumDispatchKeys>& fallbacks);
 
   std::string name_;

@@ -72,6 +72,28 @@ std::string arg_str(const Argument& a, bool with_name) {
   return t;
 }
 
+// The IValue tags a value of schema type t may have (Argument::accepts).
+uint32_t accepted_tags(const std::string& t) {
+  auto bit = [](IValue::Tag tag) { return uint32_t{1} << static_cast<int>(tag); };
+  using Tag = IValue::Tag;
+  uint32_t m = 0;
+  if (!t.empty() && t.back() == '?') m |= bit(Tag::None);
+  if (t == "Tensor") m |= bit(Tag::None);  // an undefined Tensor boxes as None
+  if (t == "Tensor" || t == "Tensor?") m |= bit(Tag::Tensor);
+  if (t == "Tensor[]") m |= bit(Tag::TensorList);
+  if (t == "float" || t == "float?") m |= bit(Tag::Double) | bit(Tag::Int);
+  if (t == "int" || t == "int?") m |= bit(Tag::Int);
+  if (t == "int[]" || t == "int[]?") m |= bit(Tag::IntList);
+  if (t == "bool") m |= bit(Tag::Bool);
+  if (t == "str") m |= bit(Tag::String);
+  if (t == "ScalarType" || t == "ScalarType?") m |= bit(Tag::ScalarType);
+  if (t == "Device" || t == "Device?") m |= bit(Tag::Device);
+  if (t == "Generator?") m |= bit(Tag::Generator);
+  return m;
+}
+
+bool matches(const Argument& a, const IValue& v) { return (a.accepts >> static_cast<int>(v.tag())) & 1u; }
+
 class Parser {
  public:
   explicit Parser(const std::string& s) : s_(s) {}
@@ -181,6 +203,7 @@ class Parser {
     a.kind = (a.type == "Tensor" || a.type == "Tensor?") ? Argument::Kind::Tensor
              : a.type == "Tensor[]"                      ? Argument::Kind::TensorList
                                                          : Argument::Kind::Other;
+    a.accepts = accepted_tags(a.type);
     skip_ws();
     if (named || (peek() != ',' && peek() != ')' && peek() != '\0')) {
       if (std::isalpha(static_cast<unsigned char>(peek())) || peek() == '_') a.name = ident_with("_");
@@ -232,22 +255,6 @@ class Parser {
   const std::string& s_;
   size_t pos_ = 0;
 };
-
-bool matches(const Argument& a, const IValue& v) {
-  const std::string& t = a.type;
-  if (v.isNone()) return a.is_optional() || t == "Tensor";  // an undefined Tensor boxes as None
-  if (t == "Tensor" || t == "Tensor?") return v.isTensor();
-  if (t == "Tensor[]") return v.isTensorList();
-  if (t == "float" || t == "float?") return v.isDouble() || v.isInt();
-  if (t == "int" || t == "int?") return v.isInt();
-  if (t == "int[]" || t == "int[]?") return v.isIntList();
-  if (t == "bool") return v.isBool();
-  if (t == "str") return v.isString();
-  if (t == "ScalarType" || t == "ScalarType?") return v.isScalarType();
-  if (t == "Device" || t == "Device?") return v.isDevice();
-  if (t == "Generator?") return v.isGenerator();
-  return false;
-}
 
 }  // namespace
 

@@ -35,6 +35,9 @@ struct Argument {
 
   // Set by the parser from `type` (checked on every call; a string compare would be slow).
   enum class Kind : uint8_t { Tensor, TensorList, Other } kind = Kind::Other;
+  // Set by the parser from `type`: bit t is set when an IValue with tag t is a valid value (what
+  // check_and_normalize tests on every boxed call, without comparing type strings).
+  uint32_t accepts = 0;
 };
 
 class FunctionSchema {

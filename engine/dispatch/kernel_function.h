@@ -116,6 +116,12 @@ class KernelFunction {
     return KernelFunction(std::make_shared<BoxedLambdaFunctor>(std::move(f)), &BoxedLambdaFunctor::call,
                           nullptr, nullptr);
   }
+  // A plain boxed function F(op, ks, stack), called directly: no std::function indirection and
+  // no functor (what the per-key fallbacks that run on every call use).
+  template <void (*F)(const OperatorHandle&, DispatchKeySet, Stack*)>
+  static KernelFunction makeFromBoxedFunction() {
+    return KernelFunction(nullptr, &BoxedFunction<F>::call, nullptr, nullptr);
+  }
   // A boxed kernel with state: functor is passed back to fn on every call.
   static KernelFunction makeFromBoxedFunctor(std::shared_ptr<OperatorKernel> functor, BoxedKernelFn fn) {
     return KernelFunction(std::move(functor), fn, nullptr, nullptr);
@@ -172,6 +178,10 @@ class KernelFunction {
 
   static void fallthrough_kernel(OperatorKernel*, const OperatorHandle&, DispatchKeySet, Stack*);
 
+  template <void (*F)(const OperatorHandle&, DispatchKeySet, Stack*)>
+  struct BoxedFunction {
+    static void call(OperatorKernel*, const OperatorHandle& op, DispatchKeySet ks, Stack* s) { F(op, ks, s); }
+  };
   struct BoxedLambdaFunctor : OperatorKernel {
     explicit BoxedLambdaFunctor(BoxedLambda f) : fn(std::move(f)) {}
     static void call(OperatorKernel* self, const OperatorHandle& op, DispatchKeySet ks, Stack* s) {

@@ -352,7 +352,7 @@ void register_derivative(Derivative d) {
 }
 
 REMAT_LIBRARY_IMPL(_, Autograd, m) {
-  m.fallback(KernelFunction::makeFromBoxedLambda(&autograd_not_implemented_fallback));
+  m.fallback(KernelFunction::makeFromBoxedFunction<&autograd_not_implemented_fallback>());
 }
 REMAT_LIBRARY_IMPL(_, Autocast, m) { m.fallback(KernelFunction::makeFallthrough()); }
 

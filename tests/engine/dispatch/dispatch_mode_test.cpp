@@ -208,3 +208,47 @@ TEST_CASE("A mode sees the fills of factories and the in-place add of a second a
   REQUIRE(mode->count("aten::add_") == 1);
   REQUIRE(values(x.grad()) == std::vector<double>{5, 5});
 }
+
+namespace {
+// A boxed kernel above the Python key that redispatches with a value of its own below the
+// arguments: the mode must see only the arguments, and the value must survive the call.
+int g_sentinel_calls = 0;
+void keep_sentinel(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+  ++g_sentinel_calls;
+  stack->insert(stack->begin(), IValue(int64_t{1234}));
+  {
+    ExcludeDispatchKeyGuard guard(DispatchKey::Autocast);
+    op.redispatchBoxed(ks & DispatchKeySet::below(DispatchKey::Autocast), stack);
+  }
+  REQUIRE(stack->size() == 2);
+  REQUIRE(stack->front().toInt() == 1234);
+  stack->erase(stack->begin());
+}
+struct ArgCountMode : DispatchMode {
+  std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
+    seen = args.size();
+    return op.call(args);
+  }
+  size_t seen = 0;
+};
+Tensor mtest_neg_cpu(const Tensor& x) { return neg(x); }
+}  // namespace
+
+REMAT_LIBRARY_FRAGMENT(mtest, m) { m.def("neg(Tensor self) -> Tensor"); }
+REMAT_LIBRARY_IMPL(mtest, CPU, m) { m.impl("neg", REMAT_FN(mtest_neg_cpu)); }
+REMAT_LIBRARY_IMPL(mtest, Autocast, m) { m.impl("neg", KernelFunction::makeFromBoxedLambda(&keep_sentinel)); }
+
+TEST_CASE("A mode sees only the op's arguments when the stack holds more below them", "[dispatch_mode]") {
+  auto mode = std::make_shared<ArgCountMode>();
+  Tensor x = full({2}, 3.0, kDouble);
+  std::vector<IValue> rets;
+  {
+    IncludeDispatchKeyGuard autocast(DispatchKey::Autocast);
+    DispatchModeGuard g(mode);
+    rets = find_op("mtest::neg").call({x});
+  }
+  REQUIRE(g_sentinel_calls == 1);
+  REQUIRE(mode->seen == 1);
+  REQUIRE(rets.size() == 1);
+  REQUIRE(values(rets[0].toTensor()) == std::vector<double>{-3.0, -3.0});
+}

@@ -42,9 +42,14 @@ struct RecordingWrapper : WrapperKernel {
   }
 };
 
+// A plain boxed function (KernelFunction::makeFromBoxedFunction): returns its argument.
+int g_boxed_fn_calls = 0;
+void boxed_identity(const OperatorHandle&, DispatchKeySet, Stack* stack) { ++g_boxed_fn_calls; (void)stack; }
+
 }  // namespace
 
 REMAT_LIBRARY_FRAGMENT(kftest, m) {
+  m.def("boxed_identity(Tensor self) -> Tensor");
   m.def("plus_one(Tensor self, float unused=0.) -> Tensor");
   m.def("skipped(Tensor self, float unused=0.) -> Tensor");
   m.def("keys(Tensor self) -> Tensor");
@@ -53,6 +58,7 @@ REMAT_LIBRARY_IMPL(kftest, CPU, m) {
   m.impl("plus_one", REMAT_FN(plus_one_cpu));
   m.impl("skipped", REMAT_FN(plus_one_cpu));
   m.impl("keys", REMAT_FN(keys_cpu));
+  m.impl("boxed_identity", KernelFunction::makeFromBoxedFunction<&boxed_identity>());
 }
 // A fallthrough at Python: dispatch modes never see kftest::skipped.
 REMAT_LIBRARY_IMPL(kftest, Python, m) { m.impl("skipped", KernelFunction::makeFallthrough()); }
@@ -70,6 +76,22 @@ TEST_CASE("KernelFunction kinds", "[kernel_function]") {
   REQUIRE(*REMAT_FN(keys_cpu).cppSignature() == typeid(Tensor(const Tensor&)));
   REQUIRE(KernelFunction::makeFromBoxedLambda([](const OperatorHandle&, DispatchKeySet, Stack*) {}).cppSignature() ==
           nullptr);
+}
+
+TEST_CASE("A plain boxed function runs through both entry points", "[kernel_function]") {
+  KernelFunction k = KernelFunction::makeFromBoxedFunction<&boxed_identity>();
+  REQUIRE(k.isValid());
+  REQUIRE_FALSE(k.isFallthrough());
+  REQUIRE(k.cppSignature() == nullptr);
+  Tensor x = ones({2}, kDouble);
+  g_boxed_fn_calls = 0;
+  std::vector<IValue> rets = find_op("kftest::boxed_identity").call({x});
+  REQUIRE(rets.size() == 1);
+  REQUIRE(rets[0].toTensor().is_same(x));
+  // Typed: the dispatcher boxes the arguments for it and unboxes the return.
+  Tensor y = find_op("kftest::boxed_identity").typed<Tensor(const Tensor&)>().call(x);
+  REQUIRE(y.is_same(x));
+  REQUIRE(g_boxed_fn_calls == 2);
 }
 
 TEST_CASE("A kernel that asks for it gets the call's key set", "[kernel_function]") {
