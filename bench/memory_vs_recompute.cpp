@@ -52,7 +52,8 @@ struct Args {
   // machine; with more threads it also counts the OpenMP threads' spin-waiting).
   std::string clock = "wall";
   bool fused_adamw = true;  // --optimizer adamw-fused (default) or adamw (the single-tensor op sequence)
-  PlanningArgs planning;  // --budget, --sweep, --sweep-at-strategies
+  PlanningArgs planning;  // --budget, --sweep, --sweep-at-strategies, --estimate
+  std::string estimate;   // --estimate as given ("": benchmark when planning for this run's CPU, else cost-model)
 };
 
 [[noreturn]] void usage(const std::string& error) {
@@ -64,6 +65,7 @@ struct Args {
                "                           [--no-timeline] [--dry-run] [--meta-accounting cpu|cuda]\n"
                "                           [--clock wall|cpu] [--optimizer adamw-fused|adamw]\n"
                "                           [--budget SIZE] [--sweep N] [--sweep-at-strategies]\n"
+               "                           [--estimate benchmark|cost-model]\n"
                "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2, sac-megatron\n"
                "--dry-run: predict on the Meta device only (nothing computed, any model size); the dry runs\n"
                "  count as --device's allocator does (cuda: 512-byte blocks) unless --meta-accounting says otherwise\n"
@@ -73,6 +75,10 @@ struct Args {
                "--sweep N: plan N budgets evenly spaced from the lowest feasible peak (everything recomputed) to\n"
                "  the highest (everything kept), run each, and draw the planned frontier on the Pareto charts\n"
                "--sweep-at-strategies: plan at each strategy's own measured peak too, and compare step times\n"
+               "  (also step by step in turn, paired, so that a slow spell hits both)\n"
+               "--estimate: how the planner prices a recomputed op call: benchmark (each distinct call timed on\n"
+               "  this machine once; the default when planning for the CPU it runs on) or cost-model (the roofline\n"
+               "  on the FMA peak and copy bandwidth measured in this run; the default for --dry-run and cuda)\n"
                "--out DIR: results.json, report.html, memory_vs_time.svg, memory_vs_flops.svg and\n"
                "  timeline_<strategy>.svg\n");
   std::exit(error.empty() ? 0 : 2);
@@ -89,6 +95,14 @@ int64_t parse_int(const std::string& flag, const std::string& v, int64_t min) {
 int64_t planning_value(int64_t (*parse_value)(const std::string&), const std::string& v) {
   try {
     return parse_value(v);
+  } catch (const Error& e) {
+    usage(e.what());
+  }
+}
+
+EstimateMode planning_value_mode(const std::string& v) {
+  try {
+    return parse_estimate(v);
   } catch (const Error& e) {
     usage(e.what());
   }
@@ -131,6 +145,10 @@ Args parse(int argc, char** argv) {
     else if (f == "--budget") a.planning.budget_bytes = planning_value(parse_budget, v);
     else if (f == "--sweep") a.planning.sweep = planning_value(parse_sweep, v);
     else if (f == "--clock") a.clock = v;
+    else if (f == "--estimate") {
+      a.estimate = v;
+      a.planning.estimate_mode = planning_value_mode(v);
+    }
     else if (f == "--optimizer") {
       if (v != "adamw" && v != "adamw-fused") usage("--optimizer must be adamw or adamw-fused, got '" + v + "'");
       a.fused_adamw = v == "adamw-fused";
@@ -151,6 +169,12 @@ Args parse(int argc, char** argv) {
     usage(e.what());
   }
   a.shape.bytes_per_element = a.dtype == "bf16" ? 2 : 4;
+  // A benchmark times calls on the CPU this run measures on; for CUDA (or a run that measures
+  // nothing) the roofline.
+  const bool benchmark_here = a.meta_accounting == "cpu" && a.device == "cpu" && !a.dry_run;
+  if (a.estimate.empty()) a.planning.estimate_mode = benchmark_here ? EstimateMode::kBenchmark : EstimateMode::kCostModel;
+  if (a.planning.estimate_mode == EstimateMode::kBenchmark && a.meta_accounting != "cpu")
+    usage("--estimate benchmark times op calls on the CPU; planning for cuda (--meta-accounting cuda) needs cost-model");
   return a;
 }
 
@@ -269,7 +293,17 @@ std::vector<StrategyResult> run_sweep(const Args& a, const std::vector<StrategyR
     planning += plan.planning_seconds;
     sweep.push_back(run_plan(plan, planned_name(budgets[i]), a, i, budgets.size(), device, /*timeline=*/false));
     auto it = at.find(budgets[i]);
-    if (it != at.end()) sweep.back().at_strategy = it->second;
+    if (it == at.end()) continue;
+    sweep.back().at_strategy = it->second;
+    // The plan and each strategy at this peak, step by step in turn: the fairer comparison.
+    std::stringstream names(it->second);
+    std::string name;
+    while (std::getline(names, name, ',')) {
+      if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%-60s", ("paired: " + name + " and its plan").c_str());
+      const std::vector<Strategy> pair = {select_strategies(name).at(0), planned_strategy(plan, "planned")};
+      const auto seconds = interleaved_step_seconds(pair, a.shape, device, a.steps, a.warmup, o);
+      sweep.back().paired.push_back({name, median_of(seconds[0]) * 1e3, median_of(seconds[1]) * 1e3, a.steps});
+    }
   }
   if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%90s\r", "");
   std::printf("planning took %.2f s for the %zu budgets (%.2f s each on average)\n", planning, budgets.size(),
@@ -311,6 +345,12 @@ int main(int argc, char** argv) {
         std::printf("planner's cost model, measured in this run: %.0f GFLOP/s, %.1f GB/s (%d threads)\n",
                     a.planning.peak_flops / 1e9, a.planning.bandwidth / 1e9, cfg.threads);
       }
+      a.planning.estimator = std::make_shared<RuntimeEstimator>(a.planning.estimate_mode, planning_device(a),
+                                                                a.planning.peak_flops, a.planning.bandwidth);
+      std::printf("planner's estimate: %s%s\n", toString(a.planning.estimate_mode),
+                  a.planning.estimate_mode == EstimateMode::kBenchmark
+                      ? " (each distinct op call of the checkpointed regions timed once on this machine)"
+                      : " (max of FLOPs / peak and bytes / bandwidth)");
     }
     cfg.clock = a.clock;
 
@@ -325,10 +365,18 @@ int main(int argc, char** argv) {
     if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%90s\r", "");
     print_table(cfg, results);
     if (a.planning.budget_bytes > 0) std::printf("\n%s\n", planning_line(results.back()).c_str());
+    auto print_estimator = [&] {
+      const RuntimeEstimator& e = *a.planning.estimator;
+      if (e.mode() == EstimateMode::kBenchmark)
+        std::printf("the planner's benchmark: %lld distinct op calls timed in %.2f s (in the planning times)\n",
+                    static_cast<long long>(e.benchmarked_calls()), e.benchmark_seconds());
+    };
+    if (a.planning.budget_bytes > 0 && !a.planning.sweeps()) print_estimator();
     std::vector<StrategyResult> sweep;
     if (a.planning.sweeps()) {
       sweep = run_sweep(a, results, device);
       print_sweep(results, sweep);
+      print_estimator();
     }
 
     if (!a.out.empty()) {

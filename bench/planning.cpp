@@ -18,6 +18,13 @@ int64_t parse_sweep(const std::string& value) {
   return n;
 }
 
+EstimateMode parse_estimate(const std::string& value) {
+  if (value == "benchmark") return EstimateMode::kBenchmark;
+  if (value == "cost-model") return EstimateMode::kCostModel;
+  throw Error("--estimate must be benchmark (time each op call on the machine) or cost-model (the roofline), got '" +
+              value + "'");
+}
+
 void check_planning_args(const PlanningArgs& args, bool dry_run) {
   REMAT_CHECK(!(dry_run && args.sweep > 0), "--sweep ", args.sweep, " runs every plan for real; it cannot go with "
               "--dry-run (--budget SIZE --dry-run predicts one plan)");
@@ -43,6 +50,8 @@ CheckpointPlan plan_budget(const ModelShape& shape, const TrainingOptions& optio
   po.device = device;
   po.peak_flops = machine.peak_flops;
   po.bandwidth = machine.bandwidth;
+  po.estimate_mode = machine.estimate_mode;
+  po.estimator = machine.estimator;
   try {
     return plan_checkpointing(benchmark_step(shape, options), po);
   } catch (const CheckpointError& e) {
@@ -81,6 +90,7 @@ void record_plan(const CheckpointPlan& plan, StrategyResult* r) {
   r->budget_bytes = plan.budget_bytes;
   r->plan_predicted_peak_bytes = plan.predicted_peak_bytes;
   r->plan_recompute_flops = plan.recompute_flops;
+  r->plan_overhead_seconds = plan.predicted_overhead_seconds;
   r->planning_seconds = plan.planning_seconds;
   r->planning_dry_runs = plan.dry_runs;
 }

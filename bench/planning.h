@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,12 @@ struct PlanningArgs {
   // The cost model's machine (PlannerOptions::peak_flops, bandwidth); 0: the planner's defaults.
   // memory_vs_recompute measures both on the CPU in the same run.
   double peak_flops = 0, bandwidth = 0;
+  // --estimate benchmark|cost-model: how the planner prices a recomputed call (PlannerOptions::
+  // estimate_mode); memory_vs_recompute's default is benchmark when it plans for the CPU it runs on.
+  EstimateMode estimate_mode = EstimateMode::kCostModel;
+  // Shared by every plan of the run, so that a benchmark times each distinct call once and all
+  // plans are priced alike; null: each plan makes its own from the fields above.
+  std::shared_ptr<RuntimeEstimator> estimator;
   bool sweeps() const { return sweep > 0 || sweep_at_strategies; }
 };
 
@@ -39,6 +46,8 @@ struct PlanningArgs {
 // throw remat::Error naming the flag and the value.
 int64_t parse_budget(const std::string& value);
 int64_t parse_sweep(const std::string& value);
+// --estimate's value: "benchmark" or "cost-model" (throws remat::Error naming the value).
+EstimateMode parse_estimate(const std::string& value);
 // Combinations that make no sense: a sweep runs every plan for real, so not with --dry-run.
 void check_planning_args(const PlanningArgs& args, bool dry_run);
 

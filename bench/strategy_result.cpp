@@ -42,15 +42,19 @@ void set_recompute(const Recompute& c, StrategyResult* r) {
 
 }  // namespace
 
+double median_of(std::vector<double> values) {
+  REMAT_CHECK(!values.empty(), "median_of: no values");
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
 void record_measured(const std::vector<StepRecord>& steps, int64_t warmup, StrategyResult* r) {
   Recompute c;
   r->measured = summarize(steps, warmup, &c);
   set_recompute(c, r);
   r->step_ms.clear();
   for (size_t i = static_cast<size_t>(warmup); i < steps.size(); ++i) r->step_ms.push_back(steps[i].seconds * 1e3);
-  std::vector<double> sorted = r->step_ms;
-  std::sort(sorted.begin(), sorted.end());
-  r->median_ms = sorted[sorted.size() / 2];
+  r->median_ms = median_of(r->step_ms);
   r->final_loss = steps.back().loss;
 }
 

@@ -55,9 +55,18 @@ struct StrategyResult {
   int64_t budget_bytes = 0;
   int64_t plan_predicted_peak_bytes = 0;  // CheckpointPlan::predicted_peak_bytes
   double plan_recompute_flops = 0;        // CheckpointPlan::recompute_flops (per step)
+  double plan_overhead_seconds = 0;       // CheckpointPlan::predicted_overhead_seconds (per step)
   double planning_seconds = 0;            // wall time of plan_checkpointing
   int64_t planning_dry_runs = 0;
   std::string at_strategy;                // planned at this fixed strategy's measured peak (--sweep-at-strategies)
+  // --sweep-at-strategies: the plan's and each such strategy's step times measured alternately,
+  // step by step in one process (interleaved_step_seconds), medians.
+  struct PairedTiming {
+    std::string strategy;
+    double strategy_ms = 0, planned_ms = 0;
+    int64_t rounds = 0;
+  };
+  std::vector<PairedTiming> paired;
 
   bool planned() const { return budget_bytes > 0; }
   // The peak (measured, or predicted when nothing was measured) is within the budget.
@@ -78,6 +87,8 @@ struct RunConfig {
   double fma_peak_gflops = 0;           // FP32 FMA peak measured in the same run (0: not measured)
 };
 
+// The median of step times (the upper one of an even count, as every table here reads it).
+double median_of(std::vector<double> values);
 // Fills the measured figures from the records of all steps (the first `warmup` are left out).
 void record_measured(const std::vector<StepRecord>& steps, int64_t warmup, StrategyResult* r);
 // Fills the predicted figures from a dry run's records of the same steps.

@@ -46,43 +46,84 @@ std::pair<Tensor, Tensor> token_batch(const ModelShape& shape, Device device, ui
   return {idx, targets};
 }
 
+struct TrainingSession::State {
+  Device device;
+  TrainingOptions options;
+  std::pair<Tensor, Tensor> batch;  // (idx, targets), made first as a training loop would
+  nn::GPT model;
+  optim::AdamW opt;
+  int64_t steps = 0;
+  State(const Strategy& strategy, const ModelShape& shape, Device d, const TrainingOptions& o)
+      : device(d), options(o), batch(token_batch(shape, d, o.data_seed)), model(gpt_config(shape, o.dtype, d)),
+        opt(model.parameters(), optim::AdamWOptions(o.lr).fused(o.fused_adamw)) {
+    model.set_checkpointing(strategy.checkpointing);
+  }
+};
+
+TrainingSession::TrainingSession(const Strategy& strategy, const ModelShape& shape, Device device,
+                                 const TrainingOptions& options)
+    : state_(std::make_unique<State>(strategy, shape, device, options)) {}
+TrainingSession::~TrainingSession() = default;
+
+StepRecord TrainingSession::step() {
+  State& s = *state_;
+  const Device device = s.device;
+  if (s.options.on_step) s.options.on_step(s.steps);
+  ++s.steps;
+  StepRecord r;
+  s.model.zero_grad();
+  reset_checkpoint_stats();
+  reset_peak_memory_stats(device);
+  r.start_bytes = memory_allocated(device);
+  Tensor loss;
+  const double t0 = now_seconds(s.options.cpu_clock);
+  {
+    MemoryTracker tracker(device);
+    r.start_by_category = tracker.current();
+    nn::GPTOutput out = s.model.forward(s.batch.first, s.batch.second);
+    r.activation_bytes = memory_allocated(device) - r.start_bytes;
+    out.loss.backward();
+    s.opt.step();
+    loss = out.loss;
+    r.allocation_sizes = tracker.allocation_sizes();
+    r.at_peak = tracker.at_peak();
+    if (s.options.keep_timeline) r.timeline = tracker.timeline();
+  }
+  // After the tracker: reading a value copies it to the host (and Meta has none).
+  r.loss = device.is_meta() ? std::numeric_limits<double>::quiet_NaN() : loss.item();
+  r.seconds = now_seconds(s.options.cpu_clock) - t0;
+  r.peak_bytes = max_memory_allocated(device);
+  r.checkpoint = checkpoint_stats();
+  return r;
+}
+
 std::vector<StepRecord> run_training_steps(const Strategy& strategy, const ModelShape& shape, Device device,
                                            int64_t steps, const TrainingOptions& options) {
-  auto [idx, targets] = token_batch(shape, device, options.data_seed);
-  nn::GPT model(gpt_config(shape, options.dtype, device));
-  model.set_checkpointing(strategy.checkpointing);
-  optim::AdamW opt(model.parameters(), optim::AdamWOptions(options.lr).fused(options.fused_adamw));
-
+  TrainingSession session(strategy, shape, device, options);
   std::vector<StepRecord> records;
-  for (int64_t step = 0; step < steps; ++step) {
-    if (options.on_step) options.on_step(step);
-    StepRecord r;
-    model.zero_grad();
-    reset_checkpoint_stats();
-    reset_peak_memory_stats(device);
-    r.start_bytes = memory_allocated(device);
-    Tensor loss;
-    const double t0 = now_seconds(options.cpu_clock);
-    {
-      MemoryTracker tracker(device);
-      r.start_by_category = tracker.current();
-      nn::GPTOutput out = model.forward(idx, targets);
-      r.activation_bytes = memory_allocated(device) - r.start_bytes;
-      out.loss.backward();
-      opt.step();
-      loss = out.loss;
-      r.allocation_sizes = tracker.allocation_sizes();
-      r.at_peak = tracker.at_peak();
-      if (options.keep_timeline) r.timeline = tracker.timeline();
-    }
-    // After the tracker: reading a value copies it to the host (and Meta has none).
-    r.loss = device.is_meta() ? std::numeric_limits<double>::quiet_NaN() : loss.item();
-    r.seconds = now_seconds(options.cpu_clock) - t0;
-    r.peak_bytes = max_memory_allocated(device);
-    r.checkpoint = checkpoint_stats();
-    records.push_back(std::move(r));
-  }
+  for (int64_t step = 0; step < steps; ++step) records.push_back(session.step());
   return records;
+}
+
+std::vector<std::vector<double>> interleaved_step_seconds(const std::vector<Strategy>& strategies,
+                                                          const ModelShape& shape, Device device, int64_t rounds,
+                                                          int64_t warmup, const TrainingOptions& options) {
+  REMAT_CHECK(rounds >= 1 && warmup >= 0, "interleaved_step_seconds: expected rounds >= 1 and warmup >= 0, got ",
+              rounds, " and ", warmup);
+  TrainingOptions o = options;
+  o.keep_timeline = false;
+  o.on_step = nullptr;
+  std::vector<std::unique_ptr<TrainingSession>> sessions;
+  for (const Strategy& s : strategies) sessions.push_back(std::make_unique<TrainingSession>(s, shape, device, o));
+  std::vector<std::vector<double>> seconds(strategies.size());
+  for (int64_t round = 0; round < warmup + rounds; ++round) {
+    for (size_t k = 0; k < sessions.size(); ++k) {
+      const size_t i = round % 2 == 0 ? k : sessions.size() - 1 - k;
+      const double t = sessions[i]->step().seconds;
+      if (round >= warmup) seconds[i].push_back(t);
+    }
+  }
+  return seconds;
 }
 
 }  // namespace remat::bench

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "bench/activation_model.h"
@@ -45,11 +46,35 @@ struct TrainingOptions {
   std::function<void(int64_t step)> on_step;  // called before each step (a progress bar)
 };
 
+// One model (the GPT of `shape` under `strategy`), its AdamW and the token batch on `device`,
+// stepped one training step at a time: what run_training_steps loops over, and what
+// interleaved_step_seconds alternates between.
+class TrainingSession {
+ public:
+  TrainingSession(const Strategy& strategy, const ModelShape& shape, Device device, const TrainingOptions& options = {});
+  ~TrainingSession();
+  TrainingSession(const TrainingSession&) = delete;
+  TrainingSession& operator=(const TrainingSession&) = delete;
+  StepRecord step();  // one training step; options.on_step is called with its index first
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 // Builds the GPT of `shape` directly on `device` (no host copy: a GPT-2-XL-sized model dry-runs
 // without its 6 GB of weights), AdamW and the token batch, and runs `steps` training steps under
 // `strategy`.
 std::vector<StepRecord> run_training_steps(const Strategy& strategy, const ModelShape& shape, Device device,
                                            int64_t steps, const TrainingOptions& options = {});
+
+// The step times, in seconds, of several strategies measured alternately: `warmup` rounds, then
+// `rounds` rounds of one step of each (in reverse order every other round), so that a slow spell
+// of a shared machine hits all of them alike. All the sessions are alive at once: this times
+// steps only (a step's peak, counted from zero, would include the other models).
+std::vector<std::vector<double>> interleaved_step_seconds(const std::vector<Strategy>& strategies,
+                                                          const ModelShape& shape, Device device, int64_t rounds,
+                                                          int64_t warmup, const TrainingOptions& options = {});
 
 // The model configuration the benchmark uses for `shape`.
 nn::GPTConfig gpt_config(const ModelShape& shape, ScalarType dtype, Device device);

@@ -12,6 +12,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/stats.h"
+#include "checkpoint/runtime_estimator.h"
 #include "engine/core/allocator.h"
 
 namespace remat {
@@ -28,28 +29,6 @@ bool shares_storage_with(const Tensor& t, const std::vector<IValue>& args) {
   for (const IValue& a : args)
     if (a.isTensor() && storage_of(a.toTensor()) == storage_of(t)) return true;
   return false;
-}
-
-// Bytes of the outputs a call newly allocates (a view's output is its input's storage).
-int64_t new_output_bytes(const std::vector<IValue>& args, const std::vector<IValue>& outputs) {
-  int64_t n = 0;
-  for (const IValue& v : outputs)
-    if (v.isTensor() && v.toTensor().defined() && !shares_storage_with(v.toTensor(), args)) n += v.toTensor().nbytes();
-  return n;
-}
-
-struct Device_ {
-  double peak_flops, bandwidth;
-};
-
-// max(FLOPs / peak, bytes moved / bandwidth); a call that only makes views costs nothing.
-double recompute_cost(const Device_& d, const OperatorHandle& op, const std::vector<IValue>& args,
-                      const std::vector<IValue>& outputs) {
-  const int64_t out_bytes = new_output_bytes(args, outputs);
-  if (out_bytes == 0) return 0;
-  const double flops = stats_detail::op_flops(op, args, outputs);
-  const double moved = static_cast<double>(stats_detail::bytes_of(args) + out_bytes);
-  return std::max(flops / d.peak_flops, moved / d.bandwidth);
 }
 
 std::vector<Shape> arg_shapes(const std::vector<IValue>& args) {
@@ -93,7 +72,8 @@ using Data = CheckpointPlan::Data;
 // Listens to one dry run: records the calls (when profiling) and prices what is recomputed.
 class DryRunObserver : public stats_detail::PlanningObserver {
  public:
-  DryRunObserver(Data* data, bool profile, Device_ device) : data_(data), profile_(profile), device_(device) {}
+  DryRunObserver(Data* data, bool profile, RuntimeEstimator* estimator)
+      : data_(data), profile_(profile), estimator_(estimator) {}
 
   void forward_call(int64_t region, const std::string& scope, const OperatorHandle& op, int64_t index,
                     const std::vector<IValue>& args, const std::vector<IValue>& outputs, bool) override {
@@ -106,7 +86,7 @@ class DryRunObserver : public stats_detail::PlanningObserver {
       c.key = std::move(key);
       c.op = op.name();
       c.arg_shapes = arg_shapes(args);
-      c.cost = recompute_cost(device_, op, args, outputs);
+      c.cost = estimator_->estimate(op, args, outputs);
       data_->calls.push_back(std::move(c));
     }
     Data::Call& c = data_->calls[it->second];
@@ -132,7 +112,7 @@ class DryRunObserver : public stats_detail::PlanningObserver {
 
   void recomputed(int64_t region, const OperatorHandle& op, const std::vector<IValue>& args,
                   const std::vector<IValue>& outputs) override {
-    double c = recompute_cost(device_, op, args, outputs);
+    double c = estimator_->estimate(op, args, outputs);
     overhead += c;
     auto it = region_index_.find(region);
     if (it != region_index_.end()) {
@@ -144,6 +124,10 @@ class DryRunObserver : public stats_detail::PlanningObserver {
       }
     }
   }
+
+  // The price of what was recomputed since checkpoint_stats() was last reset (a step that resets
+  // it per training step, as the benchmark's does, is priced per step like its recompute_flops).
+  void stats_reset() override { overhead = 0; }
 
   double overhead = 0;
   bool record_regions_ = false;
@@ -168,7 +152,7 @@ class DryRunObserver : public stats_detail::PlanningObserver {
 
   Data* data_;
   bool profile_;
-  Device_ device_;
+  RuntimeEstimator* estimator_;
   std::unordered_map<const StorageImpl*, size_t> producer_;
   std::unordered_map<int64_t, size_t> region_index_;
 };
@@ -181,10 +165,15 @@ struct RunResult {
 class Planner {
  public:
   Planner(const PlannedStep& step, const PlannerOptions& o)
-      : step_(step), device_{o.peak_flops > 0 ? o.peak_flops : (o.device.is_cuda() ? kCUDAPeakFlops : kCPUPeakFlops),
-                             o.bandwidth > 0 ? o.bandwidth : (o.device.is_cuda() ? kCUDABandwidth : kCPUBandwidth)} {
+      : step_(step),
+        estimator_(o.estimator ? o.estimator
+                               : std::make_shared<RuntimeEstimator>(o.estimate_mode, o.device, o.peak_flops, o.bandwidth)) {
+    REMAT_CHECK(estimator_->device() == o.device, "plan_checkpointing: options.estimator prices calls on ",
+                toString(estimator_->device().type), ", but options.device is ", toString(o.device.type));
     data.options = o;
+    data.options.estimator = estimator_;  // with_kept prices with the same measurements
   }
+  EstimateMode estimate_mode() const { return estimator_->mode(); }
 
   // One dry run with `keep` kept (profile: also records the calls).
   RunResult run(const std::vector<bool>& keep, bool profile, bool record_regions = false) {
@@ -197,7 +186,7 @@ class Planner {
       return kept_keys->count(call_key(ctx.scope, op.name(), ctx.index)) ? CheckpointPolicy::MUST_SAVE
                                                                          : CheckpointPolicy::PREFER_RECOMPUTE;
     };
-    DryRunObserver observer(&data, profile, device_);
+    DryRunObserver observer(&data, profile, estimator_.get());
     observer.record_regions_ = record_regions;
     stats_detail::PlanningObserver* previous = stats_detail::planning_observer();
     stats_detail::set_planning_observer(&observer);
@@ -224,7 +213,7 @@ class Planner {
 
  private:
   const PlannedStep& step_;
-  Device_ device_;
+  std::shared_ptr<RuntimeEstimator> estimator_;
 };
 
 std::string mib(int64_t bytes) {
@@ -249,6 +238,7 @@ void finish_plan(Planner& planner, const std::vector<bool>& best, CheckpointPlan
   plan->predicted_peak_bytes = final_run.peak;
   plan->recompute_flops = final_run.flops;
   plan->predicted_overhead_seconds = final_run.overhead;
+  plan->estimate_mode = planner.estimate_mode();
   plan->data = std::make_shared<const Data>(std::move(data));
 }
 
@@ -466,9 +456,9 @@ std::string CheckpointPlan::summary() const {
                 mib(budget_bytes).c_str(), mib(predicted_peak_bytes).c_str(), mib(recompute_all_peak_bytes).c_str(),
                 mib(keep_all_peak_bytes).c_str(), kept.size());
   os << line;
-  std::snprintf(line, sizeof line, "recompute: %.4g GFLOP, %.4g ms predicted; %lld dry runs in %.2f s\n",
-                recompute_flops / 1e9, predicted_overhead_seconds * 1e3, static_cast<long long>(dry_runs),
-                planning_seconds);
+  std::snprintf(line, sizeof line, "recompute: %.4g GFLOP, %.4g ms predicted (%s); %lld dry runs in %.2f s\n",
+                recompute_flops / 1e9, predicted_overhead_seconds * 1e3, toString(estimate_mode),
+                static_cast<long long>(dry_runs), planning_seconds);
   os << line;
   std::snprintf(line, sizeof line, "%-28s %6s %12s %8s %12s %10s %12s\n", "region", "kept", "kept bytes", "dropped",
                 "drop bytes", "rerun ops", "cost ms");

@@ -28,8 +28,12 @@
 // policies keep), whole-region completions, first-fit additions and one-for-one swaps, each
 // priced by a dry run, within options.max_dry_runs. The result is verified by one more dry run.
 //
-// Cost model: recomputing a call costs max(FLOPs / peak FLOP/s, bytes moved / bandwidth) on
-// options.device; views cost nothing.
+// Cost model (checkpoint/runtime_estimator.h): recomputing a call costs what a RuntimeEstimator
+// says it takes on options.device. operator-level-cost-model (the default, deterministic):
+// max(FLOPs / peak FLOP/s, bytes moved / bandwidth). operator-level-benchmark: each distinct call
+// run and timed on the device once (the plan then follows this machine's kernels, e.g. a small
+// matmul that reaches a fraction of the peak, an elementwise op held back by more than bandwidth).
+// Views cost nothing in both.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/runtime_estimator.h"
 #include "checkpoint/selective.h"
 
 namespace remat {
@@ -45,23 +50,24 @@ namespace remat {
 struct PlannerOptions {
   int64_t budget_bytes = 0;      // bound on the step's peak memory_allocated, counted from its start
   Device device = Device{kCPU};  // the device whose speed the cost model assumes (and whose accounting: CUDA counts blocks)
-  double peak_flops = 0;         // FLOP/s of the device; 0: the defaults below
-  double bandwidth = 0;          // bytes/s of the device; 0: the defaults below
-  int64_t max_dry_runs = 200;    // bound on the search's dry runs (the result is deterministic)
+  double peak_flops = 0;         // FLOP/s of the device; 0: kCPUPeakFlops / kCUDAPeakFlops (runtime_estimator.h)
+  double bandwidth = 0;          // bytes/s of the device; 0: kCPUBandwidth / kCUDABandwidth
+  int64_t max_dry_runs = 200;    // bound on the search's dry runs (the result is deterministic for the cost model)
+  // How a recomputed call is priced: the roofline on peak_flops and bandwidth, or each call timed
+  // on options.device (which must then be available: the step itself still runs on Meta only).
+  EstimateMode estimate_mode = EstimateMode::kCostModel;
+  // The estimator to price calls with, instead of one made from the fields above: share one
+  // across plans so that a benchmark times each distinct call once (the plans then agree).
+  std::shared_ptr<RuntimeEstimator> estimator;
 };
-
-// The cost model's defaults. CPU: this project's build machine (2-core Xeon, AVX-512), as
-// bench/ops measures it: FMA peak about 490 GFLOP/s on two threads, copy bandwidth about 12 GB/s.
-// CUDA: the H200's documented figures, about 790 TFLOP/s (bf16 dense) and 4.3 TB/s.
-constexpr double kCPUPeakFlops = 4.9e11, kCPUBandwidth = 1.2e10;
-constexpr double kCUDAPeakFlops = 7.9e14, kCUDABandwidth = 4.3e12;
 
 struct CheckpointPlan {
   int64_t predicted_peak_bytes = 0;      // the dry run's peak under this plan (what the real step will show)
   int64_t recompute_all_peak_bytes = 0;  // the lowest peak any plan reaches (everything recomputable recomputed)
   int64_t keep_all_peak_bytes = 0;       // the peak when every output backward needs is kept (nothing recomputed)
   double recompute_flops = 0;            // FLOPs recomputed in one call of `step`, counted as checkpoint_stats() counts them
-  double predicted_overhead_seconds = 0; // the cost model's price of that recompute on options.device (what the plan minimises)
+  double predicted_overhead_seconds = 0; // the estimator's price of that recompute on options.device (what the plan minimises)
+  EstimateMode estimate_mode = EstimateMode::kCostModel;  // how it was priced
   std::vector<std::string> kept;         // "scope / op / #index" of every op output the plan keeps
   std::vector<std::string> candidates;   // every output backward needs, in the search's order (best value first)
   // Outputs backward does not need but a rerun recomputes on the way to one it does (attention's

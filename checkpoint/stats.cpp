@@ -45,6 +45,7 @@ CheckpointStats checkpoint_stats() {
 }
 
 void reset_checkpoint_stats() {
+  if (stats_detail::PlanningObserver* o = stats_detail::planning_observer()) o->stats_reset();
   Registry& r = registry();
   std::lock_guard<std::mutex> g(r.mutex);
   // Gauges of regions still alive keep their current values; counters restart.

@@ -69,6 +69,8 @@ class PlanningObserver {
   virtual void saved(int64_t region, const Tensor& tensor) = 0;
   virtual void recomputed(int64_t region, const OperatorHandle& op, const std::vector<IValue>& args,
                           const std::vector<IValue>& outputs) = 0;
+  // reset_checkpoint_stats() was called: totals that should read like checkpoint_stats() restart.
+  virtual void stats_reset() {}
 };
 PlanningObserver* planning_observer();
 void set_planning_observer(PlanningObserver* observer);

@@ -55,6 +55,10 @@ TEST_CASE("planning: the flags' values, and the combinations that make no sense,
                                                      "got 'lots'"));
   REQUIRE_THROWS_WITH(parse_budget("60XB"), Contains("got '60XB'"));
   REQUIRE_THROWS_WITH(parse_budget("-1MiB"), Contains("--budget: the size must be positive, got '-1MiB'"));
+  CHECK(parse_estimate("benchmark") == EstimateMode::kBenchmark);
+  CHECK(parse_estimate("cost-model") == EstimateMode::kCostModel);
+  REQUIRE_THROWS_WITH(parse_estimate("roofline"), Contains("--estimate must be benchmark (time each op call on the "
+                                                           "machine) or cost-model (the roofline), got 'roofline'"));
   CHECK(parse_sweep("6") == 6);
   for (const char* bad : {"0", "-2", "six", "3x", ""})
     REQUIRE_THROWS_WITH(parse_sweep(bad), Contains("--sweep expects an integer >= 1 (how many budgets to plan), got '" +

@@ -342,11 +342,13 @@ std::vector<StrategyResult> synthetic_sweep(const std::vector<StrategyResult>& s
     r.measured.peak_bytes = r.predicted.peak_bytes = r.plan_predicted_peak_bytes = r.budget_bytes - 4096;
     r.median_ms = ms;
     r.recomputed_flops_per_step = r.plan_recompute_flops = flops;
+    r.plan_overhead_seconds = flops / 50e9;  // the planner's price: 62.0 ms at 3.1 GFLOP
     r.planning_seconds = 0.5;
     sweep.push_back(r);
   }
   sweep[0].budget_bytes = strategies.at(1).measured.peak_bytes;
   sweep[0].at_strategy = strategies.at(1).name;
+  sweep[0].paired = {{strategies.at(1).name, 560.0, 532.0, 10}};
   return sweep;
 }
 
@@ -376,15 +378,21 @@ TEST_CASE("report: a planned row gets a fits column; the sweep's tables compare 
   Table st = sweep_table(sweep);
   REQUIRE(st.rows.size() == 4);
   CHECK(st.header == std::vector<std::string>{"plan", "budget MiB", "predicted", "measured", "fits", "recomp GF",
-                                              "step ms", "plan s", "at the peak of"});
+                                              "est ms", "step ms", "plan s", "at the peak of"});
   CHECK(st.rows[0][4] == "yes");
   CHECK(st.rows[0][5] == "3.100");
-  CHECK(st.rows[0][8] == "full");
-  CHECK(st.rows[1][8] == "-");
+  CHECK(st.rows[0][6] == "62.0");
+  CHECK(st.rows[0][9] == "full");
+  CHECK(st.rows[1][9] == "-");
   CHECK(st.rows[3][2] == "115.00");
   Table c = comparison_table(rs, sweep);
   REQUIRE(c.rows.size() == 1);  // only full's peak was planned at
-  CHECK(c.rows[0] == std::vector<std::string>{"full", "70.1", "568.7", "520.0", "0.914", "0.000", "3.100"});
+  CHECK(c.rows[0] == std::vector<std::string>{"full", "70.1", "568.7", "520.0", "0.914", "560.0", "532.0", "0.950",
+                                              "0.000", "3.100"});
+  // Without paired timings (not run): dashes.
+  std::vector<StrategyResult> unpaired = sweep;
+  unpaired[0].paired.clear();
+  CHECK(comparison_table(rs, unpaired).rows[0][5] == "-");
 }
 
 TEST_CASE("plots: the planned frontier is one line through the sweep's points in order of peak", "[report]") {
@@ -427,6 +435,8 @@ TEST_CASE("report: the JSON and the HTML page carry the planned points", "[repor
   CHECK(j["sweep"][0]["budget_bytes"] == sweep[0].budget_bytes);
   CHECK(j["sweep"][0]["fits"] == true);
   CHECK(j["sweep"][0]["at_strategy"] == "full");
+  CHECK(j["sweep"][0]["paired"][0]["planned_ms"] == 532.0);
+  CHECK_FALSE(j["sweep"][1].contains("paired"));
   CHECK(j["sweep"][2]["plan_recompute_flops"] == 0.2e9);
   CHECK_FALSE(j["results"][0].contains("budget_bytes"));  // a fixed strategy
   CHECK_FALSE(nlohmann::json::parse(to_json(cfg, rs)).contains("sweep"));

@@ -53,3 +53,10 @@ TEST_CASE("strategy result: a warm-up that leaves no step is an error naming the
   StrategyResult r;
   REQUIRE_THROWS_WITH(record_measured(steps, 2, &r), Catch::Contains("2 steps leave none after a warm-up of 2"));
 }
+
+TEST_CASE("strategy result: the median of step times is the upper middle one", "[report]") {
+  CHECK(median_of({3.0, 1.0, 2.0}) == 2.0);
+  CHECK(median_of({4.0, 1.0, 3.0, 2.0}) == 3.0);
+  CHECK(median_of({5.0}) == 5.0);
+  REQUIRE_THROWS_WITH(median_of({}), Catch::Contains("median_of: no values"));
+}

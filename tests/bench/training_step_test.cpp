@@ -100,3 +100,22 @@ TEST_CASE("dry run: ops that need values throw on Meta, naming themselves", "[dr
   REQUIRE_THROWS_WITH(checkpoint([](const Tensor& h) { return sin(h); }, x, o),
                       Catch::Contains("determinism_check='checksum' needs values") && Catch::Contains("Meta device"));
 }
+
+TEST_CASE("training session: interleaved steps train each model as it would train alone", "[training]") {
+  const std::vector<Strategy> pair = {select_strategies("none").at(0), select_strategies("full").at(0)};
+  std::vector<StepRecord> alone = run_training_steps(pair[1], kTiny, Device{kCPU}, 3);
+  // Stepping two sessions in turn: the second still computes exactly what it computes alone.
+  TrainingSession a(pair[0], kTiny, Device{kCPU}), b(pair[1], kTiny, Device{kCPU});
+  for (int step = 0; step < 3; ++step) {
+    a.step();
+    CHECK(b.step().loss == alone[static_cast<size_t>(step)].loss);
+  }
+  std::vector<std::vector<double>> seconds = interleaved_step_seconds(pair, kTiny, Device{kCPU}, 3, 1);
+  REQUIRE(seconds.size() == 2);
+  for (const std::vector<double>& s : seconds) {
+    CHECK(s.size() == 3);  // the warm-up round left out
+    for (double t : s) CHECK(t > 0);
+  }
+  REQUIRE_THROWS_WITH(interleaved_step_seconds(pair, kTiny, Device{kCPU}, 0, 1),
+                      Catch::Matchers::Contains("interleaved_step_seconds: expected rounds >= 1 and warmup >= 0, got 0 and 1"));
+}

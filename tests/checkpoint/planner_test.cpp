@@ -239,6 +239,47 @@ TEST_CASE("planner: error paths name the budget, the minimum, and the call the p
                       Contains("options.device is the device to plan for (cpu or cuda), not meta"));
 }
 
+TEST_CASE("planner: priced by a benchmark of each call, a plan is as exact; one estimator measures each call once",
+          "[planner][estimator]") {
+  const Shape5 s = kActivationBound;
+  PlannedStep step = planned_step(s);
+  StepResult plain = train_step(s, Device{kCPU}, nn::ActivationCheckpointing::none());
+  auto estimator = std::make_shared<RuntimeEstimator>(EstimateMode::kBenchmark, Device{kCPU});
+  PlannerOptions o{int64_t{1} << 40};
+  o.estimator = estimator;
+  CheckpointPlan bounds = plan_checkpointing(step, o);
+  CHECK(bounds.estimate_mode == EstimateMode::kBenchmark);
+  const int64_t measured = estimator->benchmarked_calls();
+  CHECK(measured > 0);
+  // Halfway between the extremes: the plan fits, runs to its predicted peak and FLOPs, and trains
+  // exactly as no checkpointing does; its calls were all measured when the bounds were planned.
+  o.budget_bytes = (bounds.recompute_all_peak_bytes + bounds.keep_all_peak_bytes) / 2;
+  CheckpointPlan plan = plan_checkpointing(step, o);
+  CHECK(estimator->benchmarked_calls() == measured);
+  CHECK(plan.predicted_peak_bytes <= o.budget_bytes);
+  CHECK(plan.predicted_overhead_seconds > 0);
+  StepResult real = train_step(s, Device{kCPU}, nn::ActivationCheckpointing::planned(plan));
+  CHECK(real.peak == plan.predicted_peak_bytes);
+  CHECK(real.flops == plan.recompute_flops);
+  CHECK(bitwise_equal(real.loss_and_grads, plain.loss_and_grads));
+  CHECK_THAT(plan.summary(), Contains("(operator-level-benchmark)"));
+  // with_kept prices with the same measurements.
+  CheckpointPlan none = plan.with_kept(step, {});
+  CHECK(none.estimate_mode == EstimateMode::kBenchmark);
+  CHECK(none.predicted_overhead_seconds >= plan.predicted_overhead_seconds);
+  CHECK(estimator->benchmarked_calls() == measured);
+  // Made from the options alone, without a shared estimator.
+  PlannerOptions own{o.budget_bytes};
+  own.estimate_mode = EstimateMode::kBenchmark;
+  CHECK(plan_checkpointing(step, own).estimate_mode == EstimateMode::kBenchmark);
+
+  PlannerOptions mismatch{o.budget_bytes};
+  mismatch.device = Device{kCUDA};
+  mismatch.estimator = estimator;
+  REQUIRE_THROWS_MATCHES(plan_checkpointing(step, mismatch), Error,
+                         What(Contains("options.estimator prices calls on cpu, but options.device is cuda")));
+}
+
 TEST_CASE("planner: planning for CUDA counts the CUDA allocator's blocks", "[planner]") {
   PlannedStep step = planned_step(kOneBlock);
   PlannerOptions o{int64_t{1} << 40};

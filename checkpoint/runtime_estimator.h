@@ -1,0 +1,73 @@
+// Mirrors torch/distributed/_tools/runtime_estimator.py (RuntimeEstimator, which SACEstimator uses
+// to price recomputation): how long one op call takes on a device. Two modes, as PyTorch names
+// them:
+//   operator-level-cost-model  a roofline: max(FLOPs / peak FLOP/s, bytes moved / bandwidth);
+//   operator-level-benchmark   the call run for real on the device, on fresh tensors of its
+//                              arguments' sizes, strides and dtypes, and timed (the median of a
+//                              few runs after a warm-up).
+// The call may come from a dry run on the Meta device: only its arguments' geometry is read.
+// A benchmark is made once per distinct call (op, argument geometry, other arguments) and looked
+// up after, so one estimator shared by several plans measures each call once.
+//
+//   RuntimeEstimator est(EstimateMode::kBenchmark, Device{kCPU});
+//   double s = est.estimate(op, args, outputs);   // seconds; 0 for a call that only makes views
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/dispatch/dispatcher.h"
+
+namespace remat {
+
+enum class EstimateMode {
+  kCostModel,  // "operator-level-cost-model"
+  kBenchmark,  // "operator-level-benchmark"
+};
+const char* toString(EstimateMode mode);  // PyTorch's name
+
+// The roofline's defaults. CPU: this project's first build machine (2-core Xeon, AVX-512), as
+// bench/ops measured it: FMA peak about 490 GFLOP/s on two threads, copy bandwidth about 12 GB/s
+// (bench/machine_peaks.h measures both on the machine at hand). CUDA: the H200's documented
+// figures, about 790 TFLOP/s (bf16 dense) and 4.3 TB/s.
+constexpr double kCPUPeakFlops = 4.9e11, kCPUBandwidth = 1.2e10;
+constexpr double kCUDAPeakFlops = 7.9e14, kCUDABandwidth = 4.3e12;
+
+// Bytes of the outputs a call newly allocates (a view's output shares its input's storage).
+int64_t new_output_bytes(const std::vector<IValue>& args, const std::vector<IValue>& outputs);
+
+class RuntimeEstimator {
+ public:
+  // peak_flops, bandwidth: the roofline's machine; 0: the defaults above for `device`.
+  // kBenchmark on CUDA needs a CUDA device (it throws remat::Error otherwise); on Meta it is
+  // meaningless (nothing runs) and throws too.
+  RuntimeEstimator(EstimateMode mode, Device device, double peak_flops = 0, double bandwidth = 0);
+
+  // Seconds one call of `op` with these arguments takes on the device. `outputs` are what the
+  // call returned (the roofline reads their bytes; a call whose outputs all alias its inputs is
+  // a view and costs 0 in both modes).
+  double estimate(const OperatorHandle& op, const std::vector<IValue>& args, const std::vector<IValue>& outputs);
+
+  EstimateMode mode() const { return mode_; }
+  Device device() const { return device_; }
+  double peak_flops() const { return peak_flops_; }
+  double bandwidth() const { return bandwidth_; }
+  int64_t benchmarked_calls() const { return static_cast<int64_t>(measured_.size()); }  // distinct calls timed
+  double benchmark_seconds() const { return benchmark_seconds_; }  // wall time spent timing them
+
+  // The key a benchmark is stored under: "aten::mm(f32[1024, 256]:[256, 1], ...)".
+  static std::string call_signature(const OperatorHandle& op, const std::vector<IValue>& args);
+
+ private:
+  double benchmark(const OperatorHandle& op, const std::vector<IValue>& args);
+
+  EstimateMode mode_;
+  Device device_;
+  double peak_flops_, bandwidth_;
+  std::unordered_map<std::string, double> measured_;
+  double benchmark_seconds_ = 0;
+};
+
+}  // namespace remat
