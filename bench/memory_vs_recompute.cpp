@@ -47,6 +47,7 @@ struct Args {
   std::string device = "cpu", dtype = "f32", strategies, out, compare, meta_accounting;
   double lr = 1e-3;
   bool timeline = true, dry_run = false;
+  bool interleave = true;  // --no-interleave: no second timing with every strategy one step in turn
   // "wall", or "cpu": the process's CPU time per step (CLOCK_PROCESS_CPUTIME_ID), which time
   // slices given to other processes do not inflate (use it with OMP_NUM_THREADS=1 on a busy
   // machine; with more threads it also counts the OpenMP threads' spin-waiting).
@@ -62,7 +63,7 @@ struct Args {
                "usage: memory_vs_recompute [--layers N] [--embd N] [--heads N] [--seq N] [--batch N] [--vocab N]\n"
                "                           [--steps N] [--warmup N] [--device cpu|cuda] [--dtype f32|bf16]\n"
                "                           [--strategies a,b,...] [--out DIR] [--compare FILE[,FILE...]] [--lr X]\n"
-               "                           [--no-timeline] [--dry-run] [--meta-accounting cpu|cuda]\n"
+               "                           [--no-timeline] [--no-interleave] [--dry-run] [--meta-accounting cpu|cuda]\n"
                "                           [--clock wall|cpu] [--optimizer adamw-fused|adamw]\n"
                "                           [--budget SIZE] [--sweep N] [--sweep-at-strategies]\n"
                "                           [--estimate benchmark|cost-model]\n"
@@ -70,6 +71,8 @@ struct Args {
                "--dry-run: predict on the Meta device only (nothing computed, any model size); the dry runs\n"
                "  count as --device's allocator does (cuda: 512-byte blocks) unless --meta-accounting says otherwise\n"
                "--clock cpu: per-step process CPU time (a busy machine; one thread)\n"
+               "--no-interleave: skip the second timing, in which every strategy takes one step in turn (the\n"
+               "  fairer overheads on a shared machine; its table follows the main one)\n"
                "--budget SIZE (e.g. 60MiB): also the strategy plan_checkpointing makes for that peak (the `planned`\n"
                "  row, with `fits`); the planner's dry runs count as --meta-accounting says\n"
                "--sweep N: plan N budgets evenly spaced from the lowest feasible peak (everything recomputed) to\n"
@@ -115,6 +118,10 @@ Args parse(int argc, char** argv) {
     if (f == "--help" || f == "-h") usage("");
     if (f == "--no-timeline") {
       a.timeline = false;
+      continue;
+    }
+    if (f == "--no-interleave") {
+      a.interleave = false;
       continue;
     }
     if (f == "--dry-run") {
@@ -362,6 +369,13 @@ int main(int argc, char** argv) {
                          a.planning);
     for (size_t i = 0; i < strategies.size(); ++i) results.push_back(run(strategies[i], a, i, strategies.size(), device));
     if (plan) results.push_back(run_plan(*plan, "planned", a, 0, 1, device, /*timeline=*/true));
+    if (!a.dry_run && a.interleave && results.size() >= 2) {
+      std::vector<Strategy> in_turn = strategies;
+      if (plan) in_turn.push_back(planned_strategy(*plan, "planned"));
+      if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%-60s", "every strategy in turn");
+      const auto seconds = interleaved_step_seconds(in_turn, a.shape, device, a.steps, a.warmup, training_options(a));
+      for (size_t i = 0; i < results.size(); ++i) results[i].interleaved_ms = median_of(seconds[i]) * 1e3;
+    }
     if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%90s\r", "");
     print_table(cfg, results);
     if (a.planning.budget_bytes > 0) std::printf("\n%s\n", planning_line(results.back()).c_str());

@@ -67,6 +67,7 @@ nlohmann::json result_json(const StrategyResult& r) {
     e["at_peak"] = by_category_json(r.measured.at_peak);
     e["step_ms"] = r.step_ms;
     e["median_ms"] = r.median_ms;
+    if (r.interleaved_ms > 0) e["interleaved_ms"] = r.interleaved_ms;
     e["final_loss"] = r.final_loss;
     if (!r.measured.timeline.empty())
       e["timeline"] = {{"step", r.measured.timeline.step}, {"allocated", allocated_series(r.measured.timeline)}};
@@ -276,6 +277,30 @@ void print_table(const RunConfig& cfg, const std::vector<StrategyResult>& result
   Table t = result_table(cfg, results);
   std::printf("\n%s\n", table_text(t).c_str());
   for (const std::string& n : t.notes) std::printf("%s\n", n.c_str());
+  Table in_turn = interleaved_table(results);
+  if (in_turn.rows.empty()) return;
+  std::printf("\nstep times, every strategy in turn:\n\n%s\n", table_text(in_turn).c_str());
+  for (const std::string& n : in_turn.notes) std::printf("%s\n", n.c_str());
+}
+
+Table interleaved_table(const std::vector<StrategyResult>& results) {
+  Table t;
+  t.header = {"strategy", "step ms in turn", "overhead", "step ms alone"};
+  double none_ms = 0;
+  for (const StrategyResult& r : results)
+    if (r.name == "none") none_ms = r.interleaved_ms;
+  for (const StrategyResult& r : results) {
+    if (r.interleaved_ms <= 0) continue;
+    t.rows.push_back({r.name, fmt("%.1f", r.interleaved_ms),
+                      none_ms > 0 ? fmt("%.0f%%", (r.interleaved_ms / none_ms - 1) * 100) : "-",
+                      fmt("%.1f", r.median_ms)});
+  }
+  t.notes = {
+      "in turn: every strategy above took one training step in turn (each round in the other order than the last),",
+      "after the same warm-up; medians. A slow spell of a shared machine hits all alike, so these overheads are the",
+      "ones to read; alone: the median of the strategy's own run (the main table's step ms).",
+  };
+  return t;
 }
 
 std::string planning_line(const StrategyResult& p) {
@@ -439,6 +464,8 @@ std::string report_html(const RunConfig& cfg, const std::vector<StrategyResult>&
   for (const std::string& line : report_preamble(cfg, results)) s << "<p class='pre'>" << escape_xml(line) << "</p>\n";
   s << "<h2>" << (measured ? "Predicted and measured memory" : "Predicted memory") << "</h2>\n";
   s << table_html(result_table(cfg, results));
+  if (!interleaved_table(results).rows.empty())
+    s << "<h2>Step times, every strategy in turn</h2>\n" << table_html(interleaved_table(results));
   if (measured) {
     s << "<h2>Peak memory against step time</h2>\n<figure>\n" << pareto_svg(cfg, results, sweep) << "</figure>\n";
     s << "<h2>Peak memory against recomputed FLOPs</h2>\n<figure>\n"

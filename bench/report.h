@@ -32,6 +32,10 @@ std::string table_html(const Table& t);
 // The preamble, the table and its notes, as printed.
 void print_table(const RunConfig& cfg, const std::vector<StrategyResult>& results);
 
+// The step times measured with every strategy one step in turn (StrategyResult::interleaved_ms):
+// strategy, median, overhead against 'none' (when run), and the median of its own run beside it.
+// No rows when nothing was measured that way.
+Table interleaved_table(const std::vector<StrategyResult>& results);
 // The planned row's planning: "planned for --budget 60.0 MiB (62914560 bytes) in 0.84 s, 37 dry runs: ...".
 std::string planning_line(const StrategyResult& planned);
 // The sweep (--sweep, --sweep-at-strategies), one row per plan: budget, the plan's predicted peak,

@@ -43,6 +43,9 @@ struct StrategyResult {
   // Measured steps only.
   std::vector<double> step_ms;
   double median_ms = 0;
+  // The median step time when every strategy of the run took one step in turn (a slow spell of a
+  // shared machine then hits all alike; interleaved_step_seconds); 0: not measured.
+  double interleaved_ms = 0;
   double final_loss = 0;
 
   // Recompute accounting per step, from the measured steps (or the dry run's, which count the same).

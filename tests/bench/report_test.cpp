@@ -354,6 +354,25 @@ std::vector<StrategyResult> synthetic_sweep(const std::vector<StrategyResult>& s
 
 }  // namespace
 
+TEST_CASE("report: the step times measured in turn, with overheads against none's", "[report]") {
+  std::vector<StrategyResult> rs = synthetic_results();
+  CHECK(interleaved_table(rs).rows.empty());  // not measured in turn: no table
+  rs[0].interleaved_ms = 400.0;  // none
+  rs[1].interleaved_ms = 500.0;  // full
+  Table t = interleaved_table(rs);
+  CHECK(t.header == std::vector<std::string>{"strategy", "step ms in turn", "overhead", "step ms alone"});
+  REQUIRE(t.rows.size() == 2);
+  CHECK(t.rows[0] == std::vector<std::string>{"none", "400.0", "0%", "431.4"});
+  CHECK(t.rows[1] == std::vector<std::string>{"full", "500.0", "25%", "568.7"});
+  rs[0].interleaved_ms = 0;  // without none: no overhead
+  CHECK(interleaved_table(rs).rows[0][2] == "-");
+  rs[0].interleaved_ms = 400.0;
+  nlohmann::json j = nlohmann::json::parse(to_json(tiny_config(), rs));
+  CHECK(j["results"][1]["interleaved_ms"] == 500.0);
+  CHECK_FALSE(j["results"][2].contains("interleaved_ms"));
+  CHECK(report_html(tiny_config(), rs, {}).find(table_html(t)) != std::string::npos);
+}
+
 TEST_CASE("report: a planned row gets a fits column; the sweep's tables compare plans with strategies", "[report]") {
   std::vector<StrategyResult> rs = synthetic_results();
   REQUIRE(rs[1].name == "full");
