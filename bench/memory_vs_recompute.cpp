@@ -45,6 +45,7 @@ struct Args {
   ModelShape shape{8, 128, 256, 4, 65, 4};
   int64_t steps = 5, warmup = 2;
   std::string device = "cpu", dtype = "f32", strategies, out, compare, meta_accounting;
+  std::string attention = "math";  // --attention math|sdpa: the composite, or the fused op (GPTConfig::sdpa_backend)
   double lr = 1e-3;
   bool timeline = true, dry_run = false;
   // "wall", or "cpu": the process's CPU time per step (CLOCK_PROCESS_CPUTIME_ID), which time
@@ -62,12 +63,14 @@ struct Args {
                "                           [--steps N] [--warmup N] [--device cpu|cuda] [--dtype f32|bf16]\n"
                "                           [--strategies a,b,...] [--out DIR] [--compare FILE[,FILE...]] [--lr X]\n"
                "                           [--no-timeline] [--dry-run] [--meta-accounting cpu|cuda]\n"
-               "                           [--clock wall|cpu] [--optimizer adamw-fused|adamw]\n"
+               "                           [--clock wall|cpu] [--optimizer adamw-fused|adamw] [--attention math|sdpa]\n"
                "                           [--budget SIZE] [--sweep N] [--sweep-at-strategies]\n"
                "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2, sac-megatron\n"
                "--dry-run: predict on the Meta device only (nothing computed, any model size); the dry runs\n"
                "  count as --device's allocator does (cuda: 512-byte blocks) unless --meta-accounting says otherwise\n"
                "--clock cpu: per-step process CPU time (a busy machine; one thread)\n"
+               "--attention sdpa: the fused aten::_scaled_dot_product_flash_attention_for_cpu (saves output and\n"
+               "  logsumexp; the SAC strategies save it) instead of the math composite (default)\n"
                "--budget SIZE (e.g. 60MiB): also the strategy plan_checkpointing makes for that peak (the `planned`\n"
                "  row, with `fits`); the planner's dry runs count as --meta-accounting says\n"
                "--sweep N: plan N budgets evenly spaced from the lowest feasible peak (everything recomputed) to\n"
@@ -131,6 +134,7 @@ Args parse(int argc, char** argv) {
     else if (f == "--budget") a.planning.budget_bytes = planning_value(parse_budget, v);
     else if (f == "--sweep") a.planning.sweep = planning_value(parse_sweep, v);
     else if (f == "--clock") a.clock = v;
+    else if (f == "--attention") a.attention = v;
     else if (f == "--optimizer") {
       if (v != "adamw" && v != "adamw-fused") usage("--optimizer must be adamw or adamw-fused, got '" + v + "'");
       a.fused_adamw = v == "adamw-fused";
@@ -140,6 +144,8 @@ Args parse(int argc, char** argv) {
   if (a.device != "cpu" && a.device != "cuda") usage("--device must be cpu or cuda, got '" + a.device + "'");
   if (a.clock != "wall" && a.clock != "cpu") usage("--clock must be wall or cpu, got '" + a.clock + "'");
   if (a.dtype != "f32" && a.dtype != "bf16") usage("--dtype must be f32 or bf16, got '" + a.dtype + "'");
+  if (a.attention != "math" && a.attention != "sdpa")
+    usage("--attention must be math or sdpa, got '" + a.attention + "'");
   if (a.meta_accounting.empty()) a.meta_accounting = a.device;
   if (a.meta_accounting != "cpu" && a.meta_accounting != "cuda")
     usage("--meta-accounting must be cpu or cuda, got '" + a.meta_accounting + "'");
@@ -182,6 +188,7 @@ TrainingOptions training_options(const Args& a) {
   o.lr = a.lr;
   o.fused_adamw = a.fused_adamw;
   o.cpu_clock = a.clock == "cpu";
+  o.attention = a.attention == "sdpa" ? SDPBackend::FLASH_ATTENTION : SDPBackend::MATH;
   return o;
 }
 
@@ -294,6 +301,7 @@ int main(int argc, char** argv) {
     cfg.shape = a.shape;
     cfg.device = a.device;
     cfg.dtype = a.dtype;
+    cfg.attention = a.attention;
     cfg.steps = a.steps;
     cfg.warmup = a.warmup;
     cfg.forward_flops = forward_matmul_flops(a.shape, true);

@@ -49,7 +49,9 @@ std::pair<Tensor, Tensor> token_batch(const ModelShape& shape, Device device, ui
 std::vector<StepRecord> run_training_steps(const Strategy& strategy, const ModelShape& shape, Device device,
                                            int64_t steps, const TrainingOptions& options) {
   auto [idx, targets] = token_batch(shape, device, options.data_seed);
-  nn::GPT model(gpt_config(shape, options.dtype, device));
+  nn::GPTConfig cfg = gpt_config(shape, options.dtype, device);
+  cfg.sdpa_backend = options.attention;
+  nn::GPT model(cfg);
   model.set_checkpointing(strategy.checkpointing);
   optim::AdamW opt(model.parameters(), optim::AdamWOptions(options.lr).fused(options.fused_adamw));
 
