@@ -56,5 +56,6 @@
 #include "nn/serialization.h"
 #include "nn/transformer.h"
 #include "ops/functions.h"
+#include "ops/sdpa_kernel.h"
 #include "ops/gradcheck.h"
 

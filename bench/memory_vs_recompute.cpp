@@ -45,6 +45,7 @@ struct Args {
   ModelShape shape{8, 128, 256, 4, 65, 4};
   int64_t steps = 5, warmup = 2;
   std::string device = "cpu", dtype = "f32", strategies, out, compare, meta_accounting;
+  std::string attention = "math";  // --attention math|sdpa: the composite, or the fused op (GPTConfig::sdpa_backend)
   double lr = 1e-3;
   bool timeline = true, dry_run = false;
   bool interleave = true;  // --no-interleave: no second timing with every strategy one step in turn
@@ -64,7 +65,7 @@ struct Args {
                "                           [--steps N] [--warmup N] [--device cpu|cuda] [--dtype f32|bf16]\n"
                "                           [--strategies a,b,...] [--out DIR] [--compare FILE[,FILE...]] [--lr X]\n"
                "                           [--no-timeline] [--no-interleave] [--dry-run] [--meta-accounting cpu|cuda]\n"
-               "                           [--clock wall|cpu] [--optimizer adamw-fused|adamw]\n"
+               "                           [--clock wall|cpu] [--optimizer adamw-fused|adamw] [--attention math|sdpa]\n"
                "                           [--budget SIZE] [--sweep N] [--sweep-at-strategies]\n"
                "                           [--estimate benchmark|cost-model]\n"
                "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2, sac-megatron\n"
@@ -73,6 +74,8 @@ struct Args {
                "--clock cpu: per-step process CPU time (a busy machine; one thread)\n"
                "--no-interleave: skip the second timing, in which every strategy takes one step in turn (the\n"
                "  fairer overheads on a shared machine; its table follows the main one)\n"
+               "--attention sdpa: the fused aten::_scaled_dot_product_flash_attention_for_cpu (saves output and\n"
+               "  logsumexp; the SAC strategies save it) instead of the math composite (default)\n"
                "--budget SIZE (e.g. 60MiB): also the strategy plan_checkpointing makes for that peak (the `planned`\n"
                "  row, with `fits`); the planner's dry runs count as --meta-accounting says\n"
                "--sweep N: plan N budgets evenly spaced from the lowest feasible peak (everything recomputed) to\n"
@@ -156,6 +159,7 @@ Args parse(int argc, char** argv) {
       a.estimate = v;
       a.planning.estimate_mode = planning_value_mode(v);
     }
+    else if (f == "--attention") a.attention = v;
     else if (f == "--optimizer") {
       if (v != "adamw" && v != "adamw-fused") usage("--optimizer must be adamw or adamw-fused, got '" + v + "'");
       a.fused_adamw = v == "adamw-fused";
@@ -165,6 +169,8 @@ Args parse(int argc, char** argv) {
   if (a.device != "cpu" && a.device != "cuda") usage("--device must be cpu or cuda, got '" + a.device + "'");
   if (a.clock != "wall" && a.clock != "cpu") usage("--clock must be wall or cpu, got '" + a.clock + "'");
   if (a.dtype != "f32" && a.dtype != "bf16") usage("--dtype must be f32 or bf16, got '" + a.dtype + "'");
+  if (a.attention != "math" && a.attention != "sdpa")
+    usage("--attention must be math or sdpa, got '" + a.attention + "'");
   if (a.meta_accounting.empty()) a.meta_accounting = a.device;
   if (a.meta_accounting != "cpu" && a.meta_accounting != "cuda")
     usage("--meta-accounting must be cpu or cuda, got '" + a.meta_accounting + "'");
@@ -213,6 +219,7 @@ TrainingOptions training_options(const Args& a) {
   o.lr = a.lr;
   o.fused_adamw = a.fused_adamw;
   o.cpu_clock = a.clock == "cpu";
+  o.attention = a.attention == "sdpa" ? SDPBackend::FLASH_ATTENTION : SDPBackend::MATH;
   return o;
 }
 
@@ -335,6 +342,7 @@ int main(int argc, char** argv) {
     cfg.shape = a.shape;
     cfg.device = a.device;
     cfg.dtype = a.dtype;
+    cfg.attention = a.attention;
     cfg.steps = a.steps;
     cfg.warmup = a.warmup;
     cfg.forward_flops = forward_matmul_flops(a.shape, true);

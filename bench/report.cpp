@@ -118,6 +118,7 @@ std::vector<std::string> report_preamble(const RunConfig& cfg, const std::vector
   std::ostringstream model;
   model << "GPT: " << m.layers << " layers, d_model " << m.embd << ", " << m.heads << " heads, seq " << m.seq
         << ", batch " << m.batch << ", vocab " << m.vocab << ", " << cfg.dtype << ", " << cfg.device;
+  if (cfg.attention != "math") model << ", attention " << cfg.attention;
   lines.push_back(model.str());
   char buf[256];
   std::snprintf(
@@ -385,6 +386,7 @@ std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& res
                  {"vocab", cfg.shape.vocab},
                  {"device", cfg.device},
                  {"dtype", cfg.dtype},
+                 {"attention", cfg.attention},
                  {"steps", cfg.steps},
                  {"warmup", cfg.warmup},
                  {"model_flops_per_step", cfg.model_flops_per_step},
@@ -410,6 +412,7 @@ void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResu
   cfg->shape = ModelShape{c.at("batch"), c.at("seq"), c.at("embd"), c.at("heads"), c.at("vocab"), c.at("layers")};
   cfg->device = c.value("device", std::string("cpu"));
   cfg->dtype = c.value("dtype", std::string("f32"));
+  cfg->attention = c.value("attention", std::string("math"));  // files written before --attention/--sdpa: math
   cfg->steps = c.value("steps", int64_t{0});
   cfg->warmup = c.value("warmup", int64_t{0});
   cfg->threads = c.value("threads", int64_t{0});
@@ -503,6 +506,11 @@ void print_comparison(const RunConfig& ours_cfg, const std::vector<StrategyResul
               (long long)theirs_cfg.shape.embd, (long long)theirs_cfg.shape.seq, (long long)theirs_cfg.shape.batch);
   if (ours_cfg.dtype != theirs_cfg.dtype || ours_cfg.device != theirs_cfg.device || ours_cfg.clock != theirs_cfg.clock) {
     std::printf("warning: the two runs used different dtypes, devices or clocks; ratios compare unlike things\n");
+  }
+  std::printf("attention: remat %s, %s %s\n", ours_cfg.attention.c_str(), theirs_cfg.framework.c_str(),
+              theirs_cfg.attention.c_str());
+  if (ours_cfg.attention != theirs_cfg.attention) {
+    std::printf("warning: the two runs used different attention (math, sdpa); ratios compare unlike things\n");
   }
   if (ours_cfg.shape.layers != theirs_cfg.shape.layers || ours_cfg.shape.embd != theirs_cfg.shape.embd ||
       ours_cfg.shape.seq != theirs_cfg.shape.seq || ours_cfg.shape.batch != theirs_cfg.shape.batch) {

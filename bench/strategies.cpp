@@ -9,24 +9,31 @@ namespace remat::bench {
 namespace {
 bool is_op(const OperatorHandle& op, const char* name) { return op.name() == name; }
 bool is_linear_matmul(const OperatorHandle& op) { return is_op(op, "aten::mm") || is_op(op, "aten::addmm"); }
+constexpr const char* kFusedAttention = "aten::_scaled_dot_product_flash_attention_for_cpu";
 }  // namespace
 
+PolicyFn save_matmuls_and_attention() {
+  return policies::save_ops({"aten::mm", "aten::bmm", "aten::addmm", kFusedAttention});
+}
+
 PolicyFn titan_policy() {
-  // torchtitan's default SAC policy saves every other mm and the SDPA op's output. remat's
-  // attention is a composite, so "the SDPA output" is its second bmm (scores x V). The policy
-  // object is created per checkpoint call (context_fn), so the counter runs per block.
+  // torchtitan's default SAC policy saves every other mm and the SDPA op's output. With the fused
+  // backend that is the fused op (both outputs); with the math composite "the SDPA output" is its
+  // second bmm (scores x V). The policy object is created per checkpoint call (context_fn), so the
+  // counter runs per block.
   auto linear_calls = std::make_shared<int64_t>(0);
   return [linear_calls](const SelectiveCheckpointContext& ctx, const OperatorHandle& op, const std::vector<IValue>&) {
     if (is_linear_matmul(op)) {
       return (*linear_calls)++ % 2 == 0 ? CheckpointPolicy::MUST_SAVE : CheckpointPolicy::PREFER_RECOMPUTE;
     }
     if (is_op(op, "aten::bmm") && ctx.index == 1) return CheckpointPolicy::MUST_SAVE;
+    if (is_op(op, kFusedAttention)) return CheckpointPolicy::MUST_SAVE;
     return CheckpointPolicy::PREFER_RECOMPUTE;
   };
 }
 
 PolicyFn no_fc2_policy() {
-  return policies::compose({policies::recompute_scopes({"*.mlp.fc2"}), policies::save_matmuls()});
+  return policies::compose({policies::recompute_scopes({"*.mlp.fc2"}), save_matmuls_and_attention()});
 }
 
 PolicyFn megatron_policy() {
@@ -55,7 +62,7 @@ std::vector<Strategy> all_strategies() {
       {"full", "every block, non-reentrant", AC::full(false), false},
       {"full-reentrant", "every block, reentrant", AC::full(true), true},
       {"every2", "blocks 0, 2, ... (non-reentrant)", AC::every_nth(2, false), false},
-      {"sac-mm", "SAC: save every matmul", sac(policies::save_matmuls), false},
+      {"sac-mm", "SAC: save every matmul", sac(save_matmuls_and_attention), false},
       {"sac-titan", "SAC: every other linear mm + attention out", sac(titan_policy), false},
       {"sac-no-fc2", "SAC: every matmul but mlp.fc2 (by scope)", sac(no_fc2_policy), false},
       {"sac-megatron", "SAC: recompute only the attention core", sac(megatron_policy), false},

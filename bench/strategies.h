@@ -23,6 +23,9 @@ std::vector<Strategy> all_strategies();
 std::vector<Strategy> select_strategies(const std::string& csv);
 
 // Policies used above, exposed for tests.
+// mm, bmm, addmm and the fused attention op (torchtitan's _save_list names its SDPA ops beside mm;
+// under the math backend the fused op never runs and this is policies::save_matmuls)
+PolicyFn save_matmuls_and_attention();
 PolicyFn titan_policy();     // every other linear-layer matmul, plus the attention output
 PolicyFn no_fc2_policy();    // every matmul except the MLP's fc2
 PolicyFn megatron_policy();  // save what backward needs except the attention core

@@ -79,6 +79,7 @@ struct StrategyResult {
 struct RunConfig {
   ModelShape shape;
   std::string device = "cpu", dtype = "f32";
+  std::string attention = "math";  // the attention core: "math" (the composite) or "sdpa" (the fused op)
   int64_t steps = 5, warmup = 2;
   double model_flops_per_step = 0;  // forward + backward, matmuls only
   double forward_flops = 0;

@@ -8,6 +8,12 @@ torch.utils.checkpoint.create_selective_checkpoint_contexts. PyTorch's policies 
 op, not the module, so 'sac-no-fc2' is emulated by counting linear matmuls (fc2 is the 4th in
 a block) -- remat expresses it by scope.
 
+--sdpa (PyTorch >= 2.0) runs F.scaled_dot_product_attention under
+sdpa_kernel(SDPBackend.FLASH_ATTENTION) (>= 2.3), i.e. the fused
+aten._scaled_dot_product_flash_attention_for_cpu on CPU, which the SAC policies save as they save
+matmuls (torchtitan's _save_list names the SDPA ops beside mm); compare it with
+`memory_vs_recompute --attention sdpa`. Without it, the math composite remat runs by default.
+
 Writes the JSON that `memory_vs_recompute --compare FILE` reads.
 
   /usr/bin/python3 bench/torch_reference.py --out /tmp/torch.json
@@ -19,6 +25,7 @@ profile_memory=True and the net bytes it allocated are summed (the same quantity
 allocated during forward and still alive after it).
 """
 import argparse
+import contextlib
 import functools
 import json
 import math
@@ -30,6 +37,22 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch.utils.checkpoint as ckpt
+
+
+def fused_sdpa():
+    """The fused kernel only (torch.nn.attention.sdpa_kernel, PyTorch >= 2.3); else PyTorch's own choice."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:
+        return contextlib.nullcontext()
+    return sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+
+
+def sdpa_ops():
+    """The fused attention ops of this PyTorch (CPU and CUDA flash), for the SAC policies."""
+    aten = torch.ops.aten
+    names = ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention")
+    return {getattr(aten, n).default for n in names if hasattr(aten, n)}
 
 
 class Attention(nn.Module):
@@ -45,7 +68,8 @@ class Attention(nn.Module):
         q, k, v = self.qkv(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
         if self.use_sdpa:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            with fused_sdpa():
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:  # the same composite remat runs
             s = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
             mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
@@ -108,7 +132,8 @@ def policies():
     """The SAC policies of bench/strategies.cpp, in PyTorch's terms (PyTorch >= 2.4)."""
     CP = ckpt.CheckpointPolicy
     aten = torch.ops.aten
-    mm_like = {aten.mm.default, aten.addmm.default, aten.bmm.default}
+    sdpa = sdpa_ops()  # never called under the math composite
+    mm_like = {aten.mm.default, aten.addmm.default, aten.bmm.default} | sdpa
 
     def save_mm():
         return lambda ctx, op, *a, **k: CP.MUST_SAVE if op in mm_like else CP.PREFER_RECOMPUTE
@@ -124,7 +149,7 @@ def policies():
             if op == aten.bmm.default:
                 bmm["n"] += 1
                 return CP.MUST_SAVE if bmm["n"] == 2 else CP.PREFER_RECOMPUTE
-            return CP.PREFER_RECOMPUTE
+            return CP.MUST_SAVE if op in sdpa else CP.PREFER_RECOMPUTE
         return policy
 
     def no_fc2():
@@ -134,13 +159,13 @@ def policies():
             if op in (aten.mm.default, aten.addmm.default):
                 linear["n"] += 1
                 return CP.PREFER_RECOMPUTE if linear["n"] % 4 == 0 else CP.MUST_SAVE  # fc2: 4th linear
-            return CP.MUST_SAVE if op == aten.bmm.default else CP.PREFER_RECOMPUTE
+            return CP.MUST_SAVE if op == aten.bmm.default or op in sdpa else CP.PREFER_RECOMPUTE
         return policy
 
     def megatron():
         core = {aten.bmm.default, aten._softmax.default, aten.masked_fill.Scalar, aten.mul.Tensor,
                 aten.triu.default, aten.ones.default, aten.clone.default, aten._unsafe_view.default,
-                aten.expand.default, aten.view.default, aten.transpose.int}
+                aten.expand.default, aten.view.default, aten.transpose.int} | sdpa
         linear = {"n": 0}
 
         def policy(ctx, op, *a, **k):
@@ -231,6 +256,8 @@ def main():
                         "other processes do not inflate; as memory_vs_recompute --clock cpu (use with --threads 1)")
     p.add_argument("--out", default="")
     a = p.parse_args()
+    if a.sdpa and not hasattr(F, "scaled_dot_product_attention"):
+        sys.exit(f"--sdpa needs PyTorch >= 2.0 (F.scaled_dot_product_attention); this is {torch.__version__}")
     torch.set_num_threads(a.threads)
     device = torch.device(a.device)
     dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
@@ -272,7 +299,8 @@ def main():
 
     doc = {"framework": f"pytorch {torch.__version__}",
            "config": {"layers": a.layers, "embd": a.embd, "heads": a.heads, "seq": a.seq, "batch": a.batch,
-                      "vocab": a.vocab, "device": a.device, "dtype": a.dtype, "steps": a.steps, "warmup": a.warmup,
+                      "vocab": a.vocab, "device": a.device, "dtype": a.dtype, "attention": "sdpa" if a.sdpa else "math",
+                      "steps": a.steps, "warmup": a.warmup,
                       "threads": a.threads, "clock": a.clock,
                       "optimizer": getattr(a, "optimizer_used", a.optimizer)},
            "results": results}

@@ -46,6 +46,14 @@ std::pair<Tensor, Tensor> token_batch(const ModelShape& shape, Device device, ui
   return {idx, targets};
 }
 
+namespace {
+nn::GPTConfig model_config(const ModelShape& shape, Device device, const TrainingOptions& o) {
+  nn::GPTConfig cfg = gpt_config(shape, o.dtype, device);
+  cfg.sdpa_backend = o.attention;
+  return cfg;
+}
+}  // namespace
+
 struct TrainingSession::State {
   Device device;
   TrainingOptions options;
@@ -54,7 +62,7 @@ struct TrainingSession::State {
   optim::AdamW opt;
   int64_t steps = 0;
   State(const Strategy& strategy, const ModelShape& shape, Device d, const TrainingOptions& o)
-      : device(d), options(o), batch(token_batch(shape, d, o.data_seed)), model(gpt_config(shape, o.dtype, d)),
+      : device(d), options(o), batch(token_batch(shape, d, o.data_seed)), model(model_config(shape, d, o)),
         opt(model.parameters(), optim::AdamWOptions(o.lr).fused(o.fused_adamw)) {
     model.set_checkpointing(strategy.checkpointing);
   }

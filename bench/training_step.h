@@ -39,6 +39,7 @@ struct TrainingOptions {
   double lr = 1e-3;
   bool keep_timeline = false;  // fill StepRecord::timeline
   bool fused_adamw = true;     // AdamWOptions::fused (one _fused_adamw_ per parameter)
+  SDPBackend attention = SDPBackend::MATH;  // GPTConfig::sdpa_backend (--attention math|sdpa)
   // StepRecord::seconds on the process's CPU time (CLOCK_PROCESS_CPUTIME_ID) instead of the wall
   // clock: time slices given to other processes do not count (with one thread, on a busy machine).
   bool cpu_clock = false;

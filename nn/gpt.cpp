@@ -82,6 +82,7 @@ GPT::GPT(const GPTConfig& c) : Module("GPT"), config_(c), init_generator_(c.seed
   for (int64_t i = 0; i < c.n_layer; ++i) {
     blocks.push_back(layers->register_module(
         std::to_string(i), std::make_shared<Block>(c.n_embd, c.n_head, c.dropout, c.bias, c.rms_norm, g, c.options)));
+    blocks.back()->attn->sdpa_backend = c.sdpa_backend;
   }
   if (c.rms_norm) ln_f = register_module("ln_f", std::make_shared<RMSNorm>(c.n_embd, 1e-6, true, c.options));
   else ln_f = register_module("ln_f", std::make_shared<LayerNorm>(c.n_embd, 1e-5, true, c.bias, c.options));

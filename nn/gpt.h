@@ -58,6 +58,10 @@ struct GPTConfig {
   bool tie_weights = true;   // lm_head.weight is wte.weight
   bool rms_norm = false;     // RMSNorm instead of LayerNorm
   uint64_t seed = 1337;      // initialisation (nanoGPT's: N(0, 0.02), residual projections scaled)
+  // The attention core's backend (torch.nn.attention.sdpa_kernel around each block's attention):
+  // MATH, the composite SAC policies see op by op, or FLASH_ATTENTION, the fused
+  // aten::_scaled_dot_product_flash_attention_for_cpu (saves output and logsumexp, no [T, T] weights).
+  SDPBackend sdpa_backend = SDPBackend::MATH;
   TensorOptions options;     // dtype and device of the parameters
 };
 

@@ -45,6 +45,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x) const {
   Tensor y;
   {
     remat::scope core("core");  // Megatron's "selective" recompute targets exactly this part
+    sdpa_kernel backend(sdpa_backend);
     y = scaled_dot_product_attention(q, k, v, /*is_causal=*/true, is_training() ? attn_dropout : 0.0);
   }
   y = y.transpose(1, 2).reshape({B, T, C});

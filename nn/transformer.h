@@ -11,6 +11,7 @@
 #include "nn/dropout.h"
 #include "nn/linear.h"
 #include "nn/normalization.h"
+#include "ops/sdpa_kernel.h"
 
 namespace remat::nn {
 
@@ -32,6 +33,9 @@ class CausalSelfAttention : public Module {
   std::shared_ptr<Dropout> drop;
   int64_t n_embd, n_head;
   double attn_dropout;
+  // The backend forward pins around scaled_dot_product_attention (also in a checkpoint's rerun):
+  // an sdpa_kernel guard outside the module does not reach inside it.
+  SDPBackend sdpa_backend = SDPBackend::MATH;
 };
 
 class Block : public Module {

@@ -1,7 +1,12 @@
-// Mirrors ATen/native/transformers/attention.cpp (_scaled_dot_product_attention_math): attention
-// as a composite of primitive ops, so autograd, dispatch modes and SAC policies see its bmm,
-// softmax and dropout rather than one opaque op.
+// Mirrors ATen/native/transformers/attention.cpp (scaled_dot_product_attention,
+// _scaled_dot_product_attention_math) and sdp_utils_cpp.cpp (select_sdp_backend_cpp): the
+// composite that picks a backend. The math path (remat's default) is a composite of primitive
+// ops, so autograd, dispatch modes and SAC policies see its bmm, softmax and dropout rather than
+// one opaque op; under sdpa_kernel(SDPBackend::FLASH_ATTENTION) it calls the fused
+// aten::_scaled_dot_product_flash_attention_for_cpu where that op's constraints hold (PyTorch's
+// CPU checks: 4-D, CPU, a floating dtype, no dropout, unit-stride head dims), else math if enabled.
 //
+// The math path:
 //   scores = matmul(q, k^T) * (1 / sqrt(E))
 //   scores = masked_fill(scores, triu(ones(L, S), 1), -inf)     (is_causal; top-left aligned)
 //   attn   = softmax(scores, -1), then dropout(attn, dropout_p)   (dropout_p > 0)
@@ -11,11 +16,13 @@
 // the causal mask is one [L, S] Bool tensor broadcast over the batch.
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "engine/dispatch/library.h"
 #include "ops/composite.h"
 #include "ops/functions.h"
 #include "ops/op_utils.h"
+#include "ops/sdpa_kernel.h"
 
 namespace remat::ops {
 namespace {
@@ -39,11 +46,22 @@ void check_attention_args(const Tensor& q, const Tensor& k, const Tensor& v) {
               ": key and value must have the same sequence length S, but got ", k.sizes(), " and ", v.sizes());
 }
 
-Tensor scaled_dot_product_attention_composite(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal,
-                                              double dropout_p, Generator* generator) {
-  check_attention_args(q, k, v);
-  REMAT_CHECK(dropout_p >= 0.0 && dropout_p <= 1.0,
-              "aten::scaled_dot_product_attention: dropout probability has to be between 0 and 1, but got ", dropout_p);
+// Why the fused op cannot run these arguments ("" when it can).
+std::string flash_unusable_because(const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p) {
+  if (!q.device().is_cpu() && !q.is_meta()) return "it runs on the CPU only, got " + q.device().str();
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4)
+    return detail::str("it needs 4-D [B, H, L, E] inputs, got ", q.sizes(), ", ", k.sizes(), " and ", v.sizes());
+  if (k.sizes() != v.sizes() || q.size(0) != k.size(0) || q.size(1) != k.size(1) || q.size(3) != k.size(3))
+    return detail::str("it needs equal B, H and head sizes, got ", q.sizes(), ", ", k.sizes(), " and ", v.sizes());
+  if (dropout_p > 0.0) return detail::str("it has no dropout, got dropout_p = ", dropout_p);
+  for (const Tensor* t : {&q, &k, &v})
+    if (t->size(-1) > 1 && t->strides().back() != 1)
+      return detail::str("it needs a unit-stride head dim, got strides ", t->strides());
+  return "";
+}
+
+Tensor math_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, double dropout_p,
+                      Generator* generator) {
   const int64_t L = q.sizes()[q.dim() - 2], S = k.sizes()[k.dim() - 2], E = q.sizes().back();
   Tensor scores = mul(matmul(q, transpose(k, -2, -1)), 1.0 / std::sqrt(static_cast<double>(E)));
   if (is_causal) {
@@ -53,6 +71,22 @@ Tensor scaled_dot_product_attention_composite(const Tensor& q, const Tensor& k, 
   Tensor attn = softmax(scores, -1);
   if (dropout_p > 0.0) attn = dropout(attn, dropout_p, /*train=*/true, generator);
   return matmul(attn, v);
+}
+
+Tensor scaled_dot_product_attention_composite(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal,
+                                              double dropout_p, Generator* generator) {
+  check_attention_args(q, k, v);
+  REMAT_CHECK(dropout_p >= 0.0 && dropout_p <= 1.0,
+              "aten::scaled_dot_product_attention: dropout probability has to be between 0 and 1, but got ", dropout_p);
+  std::string flash_reason = "it is not enabled";
+  for (SDPBackend backend : enabled_sdpa_backends()) {
+    if (backend == SDPBackend::MATH) return math_attention(q, k, v, is_causal, dropout_p, generator);
+    flash_reason = flash_unusable_because(q, k, v, dropout_p);
+    if (flash_reason.empty())
+      return std::get<0>(_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, is_causal));
+  }
+  throw Error("aten::scaled_dot_product_attention: No available kernel. Aborting execution. FLASH_ATTENTION "
+              "is the only backend enabled (sdpa_kernel) and cannot run these arguments: " + flash_reason);
 }
 
 }  // namespace

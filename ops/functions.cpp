@@ -149,6 +149,17 @@ Tensor scaled_dot_product_attention(T q, T k, T v, bool is_causal, double dropou
   REMAT_OP(Tensor(T, T, T, bool, double, Generator*), "aten::scaled_dot_product_attention");
   return op.call(q, k, v, is_causal, dropout_p, g);
 }
+std::tuple<Tensor, Tensor> _scaled_dot_product_flash_attention_for_cpu(T q, T k, T v, double dropout_p, bool is_causal,
+                                                                       T attn_mask, std::optional<double> scale) {
+  REMAT_OP(Tensor2(T, T, T, double, bool, T, std::optional<double>), "aten::_scaled_dot_product_flash_attention_for_cpu");
+  return op.call(q, k, v, dropout_p, is_causal, attn_mask, scale);
+}
+std::tuple<Tensor, Tensor, Tensor> _scaled_dot_product_flash_attention_for_cpu_backward(
+    T g, T q, T k, T v, T out, T lse, double dropout_p, bool is_causal, T attn_mask, std::optional<double> scale) {
+  REMAT_OP(Tensor3(T, T, T, T, T, T, double, bool, T, std::optional<double>),
+           "aten::_scaled_dot_product_flash_attention_for_cpu_backward");
+  return op.call(g, q, k, v, out, lse, dropout_p, is_causal, attn_mask, scale);
+}
 
 Tensor view(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::view"); return op.call(a, s); }
 Tensor reshape(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::reshape"); return op.call(a, s); }

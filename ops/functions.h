@@ -108,6 +108,17 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
 Tensor cross_entropy_backward(const Tensor& grad_output, const Tensor& logits, const Tensor& targets);
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal = false,
                                     double dropout_p = 0.0, Generator* generator = nullptr);
+// The fused attention (torch.ops.aten._scaled_dot_product_flash_attention_for_cpu): output
+// [B, H, L, E] and the row log-sum-exp [B, H, L]; scale unset: 1 / sqrt(E).
+std::tuple<Tensor, Tensor> _scaled_dot_product_flash_attention_for_cpu(const Tensor& query, const Tensor& key,
+                                                                       const Tensor& value, double dropout_p = 0.0,
+                                                                       bool is_causal = false,
+                                                                       const Tensor& attn_mask = {},
+                                                                       std::optional<double> scale = std::nullopt);
+std::tuple<Tensor, Tensor, Tensor> _scaled_dot_product_flash_attention_for_cpu_backward(
+    const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& out,
+    const Tensor& logsumexp, double dropout_p, bool is_causal, const Tensor& attn_mask = {},
+    std::optional<double> scale = std::nullopt);
 
 // ---- views ----
 Tensor view(const Tensor& a, const Shape& size);

@@ -89,6 +89,9 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("cross_entropy(Tensor self, Tensor target) -> Tensor");
   m.def("cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target) -> Tensor");
   m.def("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, bool is_causal=False, float dropout_p=0., *, Generator? generator=None) -> Tensor");  // composite
+  // the fused attention (ops/flash_attention.cpp) the composite picks under sdpa_kernel(FLASH_ATTENTION)
+  m.def("_scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, Tensor value, float dropout_p=0., bool is_causal=False, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor output, Tensor logsumexp)");
+  m.def("_scaled_dot_product_flash_attention_for_cpu_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor out, Tensor logsumexp, float dropout_p, bool is_causal, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)");
 
   // ---- views (share storage and the version counter with self) ----
   m.def("view(Tensor(a) self, int[] size) -> Tensor(a)");

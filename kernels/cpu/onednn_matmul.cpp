@@ -10,6 +10,7 @@
 #endif
 
 #include "engine/core/error.h"
+#include "kernels/cpu/parallel.h"
 
 namespace remat::kernels::cpu::onednn {
 
@@ -32,12 +33,15 @@ namespace {
 struct Key {
   DataType type;
   bool bias;
+  // Called inside an OpenMP parallel region (a blocked kernel's per-thread products), where
+  // oneDNN runs on one thread: a primitive made for the whole pool must not be reused there.
+  bool nested;
   float alpha, beta;
   StridedGemm p;
 
   bool operator==(const Key& o) const {
-    return type == o.type && bias == o.bias && alpha == o.alpha && beta == o.beta && p.m == o.p.m &&
-           p.n == o.p.n && p.k == o.p.k && p.batch_dims == o.p.batch_dims && p.batch == o.p.batch && p.a == o.p.a &&
+    return type == o.type && bias == o.bias && nested == o.nested && alpha == o.alpha && beta == o.beta &&
+           p.m == o.p.m && p.n == o.p.n && p.k == o.p.k && p.batch_dims == o.p.batch_dims && p.batch == o.p.batch && p.a == o.p.a &&
            p.b == o.p.b && p.c == o.p.c;
   }
 };
@@ -49,7 +53,7 @@ struct KeyHash {
     uint32_t alpha_bits, beta_bits;
     std::memcpy(&alpha_bits, &k.alpha, sizeof alpha_bits);
     std::memcpy(&beta_bits, &k.beta, sizeof beta_bits);
-    mix(static_cast<uint64_t>(k.type) | (k.bias ? 2u : 0u) << 4);
+    mix(static_cast<uint64_t>(k.type) | (k.bias ? 2u : 0u) << 4 | (k.nested ? 4u : 0u) << 4);
     mix(alpha_bits);
     mix(beta_bits);
     mix(static_cast<uint64_t>(k.p.m));
@@ -143,7 +147,7 @@ Entry& lookup(const Key& key) {
 }
 
 Key make_key(DataType type, const StridedGemm& p, float alpha, float beta, bool bias) {
-  Key key{type, bias, alpha, beta, StridedGemm{}};
+  Key key{type, bias, in_parallel_region(), alpha, beta, StridedGemm{}};
   // Copy only the used entries, so that the unused ones never make two equal problems differ.
   key.p.m = p.m;
   key.p.n = p.n;

@@ -506,6 +506,25 @@ std::vector<Derivative> table() {
                 Tensor()};
       }),
 
+      // output, logsumexp = _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p, is_causal,
+      //                                                               attn_mask, scale)
+      // as derivatives.yaml: the three gradients come from one backward call that reads query, key,
+      // value, output and logsumexp (it recomputes the attention weights); logsumexp gets none. Its
+      // backward op has no derivative (create_graph through it fails in the double backward).
+      with_non_differentiable_outputs(
+          rule("aten::_scaled_dot_product_flash_attention_for_cpu",
+               {arg(0, {0, 1, 2}), arg(1, {0, 1, 2}), arg(2, {0, 1, 2}), result(0, {0, 1, 2}), result(1, {0, 1, 2})},
+               [](C c) -> G {
+                 if (!c.grad(0).defined()) return G(4);
+                 std::optional<double> scale;
+                 if (!c.is_none(6)) scale = c.scalar(6);
+                 auto [dq, dk, dv] = _scaled_dot_product_flash_attention_for_cpu_backward(
+                     c.grad(0), c.input(0), c.input(1), c.input(2), c.result(0), c.result(1), c.scalar(3), c.flag(4),
+                     Tensor(), scale);
+                 return {dq, dk, dv, Tensor()};
+               }),
+          {1}),
+
       non_differentiable("aten::eq"),
       non_differentiable("aten::zeros_like"),
       non_differentiable("aten::ones_like"),

@@ -154,10 +154,12 @@ TEST_CASE("report: the JSON keeps the predicted and measured figures", "[report]
   rs[2].predicted.activation_bytes = 12345;
   RunConfig cfg = tiny_config(), back_cfg;
   cfg.meta_accounting = "cuda";
+  cfg.attention = "sdpa";
   std::vector<StrategyResult> back;
   from_json(to_json(cfg, rs), &back_cfg, &back);
   REQUIRE(back.size() == rs.size());
   CHECK(back_cfg.meta_accounting == "cuda");
+  CHECK(back_cfg.attention == "sdpa");
   CHECK(back_cfg.warmup == 1);
   for (size_t i = 0; i < rs.size(); ++i) {
     CHECK(back[i].name == rs[i].name);

@@ -18,10 +18,13 @@ const ModelShape kActivationBound{4, 64, 32, 2, 17, 3};
 // The benchmark's default model (config A).
 const ModelShape kConfigA{8, 128, 256, 4, 65, 4};
 
-void check_dry_run_matches(const Strategy& s, const ModelShape& shape, int64_t steps) {
-  INFO("strategy " << s.name << ", " << shape.layers << " layers, d_model " << shape.embd << ", seq " << shape.seq);
+void check_dry_run_matches(const Strategy& s, const ModelShape& shape, int64_t steps,
+                           SDPBackend attention = SDPBackend::MATH) {
+  INFO("strategy " << s.name << ", " << shape.layers << " layers, d_model " << shape.embd << ", seq " << shape.seq
+                   << ", attention " << toString(attention));
   TrainingOptions o;
   o.keep_timeline = true;
+  o.attention = attention;
   std::vector<StepRecord> cpu = run_training_steps(s, shape, Device{kCPU}, steps, o);
   std::vector<StepRecord> meta = run_training_steps(s, shape, Device{kMeta}, steps, o);
   REQUIRE(cpu.size() == meta.size());
@@ -53,6 +56,10 @@ void check_dry_run_matches(const Strategy& s, const ModelShape& shape, int64_t s
 
 TEST_CASE("dry run: every strategy's Meta step matches the CPU step to the byte (tiny GPT)", "[dry_run]") {
   for (const Strategy& s : all_strategies()) check_dry_run_matches(s, kTiny, 2);
+}
+
+TEST_CASE("dry run: with the fused attention (--attention sdpa), every strategy matches too", "[dry_run][flash]") {
+  for (const Strategy& s : all_strategies()) check_dry_run_matches(s, kActivationBound, 2, SDPBackend::FLASH_ATTENTION);
 }
 
 TEST_CASE("dry run: every strategy matches where activations decide the peak", "[dry_run]") {

@@ -12,8 +12,9 @@ using Catch::Contains;
 
 namespace {
 
-nn::GPTConfig small_config(double dropout = 0.0) {
+nn::GPTConfig small_config(double dropout = 0.0, SDPBackend attention = SDPBackend::MATH) {
   nn::GPTConfig c;
+  c.sdpa_backend = attention;
   c.vocab_size = 17;
   c.block_size = 16;
   c.n_layer = 4;
@@ -41,8 +42,8 @@ struct Run {
 };
 
 // One forward and backward of a freshly built model (same seed: same weights) under `ac`.
-Run run(const nn::ActivationCheckpointing& ac, double dropout = 0.0) {
-  nn::GPT model(small_config(dropout));
+Run run(const nn::ActivationCheckpointing& ac, double dropout = 0.0, SDPBackend attention = SDPBackend::MATH) {
+  nn::GPT model(small_config(dropout, attention));
   model.set_checkpointing(ac);
   manual_seed(123);  // dropout masks come from the default generator
   Tensor idx = tokens(3, 12, 17, 1), targets = tokens(3, 12, 17, 2);
@@ -122,6 +123,27 @@ TEST_CASE("non-reentrant checkpointing strategies give bitwise identical gradien
   SECTION("selective(save every other mm)") {
     check_bitwise_equal(
         none, run(nn::ActivationCheckpointing::selective(policies::save_every_other({"aten::addmm", "aten::bmm"}))));
+  }
+}
+
+TEST_CASE("the fused attention backend: checkpointing and SAC keeping the fused op are bitwise no checkpointing",
+          "[gpt][checkpoint][flash]") {
+  const SDPBackend flash = SDPBackend::FLASH_ATTENTION;
+  Run none = run(nn::ActivationCheckpointing::none(), 0.0, flash);
+  SECTION("full") { check_bitwise_equal(none, run(nn::ActivationCheckpointing::full(), 0.0, flash)); }
+  SECTION("selective(save the fused attention and every matmul)") {
+    auto policy = policies::save_ops({"aten::_scaled_dot_product_flash_attention_for_cpu", "aten::addmm"});
+    reset_checkpoint_stats();
+    check_bitwise_equal(none, run(nn::ActivationCheckpointing::selective(policy), 0.0, flash));
+    CHECK(checkpoint_stats().total.ops_replayed >= 4);  // at least the fused op of each of the 4 blocks
+  }
+  SECTION("close to the math backend (float32 reassociation)") {
+    Run math = run(nn::ActivationCheckpointing::none());
+    CHECK(std::abs(math.loss.item() - none.loss.item()) < 1e-5);
+    for (size_t i = 0; i < math.grads.size(); ++i) {
+      INFO(math.grads[i].first);
+      CHECK(remat::testing::max_abs_diff(math.grads[i].second, none.grads[i].second) < 1e-5);
+    }
   }
 }
 

@@ -1,8 +1,10 @@
-// Tests ops/attention.cpp: scaled_dot_product_attention as a composite of primitive ops.
+// Tests ops/attention.cpp: scaled_dot_product_attention as a composite of primitive ops, and how it
+// picks its backend (sdpa_kernel).
 #include <any>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "remat.h"
 #include "tests/testing/nn_ops.h"
@@ -14,23 +16,13 @@ using remat::testing::grad_input;
 using remat::testing::max_abs_diff;
 using remat::testing::meta_empty;
 using remat::testing::OpCounter;
+using remat::testing::PackCounter;
 using remat::testing::seeded_randn;
 using TL = std::vector<Tensor>;
 
 namespace {
 // p0 = softmax([1/sqrt(2), 0])[0] = sigmoid(1/sqrt(2))
 constexpr double kP0 = 0.6697615493266569;
-
-// Counts saved-tensor packs while alive. Packs a detached alias: packing an output itself would
-// make a reference cycle (output -> node -> packed output) when no backward frees it.
-struct PackCounter {
-  int packs = 0;
-  autograd::saved_tensors_hooks hooks{[this](const Tensor& t) -> std::any {
-                                        ++packs;
-                                        return t.detach();
-                                      },
-                                      [](const std::any& a) { return std::any_cast<Tensor>(a); }};
-};
 }  // namespace
 
 TEST_CASE("sdpa matches hand-computed values", "[attention]") {
@@ -194,4 +186,55 @@ TEST_CASE("sdpa errors name the op and the values", "[attention][errors]") {
                       Contains("aten::scaled_dot_product_attention: expected 'query' to have a floating point dtype"));
   REQUIRE_THROWS_WITH(scaled_dot_product_attention(q, meta_empty({2, 5, 4}), v),
                       Contains("aten::scaled_dot_product_attention: Expected all tensors to be on the same device"));
+}
+
+TEST_CASE("sdpa picks its backend as sdpa_kernel says: math by default, the fused op under FLASH_ATTENTION",
+          "[attention][sdpa_kernel]") {
+  Tensor q = seeded_randn({2, 3, 8, 4}, 26, kFloat).requires_grad_(true);
+  Tensor k = seeded_randn({2, 3, 8, 4}, 27, kFloat).requires_grad_(true);
+  Tensor v = seeded_randn({2, 3, 8, 4}, 28, kFloat).requires_grad_(true);
+  const char* flash = "aten::_scaled_dot_product_flash_attention_for_cpu";
+  auto calls = [&](std::optional<std::vector<SDPBackend>> backends, double dropout_p) {
+    std::optional<sdpa_kernel> guard;
+    if (backends) guard.emplace(*backends);
+    auto counter = std::make_shared<OpCounter>();
+    DispatchModeGuard mode(counter);
+    Generator gen(29);
+    sum(scaled_dot_product_attention(q, k, v, true, dropout_p, &gen)).backward();
+    return counter;
+  };
+  auto math = calls(std::nullopt, 0.0);
+  CHECK(math->count(flash) == 0);
+  CHECK(math->count("aten::softmax") == 1);
+  auto fused = calls(std::vector<SDPBackend>{SDPBackend::FLASH_ATTENTION}, 0.0);
+  CHECK(fused->count(flash) == 1);
+  CHECK(fused->count("aten::_scaled_dot_product_flash_attention_for_cpu_backward") == 1);
+  CHECK(fused->count("aten::bmm") == 0);
+  CHECK(fused->count("aten::softmax") == 0);
+  // both enabled: the fused op where it can run, the math path where it cannot (dropout)
+  auto both = std::vector<SDPBackend>{SDPBackend::MATH, SDPBackend::FLASH_ATTENTION};
+  CHECK(calls(both, 0.0)->count(flash) == 1);
+  auto with_dropout = calls(both, 0.2);
+  CHECK(with_dropout->count(flash) == 0);
+  CHECK(with_dropout->count("aten::native_dropout") == 1);
+  // the guard is scoped
+  CHECK(enabled_sdpa_backends() == std::vector<SDPBackend>{SDPBackend::MATH});
+}
+
+TEST_CASE("sdpa with only FLASH_ATTENTION enabled and arguments it cannot run says why", "[attention][errors]") {
+  sdpa_kernel guard(SDPBackend::FLASH_ATTENTION);
+  Tensor q = ones({2, 3, 4}), k = ones({2, 5, 4}), v = ones({2, 5, 4});
+  REQUIRE_THROWS_WITH(scaled_dot_product_attention(q, k, v),
+                      Contains("aten::scaled_dot_product_attention: No available kernel. Aborting execution. "
+                               "FLASH_ATTENTION is the only backend enabled (sdpa_kernel) and cannot run these "
+                               "arguments: it needs 4-D [B, H, L, E] inputs, got [2, 3, 4], [2, 5, 4] and [2, 5, 4]"));
+  Tensor q4 = ones({1, 2, 3, 4}), k4 = ones({1, 2, 5, 4});
+  REQUIRE_THROWS_WITH(scaled_dot_product_attention(q4, k4, k4, false, 0.1),
+                      Contains("cannot run these arguments: it has no dropout, got dropout_p = 0.1"));
+  REQUIRE_THROWS_WITH(scaled_dot_product_attention(q4, k4, ones({1, 2, 5, 6})),
+                      Contains("cannot run these arguments: it needs equal B, H and head sizes, got [1, 2, 3, 4], "
+                               "[1, 2, 5, 4] and [1, 2, 5, 6]"));
+  Tensor strided = slice(ones({1, 2, 3, 8}), 3, 0, 8, 2);
+  REQUIRE_THROWS_WITH(scaled_dot_product_attention(strided, k4, k4),
+                      Contains("cannot run these arguments: it needs a unit-stride head dim, got strides [48, 24, 8, 2]"));
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <any>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
@@ -61,6 +62,17 @@ struct OpCounter : DispatchMode {
     auto it = calls.find(name);
     return it == calls.end() ? 0 : it->second;
   }
+};
+
+// Counts saved-tensor packs while alive. Packs a detached alias: packing an output itself would
+// make a reference cycle (output -> node -> packed output) when no backward frees it.
+struct PackCounter {
+  int packs = 0;
+  autograd::saved_tensors_hooks hooks{[this](const Tensor& t) -> std::any {
+                                        ++packs;
+                                        return t.detach();
+                                      },
+                                      [](const std::any& a) { return std::any_cast<Tensor>(a); }};
 };
 
 // Tensors on the Meta device (shape and dtype only).
