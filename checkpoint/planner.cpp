@@ -24,6 +24,7 @@ std::string call_key(const std::string& scope, const std::string& op, int64_t in
 }
 
 const StorageImpl* storage_of(const Tensor& t) { return t.defined() ? t.impl()->storage().get() : nullptr; }
+uint64_t storage_id(const Tensor& t) { return t.defined() ? t.impl()->storage()->id() : 0; }
 
 bool shares_storage_with(const Tensor& t, const std::vector<IValue>& args) {
   for (const IValue& a : args)
@@ -95,18 +96,18 @@ class DryRunObserver : public stats_detail::PlanningObserver {
     if (op.schema().is_mutable()) {
       for (const IValue& a : args) {
         if (!a.isTensor()) continue;
-        auto p = producer_.find(storage_of(a.toTensor()));
+        auto p = producer_.find(storage_id(a.toTensor()));
         if (p != producer_.end()) data_->calls[p->second].mutated = true;
       }
     }
     for (const IValue& v : outputs)
       if (v.isTensor() && v.toTensor().defined() && !shares_storage_with(v.toTensor(), args))
-        producer_[storage_of(v.toTensor())] = it->second;
+        producer_[storage_id(v.toTensor())] = it->second;
   }
 
   void saved(int64_t, const Tensor& t) override {
     if (!profile_) return;
-    auto p = producer_.find(storage_of(t));
+    auto p = producer_.find(storage_id(t));
     if (p != producer_.end()) data_->calls[p->second].needed = true;
   }
 
@@ -153,9 +154,102 @@ class DryRunObserver : public stats_detail::PlanningObserver {
   Data* data_;
   bool profile_;
   RuntimeEstimator* estimator_;
-  std::unordered_map<const StorageImpl*, size_t> producer_;
+  std::unordered_map<uint64_t, size_t> producer_;  // storage id -> the call that made it
   std::unordered_map<int64_t, size_t> region_index_;
 };
+
+// The keep-sets along the Pareto front of (bytes kept, recompute cost), cheapest last: each
+// region's menu of keep-sets priced analytically from the profile, combined over the regions by a
+// multiple-choice knapsack. A region rerun recomputes the calls up to its last needed output that
+// is not kept, less the kept ones (replayed), so its cost under a keep-set is known without a dry
+// run; regions that repeat (a second training step in `step`) cost once per instance. Bytes kept
+// only approximate the peak, which the caller checks by dry runs along the front. Empty when a
+// region is too irregular to enumerate (then the other moves still search).
+std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::vector<bool>& keepable) {
+  struct Option {
+    int64_t bytes = 0;
+    double cost = 0;
+    std::vector<size_t> kept;
+  };
+  auto pareto = [](std::vector<Option> v) {  // bytes rising, cost strictly falling
+    std::sort(v.begin(), v.end(), [](const Option& a, const Option& b) {
+      return a.bytes != b.bytes ? a.bytes < b.bytes : a.cost < b.cost;
+    });
+    std::vector<Option> front;
+    for (Option& o : v)
+      if (front.empty() || o.cost < front.back().cost) front.push_back(std::move(o));
+    return front;
+  };
+  std::map<std::vector<size_t>, int> instances;  // a region's calls (forward order) -> how many regions run them
+  for (const Data::Region& r : data.regions) ++instances[r.calls];
+  std::vector<int> group_of(data.calls.size(), -1);
+  int group = 0;
+  for (const auto& [calls, count] : instances) {
+    for (size_t c : calls) {
+      if (group_of[c] >= 0 && group_of[c] != group) return {};  // regions that share only some calls
+      group_of[c] = group;
+    }
+    ++group;
+  }
+  constexpr size_t kMaxItems = 16;
+  std::vector<Option> front = {Option{}};
+  for (const auto& [calls, count] : instances) {
+    // Items: the region's keepable calls one by one, or (too many of them) all calls of one op.
+    std::vector<std::vector<size_t>> items;
+    std::vector<size_t> own;
+    for (size_t c : calls)
+      if (keepable[c] && std::find(own.begin(), own.end(), c) == own.end()) own.push_back(c);
+    if (own.size() <= kMaxItems) {
+      for (size_t c : own) items.push_back({c});
+    } else {
+      std::map<std::string, std::vector<size_t>> by_op;
+      for (size_t c : own) by_op[data.calls[c].op].push_back(c);
+      if (by_op.size() > kMaxItems) return {};
+      for (auto& [op, cs] : by_op) items.push_back(cs);
+    }
+    std::vector<Option> menu;
+    std::vector<bool> kept(data.calls.size(), false);
+    for (uint32_t mask = 0; mask < (1u << items.size()); ++mask) {
+      Option o;
+      for (size_t k = 0; k < items.size(); ++k)
+        for (size_t c : items[k]) kept[c] = (mask >> k) & 1u;
+      size_t last = calls.size();
+      for (size_t p = 0; p < calls.size(); ++p) {
+        const Data::Call& call = data.calls[calls[p]];
+        if (call.needed && call.bytes > 0 && !kept[calls[p]]) last = p;
+      }
+      for (size_t p = 0; last < calls.size() && p <= last; ++p)
+        if (!kept[calls[p]]) o.cost += data.calls[calls[p]].cost * count;
+      for (size_t k = 0; k < items.size(); ++k)
+        if ((mask >> k) & 1u)
+          for (size_t c : items[k]) o.bytes += data.calls[c].bytes, o.kept.push_back(c);
+      menu.push_back(std::move(o));
+    }
+    menu = pareto(std::move(menu));
+    std::vector<Option> merged;
+    merged.reserve(front.size() * menu.size());
+    for (const Option& a : front)
+      for (const Option& b : menu) {
+        Option o{a.bytes + b.bytes, a.cost + b.cost, a.kept};
+        o.kept.insert(o.kept.end(), b.kept.begin(), b.kept.end());
+        merged.push_back(std::move(o));
+      }
+    front = pareto(std::move(merged));
+    constexpr size_t kMaxFront = 2048;  // thin evenly, both ends kept
+    if (front.size() > kMaxFront) {
+      std::vector<Option> thin;
+      for (size_t i = 0; i < kMaxFront; ++i) thin.push_back(std::move(front[i * (front.size() - 1) / (kMaxFront - 1)]));
+      front = std::move(thin);
+    }
+  }
+  std::vector<std::vector<bool>> sets;
+  for (const Option& o : front) {
+    std::vector<bool> s(data.calls.size(), false);
+    for (size_t c : o.kept) s[c] = true;
+    sets.push_back(std::move(s));
+  }
+  return sets;
+}
 
 struct RunResult {
   int64_t peak = 0;
@@ -364,6 +458,24 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
         for (size_t j = 0; j <= k; ++j) prefix[j] = true;
         try_set(keep_ops(alone));
         if (k + 1 < ops.size()) try_set(keep_ops(prefix));
+      }
+    }
+    // 3b. The knapsack's front: the cheapest of its keep-sets that fits, by binary search on the
+    //     dry run's peak along it (bytes kept rise along the front, and the peak with them).
+    std::vector<bool> keepable_mask(n, false);
+    for (size_t c : keepable) keepable_mask[c] = true;
+    const std::vector<std::vector<bool>> front = knapsack_frontier(data, keepable_mask);
+    if (front.size() > 1) {
+      size_t lo = 0, hi = front.size() - 1;  // front[0] keeps nothing: it fits
+      while (lo < hi && budget_left()) {
+        const size_t mid = lo + (hi - lo + 1) / 2;
+        RunResult r = planner.run(front[mid], false);
+        if (fits(r)) {
+          lo = mid;
+          if (better(r)) best = front[mid], best_run = r;
+        } else {
+          hi = mid - 1;
+        }
       }
     }
     // 4. Local improvement, each move priced by a dry run.

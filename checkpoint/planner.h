@@ -25,8 +25,11 @@
 // kept is never rerun), so [recompute-all, keep-all] bounds the feasible peaks. The search:
 // candidates by recompute cost saved per byte kept, the longest prefix that fits (binary search
 // on the dry run's peak), then keep-sets by op (every call of some set of ops, as hand-made
-// policies keep), whole-region completions, first-fit additions and one-for-one swaps, each
-// priced by a dry run, within options.max_dry_runs. The result is verified by one more dry run.
+// policies keep), then the Pareto front of a multiple-choice knapsack over the regions (each
+// region's keep-sets priced from the profile: a rerun recomputes the calls up to its last needed
+// output not kept, less the kept ones; binary search on the dry run's peak along the front), then
+// whole-region completions, first-fit additions and one-for-one swaps, each priced by a dry run,
+// within options.max_dry_runs. The result is verified by one more dry run.
 //
 // Cost model (checkpoint/runtime_estimator.h): recomputing a call costs what a RuntimeEstimator
 // says it takes on options.device. operator-level-cost-model (the default, deterministic):

@@ -70,9 +70,10 @@ struct Storage {
   std::unordered_map<const OperatorEntry*, std::vector<CacheEntry>> entries;
   int64_t region = 0;
   // Storages the region's op calls produced in forward, and whether SAC keeps each (a saved
-  // tensor of a storage not listed here existed before the region: a parameter, an input). Keys
-  // are identities only, used while the forward runs.
-  std::unordered_map<const StorageImpl*, bool> produced;
+  // tensor of a storage not listed here existed before the region: a parameter, an input). Keyed
+  // by StorageImpl::id, not address: a storage freed in the region leaves its entry behind, and a
+  // later storage at the same address is not the same tensor.
+  std::unordered_map<uint64_t, bool> produced;
   int64_t calls = 0;  // forward calls decided so far
   void release(CacheEntry& e) {
     if (e.bytes != 0) {
@@ -171,7 +172,7 @@ class CachingMode : public SelectiveMode {
     for (const Tensor& t : outputs) {
       if (!t.defined()) continue;
       const StorageImpl* st = t.impl()->storage().get();
-      auto it = storage_->produced.find(st);
+      auto it = storage_->produced.find(st->id());
       if (it != storage_->produced.end()) {
         it->second = it->second || save;
         continue;
@@ -179,7 +180,7 @@ class CachingMode : public SelectiveMode {
       bool from_input = false;
       for (const IValue& a : args)
         if (a.isTensor() && a.toTensor().defined() && a.toTensor().impl()->storage().get() == st) from_input = true;
-      if (!from_input) storage_->produced.emplace(st, save);
+      if (!from_input) storage_->produced.emplace(st->id(), save);
     }
   }
 
@@ -262,7 +263,7 @@ std::function<SavedTensorKeep(const Tensor&)> keep_direct_fn(const CheckpointCon
   return [storage, allow_mutation](const Tensor& t) {
     auto s = storage.lock();
     if (!s || !t.defined()) return SavedTensorKeep::Drop;
-    auto it = s->produced.find(t.impl()->storage().get());
+    auto it = s->produced.find(t.impl()->storage()->id());
     if (it == s->produced.end()) return SavedTensorKeep::NotProducedHere;
     if (!it->second) return SavedTensorKeep::Drop;
     return allow_mutation ? SavedTensorKeep::KeptBySacMutable : SavedTensorKeep::KeptBySac;

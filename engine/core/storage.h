@@ -16,7 +16,7 @@ class StorageImpl : public intrusive_ptr_target {
   StorageImpl(size_t nbytes, Device device)
       : nbytes_(nbytes), device_(device), allocator_(get_allocator(device)),
         data_(allocator_->allocate(device, nbytes)), counted_(allocator_->counted_bytes(device, nbytes)),
-        category_(current_memory_category()) {
+        category_(current_memory_category()), id_(next_id().fetch_add(1, std::memory_order_relaxed)) {
     account(category_, counted_, false);
   }
   ~StorageImpl() override {
@@ -27,6 +27,10 @@ class StorageImpl : public intrusive_ptr_target {
   StorageImpl& operator=(const StorageImpl&) = delete;
 
   void* data() const { return data_; }
+  // Unique among all storages this process ever makes (an address is reused once a storage is
+  // freed): what bookkeeping that outlives a storage keys on, so that a later storage at the same
+  // address is not taken for it.
+  uint64_t id() const { return id_; }
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
 
@@ -54,6 +58,12 @@ class StorageImpl : public intrusive_ptr_target {
   int64_t counted_;  // what this storage adds to its allocator's stats().allocated
   MemoryCategory category_;
   std::atomic<uint32_t> version_{0};
+  uint64_t id_;
+
+  static std::atomic<uint64_t>& next_id() {
+    static std::atomic<uint64_t> n{1};
+    return n;
+  }
 
   void account(MemoryCategory c, int64_t delta, bool relabel) {
     if (counted_ == 0) return;
