@@ -26,6 +26,11 @@ struct InputMetadata {
   Device device;
   InputMetadata() = default;
   explicit InputMetadata(const Tensor& t) : shape(t.sizes()), dtype(t.dtype()), device(t.device()) {}
+  void assign(const Tensor& t) {  // in place: Node::add_input_metadata runs for every output
+    shape = t.sizes();
+    dtype = t.dtype();
+    device = t.device();
+  }
   // An output that is undefined or not differentiable: a float scalar on Meta, allocating nothing
   // (a placeholder tensor would count bytes in a Meta dry run's statistics).
   static InputMetadata placeholder() {
@@ -63,7 +68,11 @@ class Node : public std::enable_shared_from_this<Node> {
   uint32_t num_outputs() const { return static_cast<uint32_t>(next_edges_.size()); }
 
   // Inputs of this node = outputs of the forward op: their metadata, one per forward output.
-  uint32_t add_input_metadata(const Tensor& t) { return add_input_metadata(InputMetadata(t)); }
+  uint32_t add_input_metadata(const Tensor& t) {
+    if (num_inputs_ == 0) first_input_metadata_.assign(t);
+    else more_input_metadata_.emplace_back(t);
+    return num_inputs_++;
+  }
   uint32_t add_input_metadata(InputMetadata m) {
     if (num_inputs_ == 0) first_input_metadata_ = std::move(m);
     else more_input_metadata_.push_back(std::move(m));

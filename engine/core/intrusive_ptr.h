@@ -46,6 +46,12 @@ class intrusive_ptr {
     if (p_ && p_->refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p_;
     p_ = nullptr;
   }
+  // Adopts p's existing reference, adding none (c10's reclaim; release() is its inverse).
+  static intrusive_ptr reclaim(T* p) noexcept {
+    intrusive_ptr r;
+    r.p_ = p;
+    return r;
+  }
   T* release() noexcept {
     T* p = p_;
     p_ = nullptr;

@@ -22,6 +22,33 @@ const char* IValue::tagKind() const {
   return "?";
 }
 
+void IValue::copyNonTrivial(const IValue& o) {
+  switch (tag_) {
+    case Tag::String: new (&u_.s) std::string(o.u_.s); break;
+    case Tag::IntList: new (&u_.l) Shape(o.u_.l); break;
+    case Tag::TensorList: new (&u_.tl) std::vector<Tensor>(o.u_.tl); break;
+    default: REMAT_INTERNAL_ASSERT(false, "IValue::copyNonTrivial on ", tagKind());
+  }
+}
+
+void IValue::moveNonTrivial(IValue& o) noexcept {
+  switch (tag_) {
+    case Tag::String: new (&u_.s) std::string(std::move(o.u_.s)); break;
+    case Tag::IntList: new (&u_.l) Shape(std::move(o.u_.l)); break;
+    case Tag::TensorList: new (&u_.tl) std::vector<Tensor>(std::move(o.u_.tl)); break;
+    default: break;
+  }
+}
+
+void IValue::destroyNonTrivial() noexcept {
+  switch (tag_) {
+    case Tag::String: u_.s.~basic_string(); break;
+    case Tag::IntList: u_.l.~vector(); break;
+    case Tag::TensorList: u_.tl.~vector(); break;
+    default: break;
+  }
+}
+
 #define REMAT_IVALUE_EXPECT(TAG, NAME) \
   REMAT_CHECK(tag() == Tag::TAG, "IValue: expected " NAME " but got ", tagKind())
 
@@ -29,26 +56,26 @@ void IValue::throwNotTensor() const {
   throw Error(detail::str("IValue: expected Tensor but got ", tagKind()));  // REMAT_IVALUE_EXPECT's text
 }
 double IValue::toDouble() const {
-  if (isInt()) return static_cast<double>(std::get<int64_t>(v_));
+  if (isInt()) return static_cast<double>(u_.i);
   REMAT_IVALUE_EXPECT(Double, "float");
-  return std::get<double>(v_);
+  return u_.d;
 }
-int64_t IValue::toInt() const { REMAT_IVALUE_EXPECT(Int, "int"); return std::get<int64_t>(v_); }
-bool IValue::toBool() const { REMAT_IVALUE_EXPECT(Bool, "bool"); return std::get<bool>(v_); }
-const std::string& IValue::toStringRef() const { REMAT_IVALUE_EXPECT(String, "str"); return std::get<std::string>(v_); }
+int64_t IValue::toInt() const { REMAT_IVALUE_EXPECT(Int, "int"); return u_.i; }
+bool IValue::toBool() const { REMAT_IVALUE_EXPECT(Bool, "bool"); return u_.b; }
+const std::string& IValue::toStringRef() const { REMAT_IVALUE_EXPECT(String, "str"); return u_.s; }
 Shape IValue::toIntVector() const { return toIntListRef(); }
-const Shape& IValue::toIntListRef() const { REMAT_IVALUE_EXPECT(IntList, "int[]"); return std::get<Shape>(v_); }
+const Shape& IValue::toIntListRef() const { REMAT_IVALUE_EXPECT(IntList, "int[]"); return u_.l; }
 std::vector<Tensor> IValue::toTensorVector() const { return toTensorListRef(); }
 const std::vector<Tensor>& IValue::toTensorListRef() const {
   REMAT_IVALUE_EXPECT(TensorList, "Tensor[]");
-  return std::get<std::vector<Tensor>>(v_);
+  return u_.tl;
 }
-ScalarType IValue::toScalarType() const { REMAT_IVALUE_EXPECT(ScalarType, "ScalarType"); return std::get<ScalarType>(v_); }
-Device IValue::toDevice() const { REMAT_IVALUE_EXPECT(Device, "Device"); return std::get<Device>(v_); }
+ScalarType IValue::toScalarType() const { REMAT_IVALUE_EXPECT(ScalarType, "ScalarType"); return u_.st; }
+Device IValue::toDevice() const { REMAT_IVALUE_EXPECT(Device, "Device"); return u_.dev; }
 Generator* IValue::toGenerator() const {
   if (isNone()) return nullptr;
   REMAT_IVALUE_EXPECT(Generator, "Generator");
-  return std::get<Generator*>(v_);
+  return u_.g;
 }
 
 #undef REMAT_IVALUE_EXPECT
@@ -58,19 +85,19 @@ std::string IValue::str() const {
   switch (tag()) {
     case Tag::None: os << "None"; break;
     case Tag::Tensor: {
-      const Tensor& t = std::get<Tensor>(v_);
+      const Tensor& t = u_.t;
       os << "Tensor" << t.sizes() << " " << toString(t.dtype());
       if (!t.device().is_cpu()) os << " " << t.device();
       break;
     }
-    case Tag::Double: os << std::get<double>(v_); break;
-    case Tag::Int: os << std::get<int64_t>(v_); break;
-    case Tag::Bool: os << (std::get<bool>(v_) ? "True" : "False"); break;
-    case Tag::String: os << '"' << std::get<std::string>(v_) << '"'; break;
-    case Tag::IntList: os << std::get<Shape>(v_); break;
-    case Tag::TensorList: os << "Tensor[" << std::get<std::vector<Tensor>>(v_).size() << "]"; break;
-    case Tag::ScalarType: os << toString(std::get<ScalarType>(v_)); break;
-    case Tag::Device: os << std::get<Device>(v_); break;
+    case Tag::Double: os << u_.d; break;
+    case Tag::Int: os << u_.i; break;
+    case Tag::Bool: os << (u_.b ? "True" : "False"); break;
+    case Tag::String: os << '"' << u_.s << '"'; break;
+    case Tag::IntList: os << u_.l; break;
+    case Tag::TensorList: os << "Tensor[" << u_.tl.size() << "]"; break;
+    case Tag::ScalarType: os << toString(u_.st); break;
+    case Tag::Device: os << u_.dev; break;
     case Tag::Generator: os << "Generator"; break;
   }
   return os.str();

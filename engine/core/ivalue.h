@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <variant>
+#include <new>
 #include <vector>
 
 #include "engine/core/device.h"
@@ -16,33 +16,80 @@ namespace remat {
 
 class Generator;
 
+// A tagged union, as c10's IValue is (not a std::variant: every boxed call copies, moves and
+// destroys IValues, and a variant does each through a table of functions per alternative).
 class IValue {
  public:
-  enum class Tag { None, Tensor, Double, Int, Bool, String, IntList, TensorList, ScalarType, Device, Generator };
+  enum class Tag : uint8_t { None, Tensor, Double, Int, Bool, String, IntList, TensorList, ScalarType, Device, Generator };
 
-  IValue() = default;
+  IValue() noexcept { u_.bits = 0; }
   IValue(Tensor t) {  // NOLINT: implicit, as in PyTorch; an undefined Tensor boxes as None
-    if (t.defined()) v_ = std::move(t);
+    u_.bits = 0;
+    if (t.defined()) {
+      new (&u_.t) Tensor(std::move(t));
+      tag_ = Tag::Tensor;
+    }
   }
-  IValue(double d) : v_(d) {}                 // NOLINT
-  IValue(int64_t i) : v_(i) {}                // NOLINT
-  IValue(int i) : v_(int64_t{i}) {}           // NOLINT
-  IValue(bool b) : v_(b) {}                   // NOLINT
-  IValue(std::string s) : v_(std::move(s)) {} // NOLINT
-  IValue(const char* s) : v_(std::string(s)) {}  // NOLINT
-  IValue(Shape l) : v_(std::move(l)) {}       // NOLINT
-  IValue(std::vector<Tensor> l) : v_(std::move(l)) {}  // NOLINT
-  IValue(ScalarType t) : v_(t) {}             // NOLINT
-  IValue(Device d) : v_(d) {}                 // NOLINT
+  IValue(double d) : tag_(Tag::Double) { u_.bits = 0; u_.d = d; }                 // NOLINT
+  IValue(int64_t i) : tag_(Tag::Int) { u_.i = i; }                   // NOLINT
+  IValue(int i) : tag_(Tag::Int) { u_.i = i; }                       // NOLINT
+  IValue(bool b) : tag_(Tag::Bool) { u_.bits = 0; u_.b = b; }                     // NOLINT
+  IValue(std::string s) : tag_(Tag::String) { new (&u_.s) std::string(std::move(s)); }  // NOLINT
+  IValue(const char* s) : IValue(std::string(s)) {}                 // NOLINT
+  IValue(Shape l) : tag_(Tag::IntList) { new (&u_.l) Shape(std::move(l)); }              // NOLINT
+  IValue(std::vector<Tensor> l) : tag_(Tag::TensorList) { new (&u_.tl) std::vector<Tensor>(std::move(l)); }  // NOLINT
+  IValue(ScalarType t) : tag_(Tag::ScalarType) { u_.bits = 0; u_.st = t; }       // NOLINT
+  IValue(Device d) : tag_(Tag::Device) { u_.bits = 0; new (&u_.dev) Device(d); } // NOLINT
   IValue(Generator* g) {                      // NOLINT: non-owning; nullptr boxes as None
-    if (g) v_ = g;
+    u_.bits = 0;
+    if (g) {
+      u_.g = g;
+      tag_ = Tag::Generator;
+    }
   }
   template <class T>
   IValue(std::optional<T> o) {  // NOLINT
+    u_.bits = 0;
     if (o) *this = IValue(std::move(*o));
   }
 
-  Tag tag() const { return static_cast<Tag>(v_.index()); }
+  // A Tensor held without a reference (c10::MaybeOwned's borrow), for the dispatcher's own
+  // short-lived stacks of a call's arguments and returns, which never outlive the caller's
+  // Tensors: it saves the atomic reference-count update per Tensor per boxing. A copy of it owns
+  // its Tensor; moving it keeps the borrow; mutable access (toTensor() on a non-const IValue,
+  // which a kernel may move from) first takes a reference.
+  static IValue unsafe_borrow(const Tensor& t) {
+    IValue v;
+    if (t.defined()) {
+      new (&v.u_.t) Tensor(Tensor::unsafe_borrow_t{}, t);
+      v.tag_ = Tag::Tensor;
+      v.borrowed_ = true;
+    }
+    return v;
+  }
+
+  IValue(const IValue& o) : tag_(o.tag_) {
+    if (tag_ == Tag::Tensor) new (&u_.t) Tensor(o.u_.t);
+    else if (isTrivial(tag_)) u_.bits = o.u_.bits;
+    else copyNonTrivial(o);
+  }
+  // As a std::variant's: the source keeps its kind, with a moved-from value.
+  IValue(IValue&& o) noexcept : tag_(o.tag_) { moveFrom(o); }
+  IValue& operator=(IValue&& o) noexcept {
+    if (this != &o) {
+      destroy();
+      tag_ = o.tag_;
+      moveFrom(o);
+    }
+    return *this;
+  }
+  IValue& operator=(const IValue& o) {
+    if (this != &o) *this = IValue(o);
+    return *this;
+  }
+  ~IValue() { destroy(); }
+
+  Tag tag() const { return tag_; }
   const char* tagKind() const;
 
   bool isNone() const { return tag() == Tag::None; }
@@ -58,14 +105,15 @@ class IValue {
   bool isGenerator() const { return tag() == Tag::Generator; }
 
   // Throws unless a Tensor. Inline: every boxed kernel and the dispatcher's key computation
-  // unbox through it, and the checked std::get would cost a second tag test and a call.
+  // unbox through it.
   const Tensor& toTensor() const {
     if (__builtin_expect(!isTensor(), 0)) throwNotTensor();
-    return *std::get_if<Tensor>(&v_);
+    return u_.t;
   }
   Tensor& toTensor() {
     if (__builtin_expect(!isTensor(), 0)) throwNotTensor();
-    return *std::get_if<Tensor>(&v_);
+    if (__builtin_expect(borrowed_, 0)) own();  // the caller may move the Tensor out
+    return u_.t;
   }
   double toDouble() const;         // accepts an int too, as a Scalar would
   int64_t toInt() const;
@@ -83,11 +131,65 @@ class IValue {
   std::string str() const;
 
  private:
+  static constexpr bool isTrivial(Tag t) {
+    return !(t == Tag::Tensor || t == Tag::String || t == Tag::IntList || t == Tag::TensorList);
+  }
   [[noreturn]] void throwNotTensor() const;  // "IValue: expected Tensor but got <kind>"
-  std::variant<std::monostate, Tensor, double, int64_t, bool, std::string, Shape,
-               std::vector<Tensor>, ScalarType, Device, Generator*>
-      v_;
+  void copyNonTrivial(const IValue& o);      // String, IntList, TensorList
+  void moveFrom(IValue& o) noexcept {        // tag_ == o.tag_; this holds nothing yet
+    if (tag_ == Tag::Tensor) {
+      if (o.borrowed_) {
+        new (&u_.t) Tensor(Tensor::unsafe_borrow_t{}, o.u_.t);
+        borrowed_ = true;
+      } else {
+        new (&u_.t) Tensor(std::move(o.u_.t));
+      }
+    } else if (isTrivial(tag_)) {
+      u_.bits = o.u_.bits;
+    } else {
+      moveNonTrivial(o);
+    }
+  }
+  void moveNonTrivial(IValue& o) noexcept;
+  void destroy() noexcept {
+    if (tag_ == Tag::Tensor) {
+      if (borrowed_) {
+        u_.t.unsafeReleaseTensorImpl();
+        borrowed_ = false;
+      }
+      u_.t.~Tensor();
+    } else if (!isTrivial(tag_)) {
+      destroyNonTrivial();
+    }
+    tag_ = Tag::None;
+  }
+  void destroyNonTrivial() noexcept;
+  void own() {  // a borrowed Tensor becomes a reference of this IValue's own
+    Tensor owned = u_.t;
+    u_.t.unsafeReleaseTensorImpl();
+    u_.t = std::move(owned);
+    borrowed_ = false;
+  }
+
+  union Payload {
+    Payload() {}
+    ~Payload() {}
+    uint64_t bits;  // every trivial alternative fits in 8 bytes: copied as one word
+    Tensor t;
+    double d;
+    int64_t i;
+    bool b;
+    std::string s;
+    Shape l;
+    std::vector<Tensor> tl;
+    ScalarType st;
+    Device dev;
+    Generator* g;
+  } u_;
+  Tag tag_ = Tag::None;
+  bool borrowed_ = false;  // Tag::Tensor only: u_.t holds no reference
 };
+static_assert(sizeof(Device) <= sizeof(uint64_t), "IValue copies trivial alternatives as one word");
 
 using Stack = std::vector<IValue>;
 

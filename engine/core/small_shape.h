@@ -19,6 +19,10 @@ class SmallShape {
     if (this != &o) assign(o.data(), o.size());
     return *this;
   }
+  SmallShape& operator=(const std::vector<int64_t>& s) {  // no temporary SmallShape
+    assign(s.data(), s.size());
+    return *this;
+  }
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }

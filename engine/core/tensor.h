@@ -54,6 +54,12 @@ class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(intrusive_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  // c10's TensorBase(unsafe_borrow_t, rhs): a handle to t's impl that holds no reference. It
+  // must not outlive t, and is given up with unsafeReleaseTensorImpl() instead of being
+  // destroyed (IValue::unsafe_borrow uses it).
+  struct unsafe_borrow_t {};
+  Tensor(unsafe_borrow_t, const Tensor& t) : impl_(intrusive_ptr<TensorImpl>::reclaim(t.impl_.get())) {}
+  TensorImpl* unsafeReleaseTensorImpl() { return impl_.release(); }
 
   // ---- metadata (engine/core/tensor.cpp) ----
   bool defined() const { return static_cast<bool>(impl_); }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/core/ivalue.h"
+#include "engine/dispatch/stack_buffers.h"
 
 namespace remat::detail {
 
@@ -27,6 +28,14 @@ inline IValue to_ivalue(Generator* g) { return IValue(g); }
 template <class T>
 IValue to_ivalue(const std::optional<T>& o) {
   return o ? to_ivalue(*o) : IValue();
+}
+
+// The same, holding a Tensor argument without a reference (IValue::unsafe_borrow): for the
+// dispatcher's stacks of a call's own arguments, which never outlive them.
+inline IValue borrow_ivalue(const Tensor& t) { return IValue::unsafe_borrow(t); }
+template <class T>
+IValue borrow_ivalue(const T& v) {
+  return to_ivalue(v);
 }
 
 // ---- IValue -> C++ value ----

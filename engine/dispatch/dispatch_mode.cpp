@@ -52,9 +52,18 @@ DispatchModeGuard::~DispatchModeGuard() {
   mode_->exit();
 }
 
-// The stack is non-empty here (pop() checks it), and mode_ was on it, so push()'s null check
-// cannot fail on the way back: restore it directly (this runs on every op under a mode).
-StashDispatchModeGuard::StashDispatchModeGuard() : mode_(DispatchModeTLS::pop()) {}
+// Runs on every op under a mode, so both directions are done directly: the Python key is in the
+// included set only because the stack is non-empty, and mode_ was on it, so push()'s null
+// check cannot fail on the way back.
+StashDispatchModeGuard::StashDispatchModeGuard() {
+  REMAT_CHECK(!tls_mode_stack.empty(), "DispatchModeTLS::pop: the dispatch mode stack is empty");
+  mode_ = std::move(tls_mode_stack.back());
+  tls_mode_stack.pop_back();
+  if (tls_mode_stack.empty()) {
+    LocalDispatchKeySet& tls = tls_local_dispatch_key_set();
+    tls.included = tls.included.remove(DispatchKey::Python);
+  }
+}
 StashDispatchModeGuard::~StashDispatchModeGuard() {
   tls_mode_stack.push_back(std::move(mode_));
   LocalDispatchKeySet& tls = tls_local_dispatch_key_set();
@@ -92,13 +101,15 @@ void mode_fallback(const OperatorHandle& op, DispatchKeySet, Stack* stack) {
   REMAT_CHECK(rets.size() == schema.returns().size(), "dispatch mode returned ", rets.size(),
               " values for ", op.name(), ", which returns ", schema.returns().size());
   if (in_place) {
-    *stack = std::move(rets);  // the arguments are released here, as the copy's were
+    stack->swap(rets);
+    detail::give_stack(std::move(rets));  // the arguments are released here, as the copy's were
   } else {
     for (IValue& r : rets) stack->push_back(std::move(r));
   }
 }
 }  // namespace
 
-REMAT_LIBRARY_IMPL(_, Python, m) { m.fallback(KernelFunction::makeFromBoxedFunction<&mode_fallback>()); }
+// Forwarding: a mode's op.call(args) on the arguments it was handed reruns the typed call.
+REMAT_LIBRARY_IMPL(_, Python, m) { m.fallback(KernelFunction::makeForwardingFallback<&mode_fallback>()); }
 
 }  // namespace remat

@@ -56,6 +56,8 @@ void OperatorEntry::updateTable(const std::array<KernelFunction, kNumDispatchKey
     table_[k] = kernels_[k].isValid() ? kernels_[k] : fallbacks[k];
     if (kernels_[k].isWrapper() && wrapper_trampoline_ != nullptr)
       table_[k] = kernels_[k].withUnboxed(wrapper_trampoline_, cpp_signature_);
+    if (!kernels_[k].isValid() && fallbacks[k].isForwarding() && forwarding_trampoline_ != nullptr)
+      table_[k] = fallbacks[k].forwardingFor(this, forwarding_trampoline_, cpp_signature_);
     // A missing kernel stays in the mask so the call fails with "Could not run" rather than
     // silently running a lower key.
     if (k != 0 && !table_[k].isFallthrough()) mask |= uint64_t{1} << k;
@@ -100,6 +102,7 @@ void Dispatcher::registerImpl(const std::string& name, DispatchKey key, KernelFu
                 " for key ", toString(key));
     e->cpp_signature_ = sig;
     if (e->wrapper_trampoline_ == nullptr) e->wrapper_trampoline_ = kernel.wrapperTrampoline();
+    if (e->forwarding_trampoline_ == nullptr) e->forwarding_trampoline_ = kernel.forwardingTrampoline();
   }
   if (kernel.isWrapper()) kernel.bindWrapperOp(e);
   e->kernels_[static_cast<int>(key)] = std::move(kernel);
@@ -161,6 +164,13 @@ void OperatorHandle::redispatchBoxed(DispatchKeySet ks, Stack* stack) const {
 }
 
 std::vector<IValue> OperatorHandle::call(const std::vector<IValue>& args) const {
+  // A pass-through: the arguments a forwarding fallback boxed for this op, unchanged.
+  const detail::ForwardableCall* in_flight = detail::tls_forwardable_call;
+  if (in_flight != nullptr && in_flight->args == &args && in_flight->entry == entry_) {
+    Stack out = detail::take_stack(1);
+    in_flight->rerun(*in_flight, &out);
+    return out;
+  }
   Stack stack = args;
   callBoxed(&stack);
   return stack;

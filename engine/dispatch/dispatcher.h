@@ -52,7 +52,8 @@ class OperatorEntry {
   std::string name_;
   std::optional<FunctionSchema> schema_;
   const std::type_info* cpp_signature_ = nullptr;
-  void* wrapper_trampoline_ = nullptr;  // WrapperKernel entry point for cpp_signature_
+  void* wrapper_trampoline_ = nullptr;     // WrapperKernel entry point for cpp_signature_
+  void* forwarding_trampoline_ = nullptr;  // forwarding-fallback entry point for cpp_signature_
   std::array<KernelFunction, kNumDispatchKeys> kernels_;  // registered for this op
   std::array<KernelFunction, kNumDispatchKeys> table_;    // kernel, else backend fallback
   DispatchKeySet dispatch_mask_;  // keys whose table entry is not a fallthrough
@@ -156,10 +157,11 @@ namespace detail {
 // The unboxed entry point of a WrapperKernel for signature R(Args...): box the arguments into a
 // stack array, run before(), redispatch below the wrapper's key with the original C++
 // arguments, box the returns for after().
+// The returns are borrowed: `after` runs while the result is alive.
 template <class R> struct ReturnsAsIValues;
 template <> struct ReturnsAsIValues<Tensor> {
   static constexpr size_t n = 1;
-  static void fill(const Tensor& r, IValue* out) { out[0] = IValue(r); }
+  static void fill(const Tensor& r, IValue* out) { out[0] = IValue::unsafe_borrow(r); }
 };
 template <> struct ReturnsAsIValues<std::vector<Tensor>> {
   static constexpr size_t n = 1;
@@ -169,7 +171,7 @@ template <class... Ts> struct ReturnsAsIValues<std::tuple<Ts...>> {
   static constexpr size_t n = sizeof...(Ts);
   static void fill(const std::tuple<Ts...>& r, IValue* out) {
     size_t i = 0;
-    std::apply([&](const auto&... e) { ((out[i++] = IValue(e)), ...); }, r);
+    std::apply([&](const auto&... e) { ((out[i++] = borrow_ivalue(e)), ...); }, r);
   }
 };
 
@@ -181,6 +183,27 @@ template <class R, class... Args> struct WrapperTrampoline<R(Args...)> {
   static void* get() { return reinterpret_cast<void*>(&wrapper_unboxed<R, Args...>); }
 };
 
+// A typed call in flight at a forwarding fallback (see KernelFunction::makeForwardingFallback):
+// the stack its arguments were boxed into, and how to run it again from the top of the dispatch
+// order with its original C++ arguments, pushing the returns onto `out`. OperatorHandle::call
+// takes this path when it is given exactly that stack for the same op, so the call it makes is
+// the one the boxed arguments describe (a mode cannot change a stack it sees as const).
+struct ForwardableCall {
+  const OperatorEntry* entry;
+  const Stack* args;
+  void (*rerun)(const ForwardableCall& call, Stack* out);
+  const void* typed_args;  // std::tuple of references to the C++ arguments
+};
+inline thread_local const ForwardableCall* tls_forwardable_call = nullptr;  // innermost; no TLS init guard
+
+template <class R, class... Args>
+R forwarding_unboxed(OperatorKernel* functor, DispatchKeySet ks, Args... args);
+
+template <class Sig> struct ForwardingTrampoline;
+template <class R, class... Args> struct ForwardingTrampoline<R(Args...)> {
+  static void* get() { return reinterpret_cast<void*>(&forwarding_unboxed<R, Args...>); }
+};
+
 }  // namespace detail
 
 template <auto F>
@@ -189,6 +212,7 @@ KernelFunction KernelFunction::makeFromUnboxedFunction() {
   using W = detail::UnboxedWrapper<F, Sig>;
   KernelFunction k(nullptr, &W::boxed, reinterpret_cast<void*>(&W::unboxed), &typeid(Sig));
   k.wrapper_trampoline_ = detail::WrapperTrampoline<Sig>::get();
+  k.forwarding_trampoline_ = detail::ForwardingTrampoline<Sig>::get();
   return k;
 }
 
@@ -209,7 +233,8 @@ R wrapper_unboxed(OperatorKernel* functor, DispatchKeySet ks, Args... args) {
   const auto* w = static_cast<const WrapperWithOp*>(functor);
   const WrapperKernel& k = *w->kernel;
   TypedOperatorHandle<R(Args...)> op(const_cast<OperatorEntry*>(w->entry));
-  const IValue boxed[sizeof...(Args) + 1] = {to_ivalue(args)..., IValue()};
+  // Borrowed: before() only reads them (what it keeps, it copies).
+  const IValue boxed[sizeof...(Args) + 1] = {borrow_ivalue(args)..., IValue()};
   std::shared_ptr<void> state;
   const bool active = k.before(op, boxed, sizeof...(Args), &state);
   const DispatchKeySet below = ks & DispatchKeySet::below(k.key());
@@ -222,6 +247,35 @@ R wrapper_unboxed(OperatorKernel* functor, DispatchKeySet ks, Args... args) {
     ReturnsAsIValues<R>::fill(result, rets);
     k.after(op, state, rets, ReturnsAsIValues<R>::n);
   }
+  return result;
+}
+
+// The call again, with the C++ arguments it was made with (lvalues: a second rerun sees them too).
+template <class R, class... Args>
+void rerun_typed(const ForwardableCall& call, Stack* out) {
+  using Refs = std::tuple<std::add_lvalue_reference_t<Args>...>;
+  TypedOperatorHandle<R(Args...)> op(const_cast<OperatorEntry*>(call.entry));
+  R r = std::apply([&](auto&... a) { return op.call(a...); }, *static_cast<const Refs*>(call.typed_args));
+  ReturnBoxing<R>::push(*out, std::move(r));
+}
+
+template <class R, class... Args>
+R forwarding_unboxed(OperatorKernel* functor, DispatchKeySet ks, Args... args) {
+  const auto* f = static_cast<const ForwardingFallbackWithOp*>(functor);
+  OperatorHandle op(const_cast<OperatorEntry*>(f->entry));
+  // The arguments, borrowed: the stack lives within this call (a mode that keeps them copies).
+  Stack stack = take_stack(sizeof...(Args));
+  (stack.push_back(borrow_ivalue(args)), ...);
+  const std::tuple<std::add_lvalue_reference_t<Args>...> refs(args...);
+  const ForwardableCall call{f->entry, &stack, &rerun_typed<R, Args...>, &refs};
+  struct Restore {
+    const ForwardableCall* prev;
+    ~Restore() { tls_forwardable_call = prev; }
+  } restore{tls_forwardable_call};
+  tls_forwardable_call = &call;
+  f->boxed(nullptr, op, ks, &stack);
+  R result = ReturnBoxing<R>::pop(stack);
+  give_stack(std::move(stack));
   return result;
 }
 

@@ -49,6 +49,13 @@ struct WrapperWithOp : OperatorKernel {
 // A boxed kernel pops its arguments from the stack and pushes its returns.
 using BoxedKernelFn = void (*)(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks,
                                Stack* stack);
+
+// What a forwarding fallback's unboxed entry point is called with: the fallback and its op.
+struct ForwardingFallbackWithOp : OperatorKernel {
+  ForwardingFallbackWithOp(BoxedKernelFn b, const OperatorEntry* e) : boxed(b), entry(e) {}
+  BoxedKernelFn boxed;
+  const OperatorEntry* entry;
+};
 using BoxedLambda = std::function<void(const OperatorHandle& op, DispatchKeySet ks, Stack* stack)>;
 
 namespace detail {
@@ -121,6 +128,25 @@ class KernelFunction {
   template <void (*F)(const OperatorHandle&, DispatchKeySet, Stack*)>
   static KernelFunction makeFromBoxedFunction() {
     return KernelFunction(nullptr, &BoxedFunction<F>::call, nullptr, nullptr);
+  }
+  // A boxed fallback F whose code may pass the call through unchanged (the Python key's: a
+  // dispatch mode whose op.call(args) gets the very arguments it was given). For every op with a
+  // C++ signature the dispatcher gives it an unboxed entry point that boxes the arguments once
+  // and lets op.call on exactly that stack rerun the typed call with the original C++ arguments,
+  // instead of checking, unboxing and reboxing them (dispatcher.h, forwarding_unboxed).
+  template <void (*F)(const OperatorHandle&, DispatchKeySet, Stack*)>
+  static KernelFunction makeForwardingFallback() {
+    KernelFunction k = makeFromBoxedFunction<F>();
+    k.is_forwarding_ = true;
+    return k;
+  }
+  bool isForwarding() const { return is_forwarding_; }
+  void* forwardingTrampoline() const { return forwarding_trampoline_; }
+  // This fallback's entry in op entry's table, with the unboxed entry point for its signature.
+  KernelFunction forwardingFor(const OperatorEntry* entry, void* unboxed, const std::type_info* sig) const {
+    KernelFunction k = withUnboxed(unboxed, sig);
+    k.functor_ = std::make_shared<ForwardingFallbackWithOp>(boxed_, entry);
+    return k;
   }
   // A boxed kernel with state: functor is passed back to fn on every call.
   static KernelFunction makeFromBoxedFunctor(std::shared_ptr<OperatorKernel> functor, BoxedKernelFn fn) {
@@ -195,7 +221,9 @@ class KernelFunction {
   void* unboxed_ = nullptr;
   const std::type_info* signature_ = nullptr;
   bool is_wrapper_ = false;
-  void* wrapper_trampoline_ = nullptr;  // unboxed WrapperKernel entry for this kernel's signature
+  bool is_forwarding_ = false;
+  void* wrapper_trampoline_ = nullptr;     // unboxed WrapperKernel entry for this kernel's signature
+  void* forwarding_trampoline_ = nullptr;  // unboxed forwarding-fallback entry for it
 };
 
 // REMAT_FN(f): the kernel for a plain C++ function, like TORCH_FN.

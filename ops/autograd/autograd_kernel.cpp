@@ -253,8 +253,11 @@ class AutogradKernel : public WrapperKernel {
   }
 
   void after(const OperatorHandle&, const std::shared_ptr<void>& state, const IValue* rets, size_t nret) const override {
+    FormulaNode* const fn = static_cast<FormulaNode*>(state.get());
     // An aliasing handle: shares state's reference count (set_history copies it where needed).
-    const std::shared_ptr<FormulaNode> node(state, static_cast<FormulaNode*>(state.get()));
+    // Typed as Node, as set_history takes it: no converted temporary (a reference-count update)
+    // per output.
+    const std::shared_ptr<Node> node(state, fn);
     // 3. Connect the outputs (and save those the rule needs).
     size_t out_index = 0;
     auto connect = [&](const Tensor& t) {
@@ -280,11 +283,11 @@ class AutogradKernel : public WrapperKernel {
     }
     if (saves_outputs_) {
       SavingForNodeGuard saving(&node_name_);
-      node->saved_outputs.resize(out_index);
+      fn->saved_outputs.resize(out_index);
       for (const SavedTensor& s : d_.saved) {
-        if (s.kind != SavedTensor::Kind::Output || !any_gradient_needed(*node, s)) continue;
+        if (s.kind != SavedTensor::Kind::Output || !any_gradient_needed(*fn, s)) continue;
         REMAT_INTERNAL_ASSERT(s.index < nret && rets[s.index].isTensor());
-        node->saved_outputs[s.index] = SavedVariable(rets[s.index].toTensor(), /*is_output=*/true);
+        fn->saved_outputs[s.index] = SavedVariable(rets[s.index].toTensor(), /*is_output=*/true);
       }
     }
   }

@@ -89,3 +89,42 @@ TEST_CASE("IValue::str is short and readable", "[ivalue]") {
   REQUIRE(IValue(Device(kCUDA, 1)).str() == "cuda:1");
   REQUIRE(IValue(&gen).str() == "Generator");
 }
+
+TEST_CASE("IValue::unsafe_borrow holds a Tensor without a reference; copies and mutable access own one", "[ivalue]") {
+  Tensor t = zeros({2});
+  REQUIRE(t.use_count() == 1);
+  {
+    const IValue borrowed = IValue::unsafe_borrow(t);
+    REQUIRE(borrowed.isTensor());
+    REQUIRE(borrowed.toTensor().is_same(t));
+    REQUIRE(t.use_count() == 1);
+    IValue copy = borrowed;  // owns
+    REQUIRE(t.use_count() == 2);
+    IValue moved = IValue::unsafe_borrow(t);
+    IValue still_borrowed = std::move(moved);  // a move keeps the borrow
+    REQUIRE(t.use_count() == 2);
+    Tensor taken = std::move(still_borrowed.toTensor());  // mutable access owned it first
+    REQUIRE(t.use_count() == 3);
+    REQUIRE(taken.is_same(t));
+  }
+  REQUIRE(t.use_count() == 1);
+  REQUIRE(IValue::unsafe_borrow(Tensor()).isNone());
+}
+
+TEST_CASE("IValue copies, moves and reassigns every kind", "[ivalue]") {
+  Tensor t = zeros({2});
+  std::vector<IValue> values = {IValue(), IValue(t), IValue(1.5), IValue(7), IValue(true), IValue("abc"),
+                                IValue(Shape{0, 1}), IValue(std::vector<Tensor>{t}), IValue(kHalf),
+                                IValue(Device(kCUDA, 1))};
+  std::vector<IValue> copies = values;
+  for (size_t i = 0; i < values.size(); ++i) REQUIRE(copies[i].str() == values[i].str());
+  // Reassign each to the next kind (destroying the old one), then back by move.
+  for (size_t i = 0; i + 1 < copies.size(); ++i) {
+    IValue v = copies[i];
+    v = copies[i + 1];
+    REQUIRE(v.str() == values[i + 1].str());
+    v = std::move(copies[i]);
+    REQUIRE(v.str() == values[i].str());
+  }
+  REQUIRE(t.use_count() == 3);  // values' IValue(t) and Tensor[]; the moved-from copy holds none
+}

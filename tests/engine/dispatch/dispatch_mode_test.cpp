@@ -252,3 +252,103 @@ TEST_CASE("A mode sees only the op's arguments when the stack holds more below t
   REQUIRE(rets.size() == 1);
   REQUIRE(values(rets[0].toTensor()) == std::vector<double>{-3.0, -3.0});
 }
+
+namespace {
+// Two ops of one signature, for modes that forward, change or redirect a typed call.
+int g_scale_calls = 0;
+Tensor ftest_scale_cpu(const Tensor& x, double factor) {
+  ++g_scale_calls;
+  return mul(x, full(x.sizes(), factor, x.dtype()));
+}
+Tensor ftest_offset_cpu(const Tensor& x, double offset) { return add(x, full(x.sizes(), offset, x.dtype())); }
+Tensor ftest_fail_cpu(const Tensor&, double factor) { throw Error("ftest::fail refused factor " + std::to_string(factor)); }
+
+// How a mode hands the call on: its own arguments (a pass-through), twice, a changed copy of
+// them, or the same arguments to another op.
+struct ForwardingMode : DispatchMode {
+  enum class How { Same, Twice, ChangedCopy, OtherOp } how;
+  explicit ForwardingMode(How h) : how(h) {}
+  std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
+    switch (how) {
+      case How::Same: return op.call(args);
+      case How::Twice: op.call(args); return op.call(args);
+      case How::ChangedCopy: {
+        std::vector<IValue> changed = args;
+        changed[1] = IValue(3.0);
+        return op.call(changed);
+      }
+      case How::OtherOp: return find_op("ftest::offset").call(args);
+    }
+    return {};
+  }
+};
+}  // namespace
+
+REMAT_LIBRARY_FRAGMENT(ftest, m) {
+  m.def("scale(Tensor self, float factor) -> Tensor");
+  m.def("offset(Tensor self, float offset) -> Tensor");
+  m.def("fail(Tensor self, float factor) -> Tensor");
+}
+REMAT_LIBRARY_IMPL(ftest, CPU, m) {
+  m.impl("scale", REMAT_FN(ftest_scale_cpu));
+  m.impl("offset", REMAT_FN(ftest_offset_cpu));
+  m.impl("fail", REMAT_FN(ftest_fail_cpu));
+}
+
+TEST_CASE("A typed call under a mode: op.call runs exactly the arguments the mode passes", "[dispatch_mode]") {
+  // A pass-through's op.call(args) reruns the typed call instead of unboxing args again; a copy,
+  // changed or not, or another op, must still run what it says.
+  auto scale = find_op("ftest::scale").typed<Tensor(const Tensor&, double)>();
+  Tensor x = full({2}, 5.0, kDouble);
+  using How = ForwardingMode::How;
+  struct Case {
+    How how;
+    std::vector<double> expected;
+    int kernel_calls;
+  };
+  for (const Case& c : {Case{How::Same, {10, 10}, 1}, Case{How::Twice, {10, 10}, 2},
+                        Case{How::ChangedCopy, {15, 15}, 1}, Case{How::OtherOp, {7, 7}, 0}}) {
+    INFO("case " << static_cast<int>(c.how));
+    g_scale_calls = 0;
+    Tensor y;
+    {
+      DispatchModeGuard g(std::make_shared<ForwardingMode>(c.how));
+      y = scale.call(x, 2.0);
+    }
+    REQUIRE(values(y) == c.expected);
+    REQUIRE(g_scale_calls == c.kernel_calls);
+    REQUIRE(x.use_count() == 1);  // the boxed (borrowed) arguments left no reference behind
+  }
+}
+
+TEST_CASE("A pass-through under an outer mode: both see the typed call, each once", "[dispatch_mode]") {
+  std::vector<std::string> log;
+  auto outer = std::make_shared<TaggedMode>("outer", &log);
+  auto inner = std::make_shared<TaggedMode>("inner", &log);
+  Tensor x = full({2}, 5.0, kDouble);
+  g_scale_calls = 0;
+  Tensor y;
+  {
+    DispatchModeGuard go(outer);
+    DispatchModeGuard gi(inner);
+    y = find_op("ftest::scale").typed<Tensor(const Tensor&, double)>().call(x, 2.0);
+  }
+  REQUIRE(log == std::vector<std::string>{"inner:ftest::scale", "outer:ftest::scale"});
+  REQUIRE(g_scale_calls == 1);
+  REQUIRE(values(y) == std::vector<double>{10, 10});
+}
+
+TEST_CASE("A forwarded call that throws leaves no call in flight", "[dispatch_mode]") {
+  auto fail = find_op("ftest::fail").typed<Tensor(const Tensor&, double)>();
+  Tensor x = full({2}, 5.0, kDouble);
+  auto mode = std::make_shared<ForwardingMode>(ForwardingMode::How::Same);
+  {
+    DispatchModeGuard g(mode);
+    REQUIRE_THROWS_WITH(fail.call(x, 2.0), "ftest::fail refused factor 2.000000");
+    // A boxed call now takes the ordinary path and runs its own arguments.
+    std::vector<IValue> rets = find_op("ftest::offset").call({x, 1.0});
+    REQUIRE(values(rets[0].toTensor()) == std::vector<double>{6, 6});
+  }
+  REQUIRE(DispatchModeTLS::size() == 0);
+  REQUIRE(x.use_count() == 1);
+}
