@@ -357,8 +357,8 @@ int main(int argc, char** argv) {
       if (planning_device(a).is_cpu()) {
         a.planning.peak_flops = (cfg.fma_peak_gflops > 0 ? cfg.fma_peak_gflops : measure_fma_peak_gflops(cfg.threads)) * 1e9;
         a.planning.bandwidth = measure_copy_bandwidth(cfg.threads);
-        std::printf("planner's cost model, measured in this run: %.0f GFLOP/s, %.1f GB/s (%d threads)\n",
-                    a.planning.peak_flops / 1e9, a.planning.bandwidth / 1e9, cfg.threads);
+        std::printf("planner's cost model, measured in this run: %.0f GFLOP/s, %.1f GB/s (%lld threads)\n",
+                    a.planning.peak_flops / 1e9, a.planning.bandwidth / 1e9, static_cast<long long>(cfg.threads));
       }
       a.planning.estimator = std::make_shared<RuntimeEstimator>(a.planning.estimate_mode, planning_device(a),
                                                                 a.planning.peak_flops, a.planning.bandwidth);
