@@ -23,14 +23,7 @@ std::string call_key(const std::string& scope, const std::string& op, int64_t in
   return (scope.empty() ? std::string("<top>") : scope) + " / " + op + " / #" + std::to_string(index);
 }
 
-const StorageImpl* storage_of(const Tensor& t) { return t.defined() ? t.impl()->storage().get() : nullptr; }
 uint64_t storage_id(const Tensor& t) { return t.defined() ? t.impl()->storage()->id() : 0; }
-
-bool shares_storage_with(const Tensor& t, const std::vector<IValue>& args) {
-  for (const IValue& a : args)
-    if (a.isTensor() && storage_of(a.toTensor()) == storage_of(t)) return true;
-  return false;
-}
 
 std::vector<Shape> arg_shapes(const std::vector<IValue>& args) {
   std::vector<Shape> shapes;

@@ -20,14 +20,6 @@ const char* toString(EstimateMode mode) {
 
 namespace {
 
-const StorageImpl* storage_of(const Tensor& t) { return t.defined() ? t.impl()->storage().get() : nullptr; }
-
-bool shares_storage_with(const Tensor& t, const std::vector<IValue>& args) {
-  for (const IValue& a : args)
-    if (a.isTensor() && storage_of(a.toTensor()) == storage_of(t)) return true;
-  return false;
-}
-
 void describe(std::ostream& os, const Tensor& t) {
   if (!t.defined()) {
     os << "undefined";
@@ -60,6 +52,13 @@ double now_seconds() {
 }
 
 }  // namespace
+
+bool shares_storage_with(const Tensor& t, const std::vector<IValue>& args) {
+  auto storage_of = [](const Tensor& x) { return x.defined() ? x.impl()->storage().get() : nullptr; };
+  for (const IValue& a : args)
+    if (a.isTensor() && storage_of(a.toTensor()) == storage_of(t)) return true;
+  return false;
+}
 
 int64_t new_output_bytes(const std::vector<IValue>& args, const std::vector<IValue>& outputs) {
   int64_t n = 0;

@@ -35,7 +35,10 @@ const char* toString(EstimateMode mode);  // PyTorch's name
 constexpr double kCPUPeakFlops = 4.9e11, kCPUBandwidth = 1.2e10;
 constexpr double kCUDAPeakFlops = 7.9e14, kCUDABandwidth = 4.3e12;
 
-// Bytes of the outputs a call newly allocates (a view's output shares its input's storage).
+// A call's output `t` shares the storage of one of its tensor arguments (a view, or an in-place
+// op's return): it allocates nothing.
+bool shares_storage_with(const Tensor& t, const std::vector<IValue>& args);
+// Bytes of the outputs a call newly allocates (those that share no argument's storage).
 int64_t new_output_bytes(const std::vector<IValue>& args, const std::vector<IValue>& outputs);
 
 class RuntimeEstimator {
