@@ -159,17 +159,22 @@ class DryRunObserver : public stats_detail::PlanningObserver {
 // only approximate the peak, which the caller checks by dry runs along the front. Empty when a
 // region is too irregular to enumerate (then the other moves still search).
 std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::vector<bool>& keepable) {
-  struct Option {
+  struct Choice {  // one region's keep-set
     int64_t bytes = 0;
     double cost = 0;
     std::vector<size_t> kept;
   };
-  auto pareto = [](std::vector<Option> v) {  // bytes rising, cost strictly falling
-    std::sort(v.begin(), v.end(), [](const Option& a, const Option& b) {
+  struct Point {  // a front point: its region's choice and the previous front's point it extends
+    int64_t bytes = 0;
+    double cost = 0;
+    size_t choice = 0, previous = 0;
+  };
+  auto pareto = [](auto v) {  // bytes rising, cost strictly falling
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
       return a.bytes != b.bytes ? a.bytes < b.bytes : a.cost < b.cost;
     });
-    std::vector<Option> front;
-    for (Option& o : v)
+    decltype(v) front;
+    for (auto& o : v)
       if (front.empty() || o.cost < front.back().cost) front.push_back(std::move(o));
     return front;
   };
@@ -185,7 +190,8 @@ std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::ve
     ++group;
   }
   constexpr size_t kMaxItems = 16;
-  std::vector<Option> front = {Option{}};
+  std::vector<std::vector<Choice>> menus;   // per region group
+  std::vector<std::vector<Point>> fronts = {{Point{}}};  // fronts[g]: over the first g groups
   for (const auto& [calls, count] : instances) {
     // Items: the region's keepable calls one by one, or (too many of them) all calls of one op.
     std::vector<std::vector<size_t>> items;
@@ -200,10 +206,10 @@ std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::ve
       if (by_op.size() > kMaxItems) return {};
       for (auto& [op, cs] : by_op) items.push_back(cs);
     }
-    std::vector<Option> menu;
+    std::vector<Choice> menu;
     std::vector<bool> kept(data.calls.size(), false);
     for (uint32_t mask = 0; mask < (1u << items.size()); ++mask) {
-      Option o;
+      Choice o;
       for (size_t k = 0; k < items.size(); ++k)
         for (size_t c : items[k]) kept[c] = (mask >> k) & 1u;
       size_t last = calls.size();
@@ -218,27 +224,30 @@ std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::ve
           for (size_t c : items[k]) o.bytes += data.calls[c].bytes, o.kept.push_back(c);
       menu.push_back(std::move(o));
     }
-    menu = pareto(std::move(menu));
-    std::vector<Option> merged;
-    merged.reserve(front.size() * menu.size());
-    for (const Option& a : front)
-      for (const Option& b : menu) {
-        Option o{a.bytes + b.bytes, a.cost + b.cost, a.kept};
-        o.kept.insert(o.kept.end(), b.kept.begin(), b.kept.end());
-        merged.push_back(std::move(o));
-      }
-    front = pareto(std::move(merged));
+    menus.push_back(pareto(std::move(menu)));
+    const std::vector<Point>& front = fronts.back();
+    std::vector<Point> merged;
+    merged.reserve(front.size() * menus.back().size());
+    for (size_t i = 0; i < front.size(); ++i)
+      for (size_t j = 0; j < menus.back().size(); ++j)
+        merged.push_back({front[i].bytes + menus.back()[j].bytes, front[i].cost + menus.back()[j].cost, j, i});
+    std::vector<Point> next = pareto(std::move(merged));
     constexpr size_t kMaxFront = 2048;  // thin evenly, both ends kept
-    if (front.size() > kMaxFront) {
-      std::vector<Option> thin;
-      for (size_t i = 0; i < kMaxFront; ++i) thin.push_back(std::move(front[i * (front.size() - 1) / (kMaxFront - 1)]));
-      front = std::move(thin);
+    if (next.size() > kMaxFront) {
+      std::vector<Point> thin;
+      for (size_t i = 0; i < kMaxFront; ++i) thin.push_back(next[i * (next.size() - 1) / (kMaxFront - 1)]);
+      next = std::move(thin);
     }
+    fronts.push_back(std::move(next));
   }
   std::vector<std::vector<bool>> sets;
-  for (const Option& o : front) {
+  for (size_t i = 0; i < fronts.back().size(); ++i) {
     std::vector<bool> s(data.calls.size(), false);
-    for (size_t c : o.kept) s[c] = true;
+    for (size_t g = menus.size(), at = i; g > 0; --g) {  // back through the fronts
+      const Point& p = fronts[g][at];
+      for (size_t c : menus[g - 1][p.choice].kept) s[c] = true;
+      at = p.previous;
+    }
     sets.push_back(std::move(s));
   }
   return sets;
