@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string>
@@ -386,6 +387,34 @@ void transformer_section(const Sizes& s, double copy_gbs) {
   }
 }
 
+// The elementwise ops of one attention block and MLP at the GPT's shapes (config A: scores
+// [batch, heads, seq, seq], the MLP's hidden [batch, seq, 4 d]): what SAC recomputes in backward
+// when it keeps the matmuls, so their speed is most of SAC's overhead.
+void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
+  const int64_t t = 128 / s.gpt_scale, d = 256 / s.gpt_scale;
+  const Shape scores_shape = {8, 4, t, t}, hidden_shape = {8, t, 4 * d};
+  const std::string title = std::string("attention and MLP elementwise ops at the GPT's shapes (config A") +
+                            (s.gpt_scale == 1 ? ")" : ", scaled down)");
+  print_bandwidth_header(title.c_str());
+  const double f = sizeof(float);
+  Tensor scores = seeded(scores_shape, 11), hidden = seeded(hidden_shape, 12);
+  Tensor future = triu(ones({t, t}, TensorOptions().dtype(kBool)), 1);
+  const double n = static_cast<double>(scores.numel()), h = static_cast<double>(hidden.numel());
+  const double inf = std::numeric_limits<double>::infinity();
+  print_bandwidth_row("mul (scores * scale)", scores_shape, median_seconds([&] { Tensor y = mul(scores, 0.125); }, s),
+                      2 * n * f, copy_gbs);
+  print_bandwidth_row("masked_fill (causal, -inf)", scores_shape,
+                      median_seconds([&] { Tensor y = masked_fill(scores, future, -inf); }, s), 2 * n * f, copy_gbs);
+  Tensor masked = masked_fill(scores, future, -inf);
+  print_bandwidth_row("softmax(dim=-1) of masked scores", scores_shape,
+                      median_seconds([&] { Tensor y = softmax(masked, -1); }, s), 2 * n * f, copy_gbs);
+  print_bandwidth_row("gelu (tanh)", hidden_shape, median_seconds([&] { Tensor y = gelu(hidden, "tanh"); }, s),
+                      2 * h * f, copy_gbs);
+  Tensor dy = seeded(hidden_shape, 13);
+  print_bandwidth_row("gelu_backward (tanh)", hidden_shape,
+                      median_seconds([&] { Tensor y = gelu_backward(dy, hidden, "tanh"); }, s), 3 * h * f, copy_gbs);
+}
+
 int usage(const char* prog) {
   std::fprintf(stderr, "usage: %s [--quick] [--threads N] [--clock wall|cpu]\n", prog);
   return 2;
@@ -439,6 +468,7 @@ int main(int argc, char** argv) {
   gpt_gemm_section(s, peak, threads);
   pointwise_section(s, bw.reference());
   transformer_section(s, bw.reference());
+  gpt_elementwise_section(s, bw.reference());
 
   // On a shared machine the load can change during the run: a reference far from the first one
   // means the "% copy" columns are only rough.

@@ -360,14 +360,17 @@ Tensor eq_meta(const Tensor& a, const Tensor& b) {
 // where, masked_fill
 // ---------------------------------------------------------------------------------------------
 
+// A bool tensor's elements as bytes (0 or 1), for loops the compiler should vectorise.
+const uint8_t* mask_bytes(const Tensor& mask) { return reinterpret_cast<const uint8_t*>(mask.data_ptr<bool>()); }
+
 Tensor where_cpu(const Tensor& cond, const Tensor& a, const Tensor& b) {
   TensorMeta m = where_meta(cond, a, b);
   Tensor out = empty_from(m);
   Tensor ac = cast_cpu(a, m.dtype), bc = cast_cpu(b, m.dtype);
   auto loop = make_loop(out, {&cond, &ac, &bc});
   REMAT_DISPATCH_ALL_TYPES(m.dtype, "aten::where", [&] {
-    cpu::ternary_map(loop, out.data_ptr<scalar_t>(), cond.data_ptr<bool>(), ac.data_ptr<scalar_t>(),
-                     bc.data_ptr<scalar_t>(), [](bool c, scalar_t x, scalar_t y) { return c ? x : y; });
+    cpu::ternary_map(loop, out.data_ptr<scalar_t>(), mask_bytes(cond), ac.data_ptr<scalar_t>(),
+                     bc.data_ptr<scalar_t>(), [](uint8_t c, scalar_t x, scalar_t y) { return c ? x : y; });
   });
   return out;
 }
@@ -378,8 +381,9 @@ Tensor masked_fill_cpu(const Tensor& self, const Tensor& mask, double value) {
   auto loop = make_loop(out, {&self, &mask});
   REMAT_DISPATCH_ALL_TYPES(out.dtype(), "aten::masked_fill", [&] {
     scalar_t v = static_cast<scalar_t>(value);
-    cpu::binary_map(loop, out.data_ptr<scalar_t>(), self.data_ptr<scalar_t>(), mask.data_ptr<bool>(),
-                    [v](scalar_t x, bool m) { return m ? v : x; });
+    // The mask read as bytes: the compiler has no vector type for bool, so a bool loop stays scalar.
+    cpu::binary_map(loop, out.data_ptr<scalar_t>(), self.data_ptr<scalar_t>(), mask_bytes(mask),
+                    [v](scalar_t x, uint8_t m) { return m ? v : x; });
   });
   return out;
 }

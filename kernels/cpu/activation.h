@@ -9,6 +9,7 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <unsupported/Eigen/SpecialFunctions>
 
@@ -59,24 +60,26 @@ void gelu_backward_run(T* grad_in, const T* grad_out, const T* x, int64_t n, boo
   using namespace gelu_constants;
   using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
   constexpr int64_t kBlock = 1024;  // the temporaries of one block stay in L1
-  Eigen::Array<T, kBlock, 1> u, t, ex;
+  Eigen::Array<T, kBlock, 1> u, r, ex;
   for (int64_t lo = 0; lo < n; lo += kBlock) {
     const int64_t len = n - lo < kBlock ? n - lo : kBlock;
     Eigen::Map<const Array> xa(x + lo, len), g(grad_out + lo, len);
     Eigen::Map<Array> gi(grad_in + lo, len);
     auto ub = u.head(len);
-    auto tb = t.head(len);
+    auto rb = r.head(len);
     auto eb = ex.head(len);
     if (tanh_form) {
       // forward: y = 0.5 x (1 + t), t = tanh(u), u = beta (x + kappa x^3)
       // dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) beta (1 + 3 kappa x^2)
-      // The second term takes 1 - t^2 = 4e/(1+e)^2 with e = exp(-2|u|): computed from a rounded
-      // t it would lose the digits that matter where tanh saturates (|x| > 3).
+      // Both terms from one exp, E = exp(-2u), and r = 1/(1+E): 0.5 (1 + t) = r (a sigmoid) and
+      // 1 - t^2 = 4 E r^2. No tanh, and no cancellation where tanh saturates (|x| > 3), which
+      // 1 + t and 1 - t^2 from a rounded t would suffer. -2u is capped a little below the log of
+      // T's largest value so that E stays finite (beyond it r is below T's smallest normal).
+      const T cap = std::log(std::numeric_limits<T>::max()) - T(1);
       ub = T(kBeta) * (xa + T(kKappa) * xa * xa * xa);
-      tb = ub.tanh();
-      eb = (T(-2) * ub.abs()).exp();
-      gi = g * (T(0.5) * (T(1) + tb) +
-                T(2) * xa * eb / ((T(1) + eb) * (T(1) + eb)) * (T(kBeta) * (T(1) + T(3 * kKappa) * xa * xa)));
+      eb = (T(-2) * ub).min(cap).exp();
+      rb = T(1) / (T(1) + eb);
+      gi = g * (rb + T(2) * xa * (eb * rb) * rb * (T(kBeta) * (T(1) + T(3 * kKappa) * xa * xa)));
     } else {
       // forward: y = x Phi(x); dy/dx = Phi(x) + x phi(x)
       gi = g * (T(0.5) * (T(1) + (xa * T(kSqrt1_2)).erf()) + xa * (T(-0.5) * xa * xa).exp() * T(kInvSqrt2Pi));

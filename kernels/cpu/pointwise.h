@@ -171,6 +171,22 @@ void binary_map(const LoopShape& s, O* out, const A* a, const B* b, const F& f) 
     O* o = out + off[0];
     const A* x = a + off[1];
     const B* y = b + off[2];
+    if (st[0] == 1 && st[1] == 1 && (st[2] == 0 || st[2] == 1)) {
+      // Unit strides (b possibly broadcast over the run): a loop the compiler vectorises; a mask
+      // select (masked_fill) otherwise runs one element at a time through the strided indexing.
+      // The local copy of f lets the compiler keep its captures in registers (it cannot prove
+      // that the caller's closure does not alias out).
+      const F g = f;
+      if (st[2] == 1) {
+#pragma omp simd
+        for (int64_t k = 0; k < n; ++k) o[k] = g(x[k], y[k]);
+      } else {
+        const B yk = *y;
+#pragma omp simd
+        for (int64_t k = 0; k < n; ++k) o[k] = g(x[k], yk);
+      }
+      return;
+    }
     for (int64_t k = 0; k < n; ++k) o[k * st[0]] = f(x[k * st[1]], y[k * st[2]]);
   });
 }
@@ -183,6 +199,12 @@ void ternary_map(const LoopShape& s, O* out, const A* a, const B* b, const C* c,
     const A* x = a + off[1];
     const B* y = b + off[2];
     const C* z = c + off[3];
+    if (st[0] == 1 && st[1] == 1 && st[2] == 1 && st[3] == 1) {
+      const F g = f;  // as in binary_map
+#pragma omp simd
+      for (int64_t k = 0; k < n; ++k) o[k] = g(x[k], y[k], z[k]);
+      return;
+    }
     for (int64_t k = 0; k < n; ++k) o[k * st[0]] = f(x[k * st[1]], y[k * st[2]], z[k * st[3]]);
   });
 }

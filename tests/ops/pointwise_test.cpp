@@ -232,6 +232,30 @@ TEST_CASE("eq, where, masked_fill: values and broadcasting", "[pointwise]") {
   check_values(masked_fill(x.t(), tensor({1, 0}, {2}, kBool), 0), {0, 4, 0, 5, 0, 6});
 }
 
+TEST_CASE("where and masked_fill on long rows (the vectorised loops) follow the element rule", "[pointwise]") {
+  // Rows of 37 (a vector loop plus a tail) with a causal mask broadcast over a leading dim, a
+  // per-row mask (broadcast within each run), and where on three full operands; float and double.
+  const int64_t R = 5, C = 37;
+  for (ScalarType dt : {kFloat, kDouble}) {
+    INFO(toString(dt));
+    Tensor x = arange(2 * R * C, TensorOptions().dtype(dt)).view({2, R, C});
+    Tensor y = neg(x);
+    Tensor causal = triu(ones({R, C}, TensorOptions().dtype(kBool)), 1);
+    Tensor per_row = tensor({1, 0, 1, 0, 0}, {R, 1}, kBool);
+    const std::vector<double> xs = x.to_vector(), ms = masked_fill(x, causal, -7.5).to_vector(),
+                              rs = masked_fill(x, per_row, 2.0).to_vector(), ws = where(causal, x, y).to_vector();
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t c = 0; c < C; ++c) {
+          const size_t i = static_cast<size_t>((b * R + r) * C + c);
+          const bool future = c > r;
+          CHECK(ms[i] == (future ? -7.5 : xs[i]));
+          CHECK(rs[i] == (r == 0 || r == 2 ? 2.0 : xs[i]));
+          CHECK(ws[i] == (future ? xs[i] : -xs[i]));
+        }
+  }
+}
+
 TEST_CASE("fused backward kernels: values", "[pointwise]") {
   Tensor g = tensor({1, 2, 3}, {3});
   check_values(threshold_backward(g, tensor({-1, 0, 0.5}, {3}), 0.0), {0, 0, 3});
