@@ -242,6 +242,12 @@ Tensor& _fused_adamw_(Tensor& self, Tensor& exp_avg, Tensor& exp_avg_sq, T grad,
   op.call(self, exp_avg, exp_avg_sq, grad, lr, beta1, beta2, weight_decay, eps, step, maximize);
   return self;
 }
+Tensor& _fused_sgd_(Tensor& self, T grad, T momentum_buffer, double weight_decay, double momentum, double lr,
+                    double dampening, bool nesterov, bool maximize, bool is_first_step) {
+  REMAT_OP(Tensor(T, T, T, double, double, double, double, bool, bool, bool), "aten::_fused_sgd_");
+  op.call(self, grad, momentum_buffer, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step);
+  return self;
+}
 Tensor& addcdiv_(Tensor& self, T t1, T t2, double value) {
   REMAT_OP(Tensor(T, T, T, double), "aten::addcdiv_");
   op.call(self, t1, t2, value);

@@ -172,5 +172,10 @@ Tensor& lerp_(Tensor& self, const Tensor& end, double weight);
 // step is the update's number, from 1.
 Tensor& _fused_adamw_(Tensor& self, Tensor& exp_avg, Tensor& exp_avg_sq, const Tensor& grad, double lr, double beta1,
                       double beta2, double weight_decay, double eps, int64_t step, bool maximize = false);
+// SGD's update of one parameter and its momentum buffer in one pass (torch._fused_sgd_, one
+// tensor); momentum_buffer is undefined (None) when momentum is 0, and is_first_step writes the
+// buffer without reading it (buf = the decayed gradient, as the single-tensor path's clone).
+Tensor& _fused_sgd_(Tensor& self, const Tensor& grad, const Tensor& momentum_buffer, double weight_decay,
+                    double momentum, double lr, double dampening, bool nesterov, bool maximize, bool is_first_step);
 
 }  // namespace remat

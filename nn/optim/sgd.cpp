@@ -1,4 +1,4 @@
-// Mirrors torch/optim/sgd.py (_single_tensor_sgd).
+// Mirrors torch/optim/sgd.py (_single_tensor_sgd; _fused_sgd with fused).
 #include "nn/optim/sgd.h"
 
 #include "engine/autograd/grad_mode.h"
@@ -33,6 +33,24 @@ Tensor SGD::momentum_buffer(const Tensor& p) const {
   return it == momentum_buffers_.end() ? Tensor() : it->second;
 }
 
+bool SGD::fused_step(const SGDOptions& o, Tensor& p) {
+  if (!(p.device().is_cpu() || p.device().is_meta()) || !p.is_contiguous() ||
+      !(p.dtype() == kFloat || p.dtype() == kDouble || p.dtype() == kBFloat16))
+    return false;
+  Tensor buf = o.momentum() != 0 ? momentum_buffer(p) : Tensor();  // None without momentum
+  if (buf.defined() && !buf.is_contiguous()) return false;  // e.g. cloned from a strided gradient
+  const bool first = o.momentum() != 0 && !buf.defined();
+  if (first) {
+    // As _fused_sgd: an uninitialised buffer that the first step writes (buf = d).
+    MemoryCategoryGuard state(MemoryCategory::OptimizerState);
+    buf = empty_like(p);
+  }
+  _fused_sgd_(p, p.grad(), buf, o.weight_decay(), o.momentum(), o.lr(), o.dampening(), o.nesterov(), o.maximize(),
+              first);
+  if (first) momentum_buffers_[p.unsafeGetTensorImpl()] = buf;  // kept only once written
+  return true;
+}
+
 void SGD::step() {
   autograd::NoGradGuard no_grad;
   MemoryPhaseGuard phase(MemoryPhase::Optimizer);
@@ -41,6 +59,7 @@ void SGD::step() {
     for (Tensor& p : group.params()) {
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
+      if (o.fused() && fused_step(o, p)) continue;
       if (o.maximize()) grad = neg(grad);
       if (o.weight_decay() != 0) grad = add(grad, mul(p, o.weight_decay()));
       if (o.momentum() != 0) {

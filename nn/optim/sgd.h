@@ -1,4 +1,4 @@
-// Mirrors torch/optim/sgd.py (torch.optim.SGD, the single-tensor path) and
+// Mirrors torch/optim/sgd.py (torch.optim.SGD, the single-tensor and fused paths) and
 // torch/csrc/api/include/torch/optim/sgd.h (SGDOptions): stochastic gradient descent with
 // optional momentum, dampening, Nesterov momentum, L2 weight decay and maximize.
 //
@@ -29,6 +29,11 @@ struct SGDOptions : public OptimizerOptions {
   REMAT_ARG(double, weight_decay) = 0;
   REMAT_ARG(bool, nesterov) = false;
   REMAT_ARG(bool, maximize) = false;
+  // One _fused_sgd_ per parameter (one pass, no temporaries) instead of the single-tensor
+  // sequence of ops: PyTorch's fused=True. Same rule and, for float and double, the same bits
+  // (bfloat16 computes in float, rounding once per step instead of once per op). Contiguous
+  // CPU (and Meta) parameters of those dtypes; others take the op sequence.
+  REMAT_ARG(bool, fused) = false;
 };
 
 class SGD : public Optimizer {
@@ -45,6 +50,9 @@ class SGD : public Optimizer {
   void validate(const OptimizerOptions& options) const override;
 
  private:
+  // One _fused_sgd_ for p (fused(true)); false, having done nothing, where it does not apply.
+  bool fused_step(const SGDOptions& o, Tensor& p);
+
   std::unordered_map<const TensorImpl*, Tensor> momentum_buffers_;
 };
 
