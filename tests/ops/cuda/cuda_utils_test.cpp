@@ -3,6 +3,9 @@
 // helpers on a device.
 #include <catch2/catch.hpp>
 
+#include <set>
+#include <string>
+
 #include "engine/dispatch/dispatcher.h"
 #include "ops/cuda/cuda_utils.h"
 #include "remat.h"
@@ -11,18 +14,24 @@
 using namespace remat;
 using namespace remat::testing;
 
-TEST_CASE("every op with a CPU kernel has a CUDA kernel", "[cuda_utils]") {
-  std::vector<std::string> missing;
+TEST_CASE("every op with a CPU kernel has a CUDA kernel, but the CPU-only ones named here", "[cuda_utils]") {
+  // CPU only by design: PyTorch's _for_cpu flash attention (its CUDA flash op is another op).
+  // CPU only in remat: the fused optimizer steps (optim::AdamW / optim::SGD with fused(true) take
+  // the single-tensor op sequence for CUDA parameters: nn/optim/adamw.cpp, nn/optim/sgd.cpp).
+  const std::set<std::string> cpu_only = {"aten::_scaled_dot_product_flash_attention_for_cpu",
+                                          "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+                                          "aten::_fused_adamw_", "aten::_fused_sgd_"};
+  std::set<std::string> missing;
   for (const std::string& name : registered_ops()) {
     const OperatorEntry* e = find_op(name).entry();
-    if (e->hasKernelForKey(DispatchKey::CPU) && !e->hasKernelForKey(DispatchKey::CUDA)) missing.push_back(name);
+    if (e->hasKernelForKey(DispatchKey::CPU) && !e->hasKernelForKey(DispatchKey::CUDA)) missing.insert(name);
   }
   INFO("ops without a CUDA kernel: " << [&] {
     std::string s;
     for (const auto& m : missing) s += m + " ";
     return s;
   }());
-  CHECK(missing.empty());
+  CHECK(missing == cpu_only);
   // The ops whose CPU kernels are being written elsewhere have CUDA kernels already.
   for (const char* name : {"aten::softmax", "aten::log_softmax", "aten::_softmax_backward_data",
                            "aten::_log_softmax_backward_data", "aten::native_layer_norm",
