@@ -1,6 +1,7 @@
 // Dispatch cost per op call (the price SAC pays on every op): `a + b` on 1-element tensors,
 // with grad off, with requires_grad (the autograd kernel records a node), and with one
-// pass-through dispatch mode pushed.
+// pass-through dispatch mode pushed: one whose dispatch() returns op.call(args) (the
+// TorchDispatchMode way), and one that says so in DispatchMode::passes_through instead.
 //
 // The peer is measured, never quoted: `--libtorch BIN` (repeatable) runs BIN, the libtorch build
 // of the same cases (tools/dispatch_libtorch.sh builds it), after remat's cases in the same run
@@ -12,7 +13,8 @@
 //
 // `--count CASE N` runs one case N times untimed and prints nothing else, for instruction counts
 // that do not depend on the machine's load: the difference of two callgrind runs with different N,
-// divided by the difference in N, is the instructions per call (CASE: plain, grad, mode, mode_grad).
+// divided by the difference in N, is the instructions per call (CASE: plain, grad, mode, mode_grad,
+// hook, hook_grad).
 //
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null bazel-bin/bench/dispatch_overhead --count grad 20000
 #include <algorithm>
@@ -39,20 +41,28 @@ struct PassThrough : DispatchMode {
   }
 };
 
+// The same mode, letting every call through by passes_through (dispatch() is then never called).
+struct PassThroughHook : PassThrough {
+  bool passes_through(const OperatorHandle&, const IValue*, size_t) override { return true; }
+};
+
 }  // namespace
 
 // --count CASE N: the case's calls with nothing around them (see the comment at the top).
 int count_calls(const std::string& name, long n) {
   Tensor a = ones({1}), b = ones({1});
   Tensor ga = ones({1}).requires_grad_(), gb = ones({1}).requires_grad_();
-  const bool grad = name == "grad" || name == "mode_grad";
+  const bool grad = name == "grad" || name == "mode_grad" || name == "hook_grad";
   const bool mode = name == "mode" || name == "mode_grad";
-  if (!grad && !mode && name != "plain") {
-    std::fprintf(stderr, "--count: unknown case '%s' (plain, grad, mode, mode_grad)\n", name.c_str());
+  const bool hook = name == "hook" || name == "hook_grad";
+  if (!grad && !mode && !hook && name != "plain") {
+    std::fprintf(stderr, "--count: unknown case '%s' (plain, grad, mode, mode_grad, hook, hook_grad)\n",
+                 name.c_str());
     return 2;
   }
   std::optional<DispatchModeGuard> guard;
   if (mode) guard.emplace(std::make_shared<PassThrough>());
+  if (hook) guard.emplace(std::make_shared<PassThroughHook>());
   const Tensor& x = grad ? ga : a;
   const Tensor& y = grad ? gb : b;
   for (long i = 0; i < n; ++i) Tensor c = x + y;
@@ -87,6 +97,12 @@ int main(int argc, char** argv) {
     DispatchModeGuard guard(std::make_shared<PassThrough>());
     mode_grad = ns_per_call([&] { Tensor c = ga + gb; });
   }
+  double hook, hook_grad;
+  {
+    DispatchModeGuard guard(std::make_shared<PassThroughHook>());
+    hook = ns_per_call([&] { Tensor c = a + b; });
+    hook_grad = ns_per_call([&] { Tensor c = ga + gb; });
+  }
 
   // The peers run after remat's cases, one at a time, each in its own process.
   const std::map<std::string, std::string> required = {{"grad_off_ns", "a + b, grad off"},
@@ -102,7 +118,9 @@ int main(int argc, char** argv) {
   const Row rows[] = {{"grad off", plain, "grad_off_ns"},
                       {"requires_grad (records a node)", with_grad, "requires_grad_ns"},
                       {"grad off, one pass-through dispatch mode", mode, nullptr},
-                      {"requires_grad, one pass-through dispatch mode", mode_grad, nullptr}};
+                      {"requires_grad, one pass-through dispatch mode", mode_grad, nullptr},
+                      {"grad off, the same by passes_through", hook, nullptr},
+                      {"requires_grad, the same by passes_through", hook_grad, nullptr}};
 
   std::printf("%-46s %9s", "a + b on [1] tensors, ns/call", "remat");
   for (const bench::PeerFigures& f : figures)
@@ -119,6 +137,8 @@ int main(int argc, char** argv) {
   }
   std::printf("pass-through mode overhead per op: %+.0f ns (grad off), %+.0f ns (requires_grad)\n",
               mode - plain, mode_grad - with_grad);
+  std::printf("the same by passes_through:        %+.0f ns (grad off), %+.0f ns (requires_grad)\n",
+              hook - plain, hook_grad - with_grad);
   if (figures.empty()) std::printf("libtorch: not measured (see tools/dispatch_libtorch.sh)\n");
   for (const bench::PeerFigures& f : figures)
     std::printf("libtorch %s: %s\n", f.version.c_str(), f.command.c_str());

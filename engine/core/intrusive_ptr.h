@@ -31,7 +31,9 @@ class intrusive_ptr {
   intrusive_ptr(intrusive_ptr&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
   template <class U>
   intrusive_ptr(intrusive_ptr<U>&& o) noexcept : p_(o.release()) {}  // NOLINT: upcast
-  ~intrusive_ptr() { reset(); }
+  ~intrusive_ptr() {
+    if (p_) drop();  // inline: destroying an empty (moved-from, released) pointer costs no call
+  }
 
   intrusive_ptr& operator=(const intrusive_ptr& o) noexcept {
     intrusive_ptr(o).swap(*this);
@@ -43,8 +45,10 @@ class intrusive_ptr {
   }
 
   void reset() noexcept {
-    if (p_ && p_->refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p_;
-    p_ = nullptr;
+    if (p_) {
+      drop();
+      p_ = nullptr;
+    }
   }
   // Adopts p's existing reference, adding none (c10's reclaim; release() is its inverse).
   static intrusive_ptr reclaim(T* p) noexcept {
@@ -68,6 +72,10 @@ class intrusive_ptr {
   uint32_t use_count() const noexcept { return p_ ? p_->use_count() : 0; }
 
  private:
+  void drop() noexcept {
+    if (p_->refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p_;
+  }
+
   void retain() noexcept {
     if (p_) p_->refcount_.fetch_add(1, std::memory_order_relaxed);
   }

@@ -11,6 +11,14 @@
 //     }
 //   };
 //   DispatchModeGuard g(std::make_shared<Counter>());
+//
+// A mode that only looks at most calls can say so in passes_through(), which sees each op first;
+// the calls it lets through then skip the boxed returns:
+//
+//   bool passes_through(const OperatorHandle& op, const IValue*, size_t) override {
+//     ++calls[op.name()];
+//     return true;
+//   }
 #pragma once
 
 #include <memory>
@@ -25,6 +33,13 @@ class DispatchMode : public std::enable_shared_from_this<DispatchMode> {
   virtual ~DispatchMode();
   // Called for every op while this mode is the innermost one. Return the op's returns.
   virtual std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) = 0;
+  // Optional fast path (no PyTorch counterpart: a Python mode pays for boxing either way). Called
+  // for every op before dispatch(), with this mode stashed as for dispatch() and the n arguments
+  // borrowed (what it keeps, it copies). Return true to let the call through unchanged: it runs
+  // exactly as `return op.call(args);` in dispatch() would run it (outer modes still apply), but
+  // a typed call's returns are never boxed, and dispatch() is not called for it. The default,
+  // false, sends every op to dispatch().
+  virtual bool passes_through(const OperatorHandle& op, const IValue* args, size_t n);
   // Called when a DispatchModeGuard pushes / pops this mode (Python's __enter__ / __exit__;
   // not when the dispatcher stashes it while it runs).
   virtual void enter() {}

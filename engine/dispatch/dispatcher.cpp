@@ -165,10 +165,10 @@ void OperatorHandle::redispatchBoxed(DispatchKeySet ks, Stack* stack) const {
 
 std::vector<IValue> OperatorHandle::call(const std::vector<IValue>& args) const {
   // A pass-through: the arguments a forwarding fallback boxed for this op, unchanged.
-  const detail::ForwardableCall* in_flight = detail::tls_forwardable_call;
-  if (in_flight != nullptr && in_flight->args == &args && in_flight->entry == entry_) {
+  const detail::ForwardedCall* in_flight = detail::tls_forwarded_call;
+  if (in_flight != nullptr && in_flight->stack == &args && in_flight->entry == entry_) {
     Stack out = detail::take_stack(1);
-    in_flight->rerun(*in_flight, &out);
+    in_flight->rerun_onto(*in_flight, &out);
     return out;
   }
   Stack stack = args;

@@ -183,18 +183,25 @@ template <class R, class... Args> struct WrapperTrampoline<R(Args...)> {
   static void* get() { return reinterpret_cast<void*>(&wrapper_unboxed<R, Args...>); }
 };
 
-// A typed call in flight at a forwarding fallback (see KernelFunction::makeForwardingFallback):
-// the stack its arguments were boxed into, and how to run it again from the top of the dispatch
-// order with its original C++ arguments, pushing the returns onto `out`. OperatorHandle::call
-// takes this path when it is given exactly that stack for the same op, so the call it makes is
-// the one the boxed arguments describe (a mode cannot change a stack it sees as const).
-struct ForwardableCall {
+// A typed call at a forwarding fallback (see KernelFunction::makeForwardingFallback): its
+// arguments, boxed in place and borrowed, and how to run it again from the top of the dispatch
+// order with its original C++ arguments, either into its own result (a pass-through: no boxed
+// returns) or onto a stack (what OperatorHandle::call returns when given exactly the stack the
+// fallback put the arguments on, for the same op: the call the boxed arguments describe, since a
+// mode cannot change a stack it sees as const).
+struct ForwardedCall {
   const OperatorEntry* entry;
-  const Stack* args;
-  void (*rerun)(const ForwardableCall& call, Stack* out);
+  IValue* args;       // the arguments, borrowed; the fallback may move them onto its stack
+  size_t nargs;
   const void* typed_args;  // std::tuple of references to the C++ arguments
+  void* result;            // the typed call's R
+  void (*rerun_into_result)(const ForwardedCall& call);
+  void (*rerun_onto)(const ForwardedCall& call, Stack* out);
+  void (*set_result)(const ForwardedCall& call, Stack& rets);  // unboxes returns into *result
+  mutable const Stack* stack = nullptr;  // where the fallback put the arguments, if anywhere
 };
-inline thread_local const ForwardableCall* tls_forwardable_call = nullptr;  // innermost; no TLS init guard
+// The innermost call whose arguments a fallback put on a stack; no TLS init guard.
+inline thread_local const ForwardedCall* tls_forwarded_call = nullptr;
 
 template <class R, class... Args>
 R forwarding_unboxed(OperatorKernel* functor, DispatchKeySet ks, Args... args);
@@ -252,30 +259,34 @@ R wrapper_unboxed(OperatorKernel* functor, DispatchKeySet ks, Args... args) {
 
 // The call again, with the C++ arguments it was made with (lvalues: a second rerun sees them too).
 template <class R, class... Args>
-void rerun_typed(const ForwardableCall& call, Stack* out) {
+R rerun_typed(const ForwardedCall& call) {
   using Refs = std::tuple<std::add_lvalue_reference_t<Args>...>;
   TypedOperatorHandle<R(Args...)> op(const_cast<OperatorEntry*>(call.entry));
-  R r = std::apply([&](auto&... a) { return op.call(a...); }, *static_cast<const Refs*>(call.typed_args));
-  ReturnBoxing<R>::push(*out, std::move(r));
+  return std::apply([&](auto&... a) { return op.call(a...); }, *static_cast<const Refs*>(call.typed_args));
+}
+template <class R, class... Args>
+void rerun_into_result(const ForwardedCall& call) {
+  *static_cast<R*>(call.result) = rerun_typed<R, Args...>(call);
+}
+template <class R, class... Args>
+void rerun_onto(const ForwardedCall& call, Stack* out) {
+  ReturnBoxing<R>::push(*out, rerun_typed<R, Args...>(call));
+}
+template <class R>
+void set_result(const ForwardedCall& call, Stack& rets) {
+  *static_cast<R*>(call.result) = ReturnBoxing<R>::pop(rets);
 }
 
 template <class R, class... Args>
 R forwarding_unboxed(OperatorKernel* functor, DispatchKeySet ks, Args... args) {
   const auto* f = static_cast<const ForwardingFallbackWithOp*>(functor);
-  OperatorHandle op(const_cast<OperatorEntry*>(f->entry));
-  // The arguments, borrowed: the stack lives within this call (a mode that keeps them copies).
-  Stack stack = take_stack(sizeof...(Args));
-  (stack.push_back(borrow_ivalue(args)), ...);
+  // The arguments, borrowed: they live within this call (a mode that keeps them copies).
+  IValue boxed[sizeof...(Args) + 1] = {borrow_ivalue(args)..., IValue()};
   const std::tuple<std::add_lvalue_reference_t<Args>...> refs(args...);
-  const ForwardableCall call{f->entry, &stack, &rerun_typed<R, Args...>, &refs};
-  struct Restore {
-    const ForwardableCall* prev;
-    ~Restore() { tls_forwardable_call = prev; }
-  } restore{tls_forwardable_call};
-  tls_forwardable_call = &call;
-  f->boxed(nullptr, op, ks, &stack);
-  R result = ReturnBoxing<R>::pop(stack);
-  give_stack(std::move(stack));
+  R result{};
+  const ForwardedCall call{f->entry, boxed, sizeof...(Args), &refs, &result, &rerun_into_result<R, Args...>,
+                           &rerun_onto<R, Args...>, &set_result<R>};
+  f->typed(OperatorHandle(const_cast<OperatorEntry*>(f->entry)), ks, call);
   return result;
 }
 

@@ -50,10 +50,17 @@ struct WrapperWithOp : OperatorKernel {
 using BoxedKernelFn = void (*)(OperatorKernel* functor, const OperatorHandle& op, DispatchKeySet ks,
                                Stack* stack);
 
+namespace detail {
+struct ForwardedCall;  // dispatcher.h
+}
+// A forwarding fallback's entry for typed calls: the call's arguments arrive boxed (borrowed), with
+// the means to run the typed call again and to hand it its result (see detail::ForwardedCall).
+using ForwardedKernelFn = void (*)(const OperatorHandle& op, DispatchKeySet ks, const detail::ForwardedCall& call);
+
 // What a forwarding fallback's unboxed entry point is called with: the fallback and its op.
 struct ForwardingFallbackWithOp : OperatorKernel {
-  ForwardingFallbackWithOp(BoxedKernelFn b, const OperatorEntry* e) : boxed(b), entry(e) {}
-  BoxedKernelFn boxed;
+  ForwardingFallbackWithOp(ForwardedKernelFn t, const OperatorEntry* e) : typed(t), entry(e) {}
+  ForwardedKernelFn typed;
   const OperatorEntry* entry;
 };
 using BoxedLambda = std::function<void(const OperatorHandle& op, DispatchKeySet ks, Stack* stack)>;
@@ -129,15 +136,17 @@ class KernelFunction {
   static KernelFunction makeFromBoxedFunction() {
     return KernelFunction(nullptr, &BoxedFunction<F>::call, nullptr, nullptr);
   }
-  // A boxed fallback F whose code may pass the call through unchanged (the Python key's: a
-  // dispatch mode whose op.call(args) gets the very arguments it was given). For every op with a
-  // C++ signature the dispatcher gives it an unboxed entry point that boxes the arguments once
-  // and lets op.call on exactly that stack rerun the typed call with the original C++ arguments,
-  // instead of checking, unboxing and reboxing them (dispatcher.h, forwarding_unboxed).
-  template <void (*F)(const OperatorHandle&, DispatchKeySet, Stack*)>
+  // A fallback that may pass the call through unchanged (the Python key's: a dispatch mode whose
+  // op.call(args) gets the very arguments it was given, or that says so in passes_through). F is
+  // its boxed code; T its code for typed calls: for every op with a C++ signature the dispatcher
+  // gives it an unboxed entry point that boxes the arguments once, in place and borrowed, and
+  // hands T the means to run the typed call again with the original C++ arguments and to give it
+  // its result, instead of checking, unboxing and reboxing them (dispatcher.h, forwarding_unboxed).
+  template <void (*F)(const OperatorHandle&, DispatchKeySet, Stack*), ForwardedKernelFn T>
   static KernelFunction makeForwardingFallback() {
     KernelFunction k = makeFromBoxedFunction<F>();
     k.is_forwarding_ = true;
+    k.forwarded_ = T;
     return k;
   }
   bool isForwarding() const { return is_forwarding_; }
@@ -145,7 +154,7 @@ class KernelFunction {
   // This fallback's entry in op entry's table, with the unboxed entry point for its signature.
   KernelFunction forwardingFor(const OperatorEntry* entry, void* unboxed, const std::type_info* sig) const {
     KernelFunction k = withUnboxed(unboxed, sig);
-    k.functor_ = std::make_shared<ForwardingFallbackWithOp>(boxed_, entry);
+    k.functor_ = std::make_shared<ForwardingFallbackWithOp>(forwarded_, entry);
     return k;
   }
   // A boxed kernel with state: functor is passed back to fn on every call.
@@ -186,15 +195,11 @@ class KernelFunction {
   // The typed fast path: calls the unboxed entry point directly when there is one, else boxes.
   template <class R, class... Args>
   R call(const OperatorHandle& op, DispatchKeySet ks, Args... args) const {
-    if (unboxed_ != nullptr) {
+    if (__builtin_expect(unboxed_ != nullptr, 1)) {
       using Fn = R (*)(OperatorKernel*, DispatchKeySet, Args...);
       return reinterpret_cast<Fn>(unboxed_)(functor_.get(), ks, std::forward<Args>(args)...);
     }
-    Stack stack;
-    stack.reserve(sizeof...(Args));
-    (stack.push_back(detail::to_ivalue(args)), ...);
-    boxed_(functor_.get(), op, ks, &stack);
-    return detail::ReturnBoxing<R>::pop(stack);
+    return callBoxedFromUnboxed<R, Args...>(op, ks, std::forward<Args>(args)...);
   }
 
  private:
@@ -203,6 +208,17 @@ class KernelFunction {
       : functor_(std::move(functor)), boxed_(boxed), unboxed_(unboxed), signature_(sig) {}
 
   static void fallthrough_kernel(OperatorKernel*, const OperatorHandle&, DispatchKeySet, Stack*);
+
+  // call()'s rare branch (a kernel with no unboxed entry point), out of line so that call() itself
+  // inlines into every typed dispatch.
+  template <class R, class... Args>
+  __attribute__((noinline)) R callBoxedFromUnboxed(const OperatorHandle& op, DispatchKeySet ks, Args... args) const {
+    Stack stack;
+    stack.reserve(sizeof...(Args));
+    (stack.push_back(detail::to_ivalue(args)), ...);
+    boxed_(functor_.get(), op, ks, &stack);
+    return detail::ReturnBoxing<R>::pop(stack);
+  }
 
   template <void (*F)(const OperatorHandle&, DispatchKeySet, Stack*)>
   struct BoxedFunction {
@@ -222,6 +238,7 @@ class KernelFunction {
   const std::type_info* signature_ = nullptr;
   bool is_wrapper_ = false;
   bool is_forwarding_ = false;
+  ForwardedKernelFn forwarded_ = nullptr;  // a forwarding fallback's code for typed calls
   void* wrapper_trampoline_ = nullptr;     // unboxed WrapperKernel entry for this kernel's signature
   void* forwarding_trampoline_ = nullptr;  // unboxed forwarding-fallback entry for it
 };

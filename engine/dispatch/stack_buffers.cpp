@@ -1,31 +1,27 @@
 // No PyTorch counterpart: see stack_buffers.h.
 #include "engine/dispatch/stack_buffers.h"
 
+#include <memory>
+
 namespace remat::detail {
 
 namespace {
-struct StackBuffers {
-  static constexpr int kMax = 4;  // a mode over a mode holds four at once
-  Stack spare[kMax];
-  int n = 0;
+// Owns the thread's buffers; at thread exit frees them and clears the pointer, so a later use
+// (from another thread_local's destructor) makes a fresh set instead of reading freed memory.
+struct StackBuffersOwner {
+  std::unique_ptr<StackBuffers> buffers;
+  ~StackBuffersOwner() {
+    buffers.reset();
+    tls_stack_buffers = nullptr;
+  }
 };
-// Local to this file, so its initialisation check is inlined into the two functions below (an
-// inline thread_local in a header is reached through a call per access).
-thread_local StackBuffers tls_stack_buffers;
 }  // namespace
 
-Stack take_stack(size_t capacity) {
-  StackBuffers& b = tls_stack_buffers;
-  Stack s;
-  if (b.n > 0) s.swap(b.spare[--b.n]);  // the slot keeps s's empty state: nothing to free there
-  if (s.capacity() < capacity) s.reserve(capacity);
-  return s;
-}
-
-void give_stack(Stack&& s) {
-  s.clear();
-  StackBuffers& b = tls_stack_buffers;
-  if (b.n < StackBuffers::kMax && s.capacity() != 0) b.spare[b.n++].swap(s);
+StackBuffers* init_stack_buffers() {
+  thread_local StackBuffersOwner owner;
+  if (owner.buffers == nullptr) owner.buffers = std::make_unique<StackBuffers>();
+  tls_stack_buffers = owner.buffers.get();
+  return tls_stack_buffers;
 }
 
 }  // namespace remat::detail

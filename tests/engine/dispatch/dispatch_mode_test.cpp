@@ -3,6 +3,7 @@
 // fallback that calls the innermost mode, stashing, DisableDispatchModesGuard).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "remat.h"
@@ -351,4 +352,173 @@ TEST_CASE("A forwarded call that throws leaves no call in flight", "[dispatch_mo
   }
   REQUIRE(DispatchModeTLS::size() == 0);
   REQUIRE(x.use_count() == 1);
+}
+
+namespace {
+// DispatchMode::passes_through: logs every op it is asked about and lets it through, except the
+// ops named in `to_dispatch`, which go on to dispatch() (which logs them and runs them).
+struct HookMode : DispatchMode {
+  HookMode(std::string tag, std::vector<std::string>* log, std::vector<std::string> to_dispatch = {})
+      : tag_(std::move(tag)), log_(log), to_dispatch_(std::move(to_dispatch)) {}
+  bool passes_through(const OperatorHandle& op, const IValue* args, size_t n) override {
+    log_->push_back(tag_ + "?" + op.name());
+    stack_size_inside = DispatchModeTLS::size();
+    nargs_seen = n;
+    first_arg = n > 0 ? args[0].str() : "";
+    for (const std::string& name : to_dispatch_)
+      if (op.name() == name) return false;
+    return true;
+  }
+  std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
+    log_->push_back(tag_ + ":" + op.name());
+    return op.call(args);
+  }
+  std::string tag_;
+  std::vector<std::string>* log_;
+  std::vector<std::string> to_dispatch_;
+  size_t stack_size_inside = 99, nargs_seen = 99;
+  std::string first_arg;
+};
+}  // namespace
+
+TEST_CASE("passes_through sees every op first; what it lets through skips dispatch()", "[dispatch_mode]") {
+  std::vector<std::string> log;
+  auto mode = std::make_shared<HookMode>("m", &log, std::vector<std::string>{"aten::sin"});
+  Tensor x = from_vector({0.5, 1.0}, {2}, f64(true));
+  Tensor e, s;
+  std::vector<IValue> boxed;
+  {
+    DispatchModeGuard g(mode);
+    e = x.exp();                                 // a typed call, let through
+    REQUIRE(mode->stack_size_inside == 0);       // the mode is stashed while it decides
+    REQUIRE(mode->nargs_seen == 1);
+    REQUIRE(mode->first_arg == IValue(x).str());
+    Tensor plain = full({2}, 2.0, kDouble);
+    REQUIRE(values(plain.exp())[0] == std::exp(2.0));
+    REQUIRE(plain.use_count() == 1);             // the borrowed arguments left no reference behind
+    s = x.sin();                                 // asked, then sent to dispatch()
+    boxed = find_op("aten::exp").call({x});      // a boxed call, let through
+    REQUIRE(DispatchModeTLS::size() == 1);
+  }
+  REQUIRE(log == std::vector<std::string>{"m?aten::exp", "m?aten::fill_", "m?aten::exp", "m?aten::sin",
+                                          "m:aten::sin", "m?aten::exp"});
+  REQUIRE(values(e) == std::vector<double>{std::exp(0.5), std::exp(1.0)});
+  REQUIRE(values(s) == std::vector<double>{std::sin(0.5), std::sin(1.0)});
+  REQUIRE(boxed.size() == 1);
+  REQUIRE(values(boxed[0].toTensor()) == values(e));
+  REQUIRE(e.grad_fn()->name() == "ExpBackward0");  // autograd still records the node above the mode
+  e.sum().backward();
+  REQUIRE(values(x.grad()) == values(e));
+}
+
+TEST_CASE("passes_through sees the same ops as a counting mode, and changes no value", "[dispatch_mode]") {
+  // Forward and backward of a graph with one-, two- and three-output ops (layer_norm's
+  // native_layer_norm) and a list op (cat): the ops a mode is asked about are exactly the ops a
+  // dispatch()-only mode sees, in the same order, and the gradients are bitwise the same.
+  auto run = [](const std::shared_ptr<DispatchMode>& mode, std::vector<double>* grads) {
+    Tensor x = from_vector({0.5, -1.0, 2.0, 0.25, 1.5, -0.75}, {2, 3}, f64(true));
+    Tensor w = from_vector({1.0, 2.0, -1.0}, {3}, f64(true));
+    DispatchModeGuard g(mode);
+    Tensor y = layer_norm(x, {3}, w, {}, 1e-5);
+    Tensor z = cat({y, x.sin()}, 1).tanh().sum();
+    z.backward();
+    *grads = values(x.grad());
+    for (double v : values(w.grad())) grads->push_back(v);
+  };
+  auto counting = std::make_shared<CountingMode>();
+  std::vector<double> counted_grads;
+  run(counting, &counted_grads);
+  std::vector<std::string> log;
+  auto hook = std::make_shared<HookMode>("", &log);
+  std::vector<double> hook_grads;
+  run(hook, &hook_grads);
+  std::vector<std::string> asked;
+  for (const std::string& l : log) asked.push_back(l.substr(1));  // drop the "?"
+  REQUIRE(asked == counting->calls);
+  REQUIRE(std::count(asked.begin(), asked.end(), "aten::native_layer_norm") == 1);
+  REQUIRE(hook_grads == counted_grads);
+  std::vector<double> plain_grads;
+  {
+    Tensor x = from_vector({0.5, -1.0, 2.0, 0.25, 1.5, -0.75}, {2, 3}, f64(true));
+    Tensor w = from_vector({1.0, 2.0, -1.0}, {3}, f64(true));
+    cat({layer_norm(x, {3}, w, {}, 1e-5), x.sin()}, 1).tanh().sum().backward();
+    plain_grads = values(x.grad());
+    for (double v : values(w.grad())) plain_grads.push_back(v);
+  }
+  REQUIRE(hook_grads == plain_grads);
+}
+
+TEST_CASE("passes_through under and over another mode: each sees the call once", "[dispatch_mode]") {
+  auto scale = find_op("ftest::scale").typed<Tensor(const Tensor&, double)>();
+  Tensor x = full({2}, 5.0, kDouble);
+  for (bool hook_inner : {true, false}) {
+    INFO("hook mode inner: " << hook_inner);
+    std::vector<std::string> log;
+    auto hook = std::make_shared<HookMode>("hook", &log);
+    auto tagged = std::make_shared<TaggedMode>("tagged", &log);
+    g_scale_calls = 0;
+    Tensor y;
+    {
+      DispatchModeGuard outer(hook_inner ? std::shared_ptr<DispatchMode>(tagged) : hook);
+      DispatchModeGuard inner(hook_inner ? std::shared_ptr<DispatchMode>(hook) : tagged);
+      y = scale.call(x, 2.0);
+      REQUIRE(hook->stack_size_inside == (hook_inner ? 1u : 0u));
+    }
+    REQUIRE(log == (hook_inner ? std::vector<std::string>{"hook?ftest::scale", "tagged:ftest::scale"}
+                               : std::vector<std::string>{"tagged:ftest::scale", "hook?ftest::scale"}));
+    REQUIRE(g_scale_calls == 1);
+    REQUIRE(values(y) == std::vector<double>{10, 10});
+    REQUIRE(x.use_count() == 1);
+  }
+}
+
+TEST_CASE("passes_through: a call or a hook that throws leaves the stack as it was", "[dispatch_mode]") {
+  auto fail = find_op("ftest::fail").typed<Tensor(const Tensor&, double)>();
+  Tensor x = full({2}, 5.0, kDouble);
+  std::vector<std::string> log;
+  auto mode = std::make_shared<HookMode>("m", &log);
+  {
+    DispatchModeGuard g(mode);
+    REQUIRE_THROWS_WITH(fail.call(x, 2.0), "ftest::fail refused factor 2.000000");
+    REQUIRE(DispatchModeTLS::size() == 1);
+    REQUIRE(DispatchModeTLS::stack()[0] == mode);
+    REQUIRE(tls_local_dispatch_key_set().included.has(DispatchKey::Python));
+    std::vector<IValue> rets = find_op("ftest::offset").call({x, 1.0});  // runs its own arguments
+    REQUIRE(values(rets[0].toTensor()) == std::vector<double>{6, 6});
+  }
+  // (The kernels' own ops run while the mode is stashed: it is not asked about them.)
+  REQUIRE(log == std::vector<std::string>{"m?ftest::fail", "m?ftest::offset"});
+  struct ThrowingHook : HookMode {
+    using HookMode::HookMode;
+    bool passes_through(const OperatorHandle& op, const IValue*, size_t) override {
+      throw Error("hook refused " + op.name());
+    }
+  };
+  auto throwing = std::make_shared<ThrowingHook>("t", &log);
+  {
+    DispatchModeGuard g(throwing);
+    REQUIRE_THROWS_WITH(x.cos(), "hook refused aten::cos");
+    REQUIRE(DispatchModeTLS::size() == 1);
+    REQUIRE(DispatchModeTLS::stack()[0] == throwing);
+  }
+  REQUIRE(DispatchModeTLS::size() == 0);
+  REQUIRE_FALSE(tls_local_dispatch_key_set().included.has(DispatchKey::Python));
+  REQUIRE(x.use_count() == 1);
+}
+
+TEST_CASE("passes_through sees only the op's arguments when the stack holds more below them", "[dispatch_mode]") {
+  std::vector<std::string> log;
+  auto mode = std::make_shared<HookMode>("m", &log);
+  Tensor x = full({2}, 3.0, kDouble);
+  const int before = g_sentinel_calls;
+  std::vector<IValue> rets;
+  {
+    IncludeDispatchKeyGuard autocast(DispatchKey::Autocast);
+    DispatchModeGuard g(mode);
+    rets = find_op("mtest::neg").call({x});
+  }
+  REQUIRE(g_sentinel_calls == before + 1);
+  REQUIRE(log.front() == "m?mtest::neg");
+  REQUIRE(rets.size() == 1);
+  REQUIRE(values(rets[0].toTensor()) == std::vector<double>{-3.0, -3.0});
 }
