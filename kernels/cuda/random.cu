@@ -56,7 +56,8 @@ __global__ void dropout_kernel(const T* x, T* out, bool* mask, int64_t n, uint64
       if (i >= n) break;
       const bool m = uint32_to_uniform(r.x[w]) < keep;
       mask[i] = m;
-      if (out != nullptr) out[i] = m ? convert<T>(to_acc(x[i]) * scale) : convert<T>(acc_t<T>(0));
+      // x * (m ? scale : 0), as the CPU's masked_scale: a dropped negative input gives -0, not +0.
+      if (out != nullptr) out[i] = convert<T>(to_acc(x[i]) * (m ? scale : acc_t<T>(0)));
     }
   }
 }
