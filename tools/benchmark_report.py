@@ -235,7 +235,6 @@ def commands_text(run):
 def write_docs(run, docs):
     m = run.machine
     cfg = run.remat[0]["config"]
-    fma = spread([d["config"].get("fma_peak_gflops", 0) for d in run.remat], "{:.0f}")
     torch_version = run.torch_field(r"^version=(.*)$")
     mkl = run.torch_field(r"Math Kernel Library Version (\S+)")
     onednn = run.torch_field(r"MKL-DNN (v[\d.]+)")
@@ -262,8 +261,7 @@ def write_docs(run, docs):
              f"`--clock {m.get('clock')}`); each strategy's figure is the median of its steps, and each figure "
              f"below is the median over **{run.rounds} rounds** with the spread (min–max) after it; one number "
              f"alone: every round gave the same. The machine was shared: load average "
-             f"{m.get('load_start', '?')} at the start, {m.get('load_end', '?')} at the end. FP32 FMA peak measured "
-             f"in each round: {fma} GFLOP/s.")
+             f"{m.get('load_start', '?')} at the start, {m.get('load_end', '?')} at the end (1, 5 and 15 minutes).")
     L.append(f"- The whole run took {max(1, round(int(m.get('seconds', 0)) / 60))} min; its commands are at the end.")
     L.append("")
 
