@@ -58,3 +58,21 @@ def remat_cuda_tests(srcs, deps = []):
             }),
             size = "medium",
         )
+
+def doc_code_test(name, src, doc, generator, generated, data = [], deps = []):
+    """A test of a document's code: `generator DOC OUT.cpp` writes C++ from the document (its code
+    blocks, its names), compiled into the test `name` beside `src`; the document is in its data."""
+    native.genrule(
+        name = name.replace("/", "_") + "_src",
+        srcs = [doc],
+        outs = [generated],
+        cmd = "$(location %s) $(location %s) $@" % (generator, doc),
+        tools = [generator],
+    )
+    native.cc_test(
+        name = name,
+        srcs = [src, ":" + name.replace("/", "_") + "_src"],
+        copts = _TEST_COPTS,
+        data = [doc] + data,
+        deps = ["//:remat", "@catch2//:catch2_main", "@catch2//:catch2"] + deps,
+    )

@@ -25,6 +25,7 @@ MIB = 2**20
 GIB = 2**30
 CHARTS = ["memory_vs_flops.svg", "timeline_none.svg", "timeline_full.svg", "timeline_sac-mm.svg"]
 README_STRATEGIES = ["none", "full", "every2", "sac-mm", "sac-titan"]
+BF16_STRATEGIES = "none, full, sac-mm"
 BEGIN = "<!-- benchmark-table: written by tools/benchmark_report.sh from docs/benchmarks.md's run -->"
 END = "<!-- /benchmark-table -->"
 
@@ -43,7 +44,7 @@ def load(path):
     return json.load(open(path)) if os.path.exists(path) else None
 
 
-def spread(values, fmt="{:.1f}", unit=""):
+def spread(values, fmt="{:.1f}", unit="", sep="–"):
     """'m' when every round gave the same, else 'median (min-max)'."""
     values = [v for v in values if v is not None]
     if not values:
@@ -52,11 +53,11 @@ def spread(values, fmt="{:.1f}", unit=""):
     lo, hi = min(values), max(values)
     if fmt.format(lo) == fmt.format(hi):
         return fmt.format(m) + unit
-    return f"{fmt.format(m)}{unit} ({fmt.format(lo)}–{fmt.format(hi)})"
+    return f"{fmt.format(m)}{unit} ({fmt.format(lo)}{sep}{fmt.format(hi)})"
 
 
 def pct(values):
-    return spread([v * 100 for v in values], "{:+.0f}", "%")
+    return spread([v * 100 for v in values], "{:+.0f}", "%", " to ")
 
 
 def table(header, rows):
@@ -219,13 +220,13 @@ def gpt2xl_table(doc):
         rows.append([f"`{r['strategy']}`", f"{r['predicted_peak_bytes'] / GIB:.2f}",
                      f"{r['predicted_activation_bytes'] / GIB:.2f}"] +
                     [f"{at.get(c, 0) / GIB:.2f}" for c in cats] + [f"{r['recomputed_flops_per_step'] / 1e9:.0f}"])
-    return table(["strategy", "peak GiB", "activations GiB", "parameters", "optimizer state", "gradients",
-                  "saved", "temporaries", "recomputed GFLOP"], rows)
+    return table(["strategy", "peak GiB", "activations after forward", "at the peak: parameters", "optimizer state",
+                  "gradients", "activations", "temporaries", "recomputed GFLOP"], rows)
 
 
 def commands_text(run):
     home = os.path.expanduser("~")
-    out = []
+    out = [f"export OMP_NUM_THREADS={run.machine.get('threads', '1')}"]
     for c in run.commands:
         c = c.replace(run.work, "$WORK").replace(home, "~")
         out.append(c)
@@ -323,6 +324,9 @@ def write_docs(run, docs):
         L.append("")
         L.append(pairs)
         L.append("")
+        L.append("At `none`'s peak the plan keeps everything and recomputes nothing, but its regions still run "
+                 "under SAC's dispatch mode and saved-tensor hooks, which `none` does without.")
+        L.append("")
 
     for ours, theirs, title in ((run.remat, run.torch, "f32"), (run.remat_bf16, run.torch_bf16, "bf16")):
         if not any(theirs):
@@ -334,6 +338,13 @@ def write_docs(run, docs):
         text, n = got
         L.append(f"## remat beside {label}, {title}")
         L.append("")
+        if title == "bf16":
+            L.append(f"The same in bf16 (parameters, activations and gradients), `{BF16_STRATEGIES}`, "
+                     f"{n} rounds as above.")
+            L.append("")
+            L.append(text)
+            L.append("")
+            continue
         L.append(f"`bench/torch_reference.py` runs the same model, strategies and measurements in PyTorch (SAC through "
                  f"`create_selective_checkpoint_contexts` with the same policies). Each of the {n} rounds ran both, "
                  f"PyTorch first in odd rounds and remat first in even ones; the ratio is taken within each round. "
@@ -349,7 +360,8 @@ def write_docs(run, docs):
         L.append("")
         L.append(f"GPT-2 XL ({c['layers']} layers, d_model {c['embd']}, {c['heads']} heads, sequence {c['seq']}, "
                  f"batch {c['batch']}, vocabulary {c['vocab']}, f32, AdamW) as dry runs on the Meta device "
-                 f"(`--dry-run`): nothing is computed and no memory is touched. The bytes at the peak, by category:")
+                 f"(`--dry-run`): nothing is computed and no memory is touched. Sizes in GiB; the bytes at the peak by "
+                 f"category sum to the peak.")
         L.append("")
         L.append(gpt2xl_table(run.gpt2xl))
         L.append("")
