@@ -27,7 +27,7 @@ _TEST_COPTS = select({
     "//conditions:default": ["-O1"],
 })
 
-def remat_tests(srcs, deps = [], cuda_macro = [], size = "medium"):
+def remat_tests(srcs, deps = [], cuda_macro = [], size = "medium", data = []):
     for src in srcs:
         name = src[:-len(".cpp")]
         native.cc_test(
@@ -35,6 +35,7 @@ def remat_tests(srcs, deps = [], cuda_macro = [], size = "medium"):
             srcs = [src] + native.glob(["testing/*.h"]),
             copts = _TEST_COPTS,
             deps = ["//:remat", "@catch2//:catch2_main", "@catch2//:catch2"] + deps,
+            data = data,
             local_defines = select({
                 "//tools:cuda_enabled": ["REMAT_CUDA"],
                 "//conditions:default": [],
