@@ -27,7 +27,7 @@ _TEST_COPTS = select({
     "//conditions:default": ["-O1"],
 })
 
-def remat_tests(srcs, deps = [], cuda_macro = [], size = "medium"):
+def remat_tests(srcs, deps = [], cuda_macro = [], size = "medium", data = []):
     for src in srcs:
         name = src[:-len(".cpp")]
         native.cc_test(
@@ -35,6 +35,7 @@ def remat_tests(srcs, deps = [], cuda_macro = [], size = "medium"):
             srcs = [src] + native.glob(["testing/*.h"]),
             copts = _TEST_COPTS,
             deps = ["//:remat", "@catch2//:catch2_main", "@catch2//:catch2"] + deps,
+            data = data,
             local_defines = select({
                 "//tools:cuda_enabled": ["REMAT_CUDA"],
                 "//conditions:default": [],
@@ -83,3 +84,21 @@ def remat_cuda_emu_tests(srcs, deps = []):
             size = "medium",
             tags = ["cuda"],
         )
+
+def doc_code_test(name, src, doc, generator, generated, data = [], deps = []):
+    """A test of a document's code: `generator DOC OUT.cpp` writes C++ from the document (its code
+    blocks, its names), compiled into the test `name` beside `src`; the document is in its data."""
+    native.genrule(
+        name = name.replace("/", "_") + "_src",
+        srcs = [doc],
+        outs = [generated],
+        cmd = "$(location %s) $(location %s) $@" % (generator, doc),
+        tools = [generator],
+    )
+    native.cc_test(
+        name = name,
+        srcs = [src, ":" + name.replace("/", "_") + "_src"],
+        copts = _TEST_COPTS,
+        data = [doc] + data,
+        deps = ["//:remat", "@catch2//:catch2_main", "@catch2//:catch2"] + deps,
+    )

@@ -1,0 +1,36 @@
+// Tests tools/api_names.cpp (no PyTorch counterpart): the check it writes for each kind of name,
+// and the errors it stops the build with.
+#include <catch2/catch.hpp>
+
+#include "tests/tools/tool_runner.h"
+
+using remat::testing::run_tool;
+using remat::testing::ToolRun;
+using Catch::Matchers::Contains;
+
+TEST_CASE("api_names: namespace members, class members (the qualifier carries over) and macros", "[tools]") {
+  const ToolRun r = run_tool("tools/api_names", "api.md",
+                             "# t\n\n## `engine/core/tensor.h`\n\n| name | what | PyTorch |\n|---|---|---|\n"
+                             "| `nn::GPT`, `GPTConfig` | a | b |\n| `Tensor::sizes`, `strides` | a | b |\n"
+                             "| `REMAT_CHECK` | a | b |\n");
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("using ::remat::nn::GPT;"));
+  CHECK_THAT(r.output, Contains("using ::remat::nn::GPTConfig;"));  // the qualifier carries over
+  CHECK_THAT(r.output, Contains("struct Probe : Q { using Q::strides; };"));
+  CHECK_THAT(r.output, Contains("<::remat::Tensor>;"));
+  CHECK_THAT(r.output, Contains("#ifndef REMAT_CHECK"));
+  CHECK_THAT(r.output, Contains("\"engine/core/tensor.h\","));
+}
+
+TEST_CASE("api_names: a name listed twice fails, naming the line", "[tools][errors]") {
+  const ToolRun r = run_tool("tools/api_names", "api.md",
+                             "## `a.h`\n\n| name | x | y |\n|---|---|---|\n| `Tensor` | a | b |\n| `Tensor` | a | b |\n");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.errors, Contains("api.md:6: `Tensor` is listed twice"));
+}
+
+TEST_CASE("api_names: a file without header sections fails", "[tools][errors]") {
+  const ToolRun r = run_tool("tools/api_names", "api.md", "# nothing here\n");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.errors, Contains("api.md: no `## header` sections with names found"));
+}

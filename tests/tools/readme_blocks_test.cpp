@@ -1,0 +1,35 @@
+// Tests tools/readme_blocks.cpp (no PyTorch counterpart): what it writes for a program, its
+// output and a fragment, and the errors it stops the build with, each naming the line.
+#include <catch2/catch.hpp>
+
+#include "tests/tools/tool_runner.h"
+
+using remat::testing::run_tool;
+using remat::testing::ToolRun;
+using Catch::Matchers::Contains;
+
+TEST_CASE("readme_blocks: a program becomes a function the test calls, with its output; a fragment keeps its lines",
+          "[tools]") {
+  const ToolRun r = run_tool("tools/readme_blocks", "doc.md",
+                             "# t\n\n```cpp\n#include <cstdio>\nint main() { std::printf(\"hi\\n\"); }\n```\n\n"
+                             "```text\nhi\n```\n\n```cpp\n// examples/quickstart.cpp\nnn::GPT model(config);\n```\n");
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("#include <cstdio>"));
+  CHECK_THAT(r.output, Contains("namespace block_line_4 {\n#line 4 \"doc.md\""));
+  CHECK_THAT(r.output, Contains("int readme_main() { std::printf(\"hi\\n\");  return 0; }"));
+  CHECK_THAT(r.output, Contains("{4, &block_line_4::run, true, R\"rb(hi\n)rb\"}"));
+  CHECK_THAT(r.output, Contains("{13, \"examples/quickstart.cpp\", {R\"rb(nn::GPT model(config);)rb\", }}"));
+}
+
+TEST_CASE("readme_blocks: a block that is neither a program nor part of an example fails, naming its line",
+          "[tools][errors]") {
+  const ToolRun r = run_tool("tools/readme_blocks", "doc.md", "# t\n\n```cpp\nint x = 1;\n```\n");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.errors, Contains("doc.md:4: this ```cpp block is neither a program (int main) nor part of an example"));
+}
+
+TEST_CASE("readme_blocks: a block that is never closed fails, naming its line", "[tools][errors]") {
+  const ToolRun r = run_tool("tools/readme_blocks", "doc.md", "# t\n```cpp\nint main() {}\n");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.errors, Contains("doc.md:2: a ```cpp block that is never closed"));
+}
