@@ -16,10 +16,8 @@
 // read once, every output written once), so 100% of copy bandwidth is the best a memory-bound op
 // can do.
 #include <cblas.h>
-#include <immintrin.h>
 #include <omp.h>
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,8 +32,10 @@
 #include <vector>
 
 #include "bench/machine_peaks.h"
+#include "kernels/cpu/eigen.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_matmul.h"
+#include "kernels/cpu/x86_intrinsics.h"
 #include "remat.h"
 
 using namespace remat;

@@ -53,8 +53,8 @@ namespace remat {
 struct PlannerOptions {
   int64_t budget_bytes = 0;      // bound on the step's peak memory_allocated, counted from its start
   Device device = Device{kCPU};  // the device whose speed the cost model assumes (and whose accounting: CUDA counts blocks)
-  double peak_flops = 0;         // FLOP/s of the device; 0: kCPUPeakFlops / kCUDAPeakFlops (runtime_estimator.h)
-  double bandwidth = 0;          // bytes/s of the device; 0: kCPUBandwidth / kCUDABandwidth
+  double peak_flops = 0;         // FLOP/s of the device; 0: default_machine_peaks (cost_model_defaults.h)
+  double bandwidth = 0;          // bytes/s of the device; 0: likewise (on the CPU: measured once per process)
   int64_t max_dry_runs = 200;    // bound on the search's dry runs (the result is deterministic for the cost model)
   // How a recomputed call is priced: the roofline on peak_flops and bandwidth, or each call timed
   // on options.device (which must then be available: the step itself still runs on Meta only).

@@ -70,8 +70,8 @@ int64_t new_output_bytes(const std::vector<IValue>& args, const std::vector<IVal
 RuntimeEstimator::RuntimeEstimator(EstimateMode mode, Device device, double peak_flops, double bandwidth)
     : mode_(mode),
       device_(device),
-      peak_flops_(peak_flops > 0 ? peak_flops : (device.is_cuda() ? kCUDAPeakFlops : kCPUPeakFlops)),
-      bandwidth_(bandwidth > 0 ? bandwidth : (device.is_cuda() ? kCUDABandwidth : kCPUBandwidth)) {
+      peak_flops_(peak_flops > 0 ? peak_flops : default_machine_peaks(device).peak_flops),
+      bandwidth_(bandwidth > 0 ? bandwidth : default_machine_peaks(device).bandwidth) {
   REMAT_CHECK(peak_flops >= 0 && bandwidth >= 0, "RuntimeEstimator: peak_flops and bandwidth must be >= 0 (0: the "
               "defaults), got ", peak_flops, " and ", bandwidth);
   if (mode == EstimateMode::kBenchmark) {

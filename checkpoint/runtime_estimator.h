@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "checkpoint/cost_model_defaults.h"
 #include "engine/dispatch/dispatcher.h"
 
 namespace remat {
@@ -28,13 +29,6 @@ enum class EstimateMode {
 };
 const char* toString(EstimateMode mode);  // PyTorch's name
 
-// The roofline's defaults. CPU: this project's first build machine (2-core Xeon, AVX-512), as
-// bench/ops measured it: FMA peak about 490 GFLOP/s on two threads, copy bandwidth about 12 GB/s
-// (bench/machine_peaks.h measures both on the machine at hand). CUDA: the H200's documented
-// figures, about 790 TFLOP/s (bf16 dense) and 4.3 TB/s.
-constexpr double kCPUPeakFlops = 4.9e11, kCPUBandwidth = 1.2e10;
-constexpr double kCUDAPeakFlops = 7.9e14, kCUDABandwidth = 4.3e12;
-
 // A call's output `t` shares the storage of one of its tensor arguments (a view, or an in-place
 // op's return): it allocates nothing.
 bool shares_storage_with(const Tensor& t, const std::vector<IValue>& args);
@@ -43,7 +37,8 @@ int64_t new_output_bytes(const std::vector<IValue>& args, const std::vector<IVal
 
 class RuntimeEstimator {
  public:
-  // peak_flops, bandwidth: the roofline's machine; 0: the defaults above for `device`.
+  // peak_flops, bandwidth: the roofline's machine; 0: default_machine_peaks(device)
+  // (checkpoint/cost_model_defaults.h: on the CPU, measured once per process on first use).
   // kBenchmark on CUDA needs a CUDA device (it throws remat::Error otherwise); on Meta it is
   // meaningless (nothing runs) and throws too.
   RuntimeEstimator(EstimateMode mode, Device device, double peak_flops = 0, double bandwidth = 0);

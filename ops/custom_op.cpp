@@ -316,7 +316,11 @@ CustomOp& CustomOp::set_num_differentiable_outputs(size_t n) {
 }
 
 std::vector<Tensor> CustomOp::operator()(const std::vector<Tensor>& inputs) const {
-  return call_boxed({IValue(inputs)});
+  // A schema that opens with a Tensor[] (custom_op's "(Tensor[] inputs)") takes the list as that
+  // argument; any other takes one tensor per argument, as the positional call passes them.
+  const std::vector<Argument>& arguments = handle_.schema().arguments();
+  if (!arguments.empty() && arguments[0].is_tensor_list()) return call_boxed({IValue(inputs)});
+  return call_boxed(std::vector<IValue>(inputs.begin(), inputs.end()));
 }
 
 std::vector<Tensor> CustomOp::call_boxed(std::vector<IValue> args) const {

@@ -102,6 +102,8 @@ class CustomOp {
   // tensors; the call operator still returns them.
   CustomOp& set_num_differentiable_outputs(size_t n);
 
+  // The vector call op({x, y}): with custom_op's schema (or any that opens with a Tensor[]) the
+  // list is that argument; otherwise each tensor goes to one argument, as op(x, y) passes them.
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const;
   // Positional arguments, as torch.ops.ns.name(x, y, 0.5): each becomes one IValue argument.
   template <class... Args>

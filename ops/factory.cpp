@@ -1,6 +1,10 @@
 // Mirrors ATen/native/TensorFactories.cpp and ATen/native/Distributions.cpp: factories allocate
 // directly (like at::empty's backend kernels) and fill through ops (fill_, uniform_, normal_),
 // so dispatch modes see the fills and random draws.
+#include <cmath>
+#include <string>
+#include <type_traits>
+
 #include "engine/core/generator.h"
 #include "engine/dispatch/library.h"
 #include "kernels/cpu/random.h"
@@ -47,11 +51,82 @@ Tensor from_vector(const std::vector<double>& values, const Shape& size, TensorO
   return finish(std::move(t), options);
 }
 
-Tensor arange(int64_t n, TensorOptions options) {
-  REMAT_CHECK(n >= 0, "arange: upper bound must be non-negative (got ", n, ")");
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(i);
-  return from_vector(v, {n}, options);
+namespace {
+
+constexpr double kTwoTo63 = 9223372036854775808.0;  // int64 holds [-2^63, 2^63)
+
+std::string range_value_str(const RangeValue& v) { return v.is_integral ? std::to_string(v.i) : detail::str(v.d); }
+
+// The argument as the accumulation type of the result's dtype (int64 for kLong, double for the
+// floating types), as c10::Scalar::to does: a floating-point value outside int64's range throws.
+template <class Acc>
+Acc range_value_as(const RangeValue& v, const char* what) {
+  if constexpr (std::is_same_v<Acc, int64_t>) {
+    if (v.is_integral) return v.i;
+    REMAT_CHECK(std::isfinite(v.d) && v.d >= -kTwoTo63 && v.d < kTwoTo63, "arange: ", what, "=", v.d,
+                " does not fit the result's dtype Long");
+    return static_cast<int64_t>(v.d);
+  } else {
+    return v.d;
+  }
+}
+
+// Mirrors ATen/native/RangeUtils.h (compute_arange_size): the checks, and the length of the range.
+template <class Acc>
+int64_t arange_size(Acc start, Acc end, Acc step, const std::string& values) {
+  REMAT_CHECK(step > 0 || step < 0, "arange: step must be nonzero (", values, ")");
+  REMAT_CHECK(std::isfinite(static_cast<double>(start)) && std::isfinite(static_cast<double>(end)),
+              "arange: unsupported range (", values, ")");
+  REMAT_CHECK((step > 0 && end >= start) || (step < 0 && end <= start),
+              "arange: upper bound and larger bound inconsistent with step sign (", values, ")");
+  if constexpr (std::is_same_v<Acc, int64_t>) {
+    // ceil((end - start) / step), exact in int64 (a double would round a long range).
+    int64_t span = 0;
+    const bool overflow =
+        __builtin_sub_overflow(end, start, &span) || __builtin_add_overflow(span, step - (step > 0 ? 1 : -1), &span);
+    REMAT_CHECK(!overflow, "arange: invalid size, possible overflow? (", values, ")");
+    return span / step;
+  } else {
+    const double size = std::ceil((end - start) / step);
+    REMAT_CHECK(size < kTwoTo63, "arange: invalid size, possible overflow? (", values, ")");
+    return static_cast<int64_t>(size);
+  }
+}
+
+}  // namespace
+
+// Mirrors ATen/native/RangeFactories.cpp (arange_out) and the dtype inference of torch.arange.
+Tensor arange(RangeValue start, RangeValue end, RangeValue step, TensorOptions options) {
+  if (!options.has_dtype()) {
+    options = options.dtype(start.is_integral && end.is_integral && step.is_integral ? kLong : kFloat);
+  }
+  const ScalarType dtype = options.dtype();
+  const Device device = options.device();
+  Tensor t;
+  REMAT_DISPATCH_NUMERIC_TYPES(dtype, "arange", [&] {
+    using acc_t = std::conditional_t<std::is_same_v<scalar_t, int64_t>, int64_t, double>;
+    const acc_t xstart = range_value_as<acc_t>(start, "start");
+    const acc_t xend = range_value_as<acc_t>(end, "end");
+    const acc_t xstep = range_value_as<acc_t>(step, "step");
+    const int64_t size = arange_size<acc_t>(xstart, xend, xstep,
+                                            "start=" + range_value_str(start) + ", end=" + range_value_str(end) +
+                                                ", step=" + range_value_str(step));
+    // On Meta there are no values; elsewhere they are written on the CPU, then moved.
+    t = make_empty({size}, dtype, device.is_meta() ? device : Device{kCPU});
+    if (device.is_meta()) return;
+    scalar_t* p = t.data_ptr<scalar_t>();
+    for (int64_t k = 0; k < size; ++k) p[k] = static_cast<scalar_t>(xstart + static_cast<acc_t>(k) * xstep);
+  });
+  if (!device.is_cpu() && !device.is_meta()) t = t.to(device);
+  return finish(std::move(t), options);
+}
+Tensor arange(RangeValue start, RangeValue end, TensorOptions options) {
+  return arange(start, end, RangeValue(int64_t{1}), options);
+}
+Tensor arange(RangeValue end, TensorOptions options) {
+  REMAT_CHECK(end.is_integral ? end.i >= 0 : !(end.d < 0), "arange: upper bound must be non-negative (got ",
+              range_value_str(end), ")");
+  return arange(RangeValue(int64_t{0}), end, RangeValue(int64_t{1}), options);
 }
 
 Tensor rand(const Shape& size, TensorOptions options, Generator* generator) {

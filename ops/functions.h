@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "engine/core/generator.h"
@@ -17,7 +18,22 @@ Tensor empty(const Shape& size, TensorOptions options = {});
 Tensor zeros(const Shape& size, TensorOptions options = {});
 Tensor ones(const Shape& size, TensorOptions options = {});
 Tensor full(const Shape& size, double value, TensorOptions options = {});
-Tensor arange(int64_t n, TensorOptions options = {});
+// arange(end), arange(start, end), arange(start, end, step): [start, end) in steps of step. As in
+// torch.arange, a dtype in options is used as given; without one, the result is int64 (kLong)
+// when every argument is an integer and float (the default dtype) when any is floating-point.
+// RangeValue keeps which one an argument was, as c10::Scalar does.
+struct RangeValue {
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  RangeValue(T v) : is_integral(std::is_integral_v<T>), d(static_cast<double>(v)) {  // NOLINT: arange(5)
+    if constexpr (std::is_integral_v<T>) i = static_cast<int64_t>(v);
+  }
+  bool is_integral;
+  int64_t i = 0;  // the value, if is_integral
+  double d;       // the value as a double
+};
+Tensor arange(RangeValue end, TensorOptions options = {});
+Tensor arange(RangeValue start, RangeValue end, TensorOptions options = {});
+Tensor arange(RangeValue start, RangeValue end, RangeValue step, TensorOptions options = {});
 Tensor rand(const Shape& size, TensorOptions options = {}, Generator* generator = nullptr);
 Tensor randn(const Shape& size, TensorOptions options = {}, Generator* generator = nullptr);
 Tensor from_vector(const std::vector<double>& values, const Shape& size, TensorOptions options = {});

@@ -30,19 +30,21 @@ class Generator;
 class TensorOptions {
  public:
   TensorOptions() = default;
-  TensorOptions(ScalarType dtype) : dtype_(dtype) {}  // NOLINT: zeros({2}, kDouble)
+  TensorOptions(ScalarType dtype) : dtype_(dtype), has_dtype_(true) {}  // NOLINT: zeros({2}, kDouble)
   TensorOptions(Device device) : device_(device) {}   // NOLINT: zeros({2}, Device(kMeta))
   TensorOptions(DeviceType type) : device_(type) {}   // NOLINT: zeros({2}, kMeta)
 
-  TensorOptions dtype(ScalarType d) const { TensorOptions o = *this; o.dtype_ = d; return o; }
+  TensorOptions dtype(ScalarType d) const { TensorOptions o = *this; o.dtype_ = d; o.has_dtype_ = true; return o; }
   TensorOptions device(Device d) const { TensorOptions o = *this; o.device_ = d; return o; }
   TensorOptions requires_grad(bool r) const { TensorOptions o = *this; o.requires_grad_ = r; return o; }
-  ScalarType dtype() const { return dtype_; }
+  ScalarType dtype() const { return dtype_; }  // kFloat, the default dtype, unless one was set
+  bool has_dtype() const { return has_dtype_; }  // whether one was set (arange infers it otherwise)
   Device device() const { return device_; }
   bool requires_grad() const { return requires_grad_; }
 
  private:
   ScalarType dtype_ = kFloat;
+  bool has_dtype_ = false;
   Device device_ = Device{kCPU};
   bool requires_grad_ = false;
 };

@@ -7,13 +7,12 @@
 // time with max errors of a few ulp.
 #pragma once
 
-#include <Eigen/Core>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
-#include <unsupported/Eigen/SpecialFunctions>
 
 #include "kernels/cpu/bfloat16_blocks.h"
+#include "kernels/cpu/eigen.h"
 #include "kernels/cpu/parallel.h"
 
 namespace remat::kernels::cpu {

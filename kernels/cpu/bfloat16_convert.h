@@ -6,11 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
-
 #include "engine/core/bfloat16.h"
+#include "kernels/cpu/x86_intrinsics.h"
 
 namespace remat::kernels::cpu {
 

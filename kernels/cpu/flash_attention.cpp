@@ -1,7 +1,6 @@
 // Mirrors ATen/native/cpu/FlashAttentionKernel.cpp (see flash_attention.h).
 #include "kernels/cpu/flash_attention.h"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/bfloat16_convert.h"
+#include "kernels/cpu/eigen.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
 

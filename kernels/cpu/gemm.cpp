@@ -1,7 +1,6 @@
 // Mirrors ATen/native/CPUBlas.cpp.
 #include "kernels/cpu/gemm.h"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <memory>
 #include <type_traits>
@@ -13,6 +12,7 @@
 
 #include "engine/core/error.h"
 #include "kernels/cpu/bfloat16_convert.h"
+#include "kernels/cpu/eigen.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/parallel.h"
 

@@ -4,12 +4,12 @@
 // Eigen has a vectorized form, an `array` form used when every operand is contiguous.
 #pragma once
 
-#include <Eigen/Core>
 #include <cmath>
 #include <type_traits>
 
 #include "engine/core/bfloat16.h"
 #include "kernels/cpu/bfloat16_blocks.h"
+#include "kernels/cpu/eigen.h"
 #include "kernels/cpu/loops.h"
 
 namespace remat::kernels::cpu {

@@ -6,12 +6,12 @@
 // contiguous and the reduced dims are outer (column sums: accumulate whole rows).
 #pragma once
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/eigen.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/pointwise.h"
 

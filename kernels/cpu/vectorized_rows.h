@@ -6,12 +6,12 @@
 // sums in a fixed packet-then-tree order: still deterministic run to run, for a given length.
 #pragma once
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
+#include "kernels/cpu/eigen.h"
 #include "kernels/cpu/pointwise.h"
 
 namespace remat::kernels::cpu::rows {

@@ -54,6 +54,9 @@ TEST_CASE("runtime estimator: the cost model is max(FLOPs / peak, bytes moved / 
   RuntimeEstimator defaults(EstimateMode::kCostModel, Device{kCUDA});
   CHECK(defaults.peak_flops() == kCUDAPeakFlops);
   CHECK(defaults.bandwidth() == kCUDABandwidth);
+  RuntimeEstimator cpu_defaults(EstimateMode::kCostModel, Device{kCPU});  // measured (cost_model_defaults.h)
+  CHECK(cpu_defaults.peak_flops() == cpu_machine_peaks().peak_flops);
+  CHECK(cpu_defaults.bandwidth() == cpu_machine_peaks().bandwidth);
 }
 
 TEST_CASE("runtime estimator: a benchmark times each distinct call once, from Meta arguments", "[estimator]") {

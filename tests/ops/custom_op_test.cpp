@@ -416,6 +416,34 @@ TEST_CASE("as_custom_op: each tensor a PyTorch-form Function saves is packed onc
   }
 }
 
+TEST_CASE("the vector call gives each tensor to one Tensor argument of a wrapped PyTorch-form Function",
+          "[custom_op]") {
+  CustomOp& op = mul_then_sin();
+  REQUIRE(op.handle().schema().str() == "remat_test::mul_then_sin(Tensor arg0, Tensor arg1) -> Tensor[]");
+  Tensor x = randn({4}, kDouble).requires_grad_();
+  Tensor w = randn({4}, kDouble).requires_grad_();
+  auto recorder = std::make_shared<ArgumentRecorder>("remat_test::mul_then_sin");
+  Tensor y;
+  {
+    DispatchModeGuard guard(recorder);
+    y = op({x, w})[0];  // as op(x, w)
+  }
+  REQUIRE(recorder->seen.size() == 2);
+  REQUIRE(recorder->seen[0].isTensor());
+  REQUIRE(recorder->seen[0].toTensor().is_same(x));
+  REQUIRE(recorder->seen[1].isTensor());
+  REQUIRE(recorder->seen[1].toTensor().is_same(w));
+  Tensor xd = x.detach(), wd = w.detach();
+  REQUIRE(equal(y.detach(), op(xd, wd)[0]));
+  y.sum().backward();
+  REQUIRE(allclose(x.grad(), (xd * wd).cos() * wd, 1e-12, 1e-12));
+  REQUIRE(allclose(w.grad(), (xd * wd).cos() * xd, 1e-12, 1e-12));
+  // A Tensor[] first argument (a legacy Function's, custom_op's) still takes the whole list.
+  static CustomOp& legacy = as_custom_op<SinTimesX>("remat_test::sin_times_x_vector_call");
+  REQUIRE(legacy.handle().schema().arguments()[0].type == "Tensor[]");
+  REQUIRE(allclose(legacy({xd})[0], xd.sin() * xd, 1e-12, 1e-12));
+}
+
 TEST_CASE("as_custom_op: mark_non_differentiable and set_materialize_grads carry over from forward", "[custom_op]") {
   static CustomOp& op = as_custom_op<ValueAndMask>("remat_test::value_and_mask", 2);
   Tensor x = from_vector({-1.0, 2.0, -3.0, 4.0}, {4}, kDouble).requires_grad_();
@@ -491,8 +519,14 @@ TEST_CASE("as_custom_op and the call with positional arguments: errors", "[custo
                          What(Catch::Contains("remat_test::mul_scaled() is missing value for argument 'alpha'")));
   REQUIRE_THROWS_MATCHES(mul_scaled()(x, y, 0.5, 1.0), Error,
                          What(Catch::Contains("remat_test::mul_scaled() takes at most 3 arguments but 4 were given")));
+  // The vector call passes tensors only: the float argument is missing, as in mul_scaled()(x, y).
   REQUIRE_THROWS_MATCHES(mul_scaled()({x, y}), Error,
-                         What(Catch::Contains("remat_test::mul_scaled() is missing value for argument 'y'")));
+                         What(Catch::Contains("remat_test::mul_scaled() is missing value for argument 'alpha'")));
+  REQUIRE_THROWS_MATCHES(mul_scaled()({x, y, y}), Error,
+                         What(Catch::Contains("remat_test::mul_scaled(): expected argument 'alpha' (position 2) to be "
+                                              "of type float but got Tensor")));
+  REQUIRE_THROWS_MATCHES(mul_then_sin()({x, y, y}), Error,
+                         What(Catch::Contains("remat_test::mul_then_sin() takes at most 2 arguments but 3 were given")));
   REQUIRE_THROWS_MATCHES(mul_scaled()(std::vector<Tensor>{x, y}, y, 0.5), Error,
                          What(Catch::Contains("expected argument 'x' (position 0) to be of type Tensor but got "
                                               "Tensor[]")));

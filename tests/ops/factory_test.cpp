@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
 #include "remat.h"
 #include "tests/testing/op_testing.h"
@@ -76,9 +77,43 @@ TEST_CASE("factories: the requires_grad option makes a leaf", "[factory][autogra
 
 TEST_CASE("arange and from_vector: values and dtypes", "[factory]") {
   check_values(arange(5), {0, 1, 2, 3, 4});
-  CHECK(arange(5).dtype() == kFloat);
   CHECK(arange(3, kLong).dtype() == kLong);
+  CHECK(arange(3, kDouble).dtype() == kDouble);
   CHECK(arange(0).sizes() == Shape{0});
+  Tensor long_range = arange(int64_t{1} << 53, int64_t{1} << 53 | 3);  // exact beyond a double's integers
+  CHECK(long_range.dtype() == kLong);
+  CHECK(long_range.data_ptr<int64_t>()[1] == (int64_t{1} << 53) + 1);
+}
+
+TEST_CASE("arange: the dtype is inferred as torch.arange infers it", "[factory]") {
+  // Integer arguments give int64; any floating-point argument gives float, the default dtype.
+  CHECK(arange(5).dtype() == kLong);
+  CHECK(arange(int64_t{5}).dtype() == kLong);
+  CHECK(arange(2, 7).dtype() == kLong);
+  CHECK(arange(10, 0, -3).dtype() == kLong);
+  CHECK(arange(5.0).dtype() == kFloat);
+  CHECK(arange(0, 2.5).dtype() == kFloat);
+  CHECK(arange(0, 1, 0.25).dtype() == kFloat);
+  CHECK(arange(0.5f, 2).dtype() == kFloat);
+  // Options without a dtype leave it to the arguments; a dtype in them wins.
+  CHECK(arange(4, TensorOptions().device(Device{kMeta})).dtype() == kLong);
+  CHECK(arange(4.0, TensorOptions().requires_grad(true)).requires_grad());
+  CHECK(arange(4, kFloat).dtype() == kFloat);
+  CHECK(arange(0.0, 3.0, kLong).dtype() == kLong);
+  CHECK(arange(0, 2, 1, TensorOptions().dtype(kBFloat16)).dtype() == kBFloat16);
+}
+
+TEST_CASE("arange: start, end and step", "[factory]") {
+  check_values(arange(2, 7), {2, 3, 4, 5, 6});
+  check_values(arange(10, 0, -3), {10, 7, 4, 1});
+  check_values(arange(-3, 3, 2), {-3, -1, 1});
+  check_values(arange(0, 1, 0.25), {0, 0.25, 0.5, 0.75});
+  check_values(arange(2.5), {0, 1, 2});  // ceil(2.5) elements
+  check_values(arange(1.0, 0.0, -0.5, kDouble), {1, 0.5});
+  check_values(arange(0.5, 3.5, kLong), {0, 1, 2});  // each bound truncated to int64 first, as in PyTorch
+  CHECK(arange(3, 3).sizes() == Shape{0});
+  CHECK(arange(0, 10, 3, Device{kMeta}).sizes() == Shape{4});
+  CHECK(arange(0.0, 1.0, 0.1, Device{kMeta}).sizes() == Shape{10});
   Tensor v = from_vector({1.5, -2, 3.25, 4, 5, 6}, {3, 2});
   CHECK(v.sizes() == Shape{3, 2});
   check_values(v, {1.5, -2, 3.25, 4, 5, 6});
@@ -102,7 +137,7 @@ TEST_CASE("factories allocate what they hold, and Meta factories allocate nothin
   CHECK(memory_allocated(Device{kCPU}) == before);
   TensorOptions m = TensorOptions().device(Device{kMeta});
   for (const Tensor& t : {zeros({64, 64}, m), ones({64, 64}, m), full({64, 64}, 2.0, m), empty({64, 64}, m),
-                          rand({64, 64}, m), randn({64, 64}, m), arange(4096, m).view({64, 64}),
+                          rand({64, 64}, m), randn({64, 64}, m), arange(4096.0, m).view({64, 64}),
                           from_vector(std::vector<double>(4096, 1.0), {64, 64}, m)}) {
     CHECK(t.is_meta());
     CHECK(t.sizes() == Shape{64, 64});
@@ -223,6 +258,19 @@ TEST_CASE("factory error paths", "[factory][errors]") {
   REQUIRE_THROWS_WITH(rand({-1}), Contains("negative dimension"));
   REQUIRE_THROWS_WITH(full({-2}, 1.0, Device{kMeta}), Contains("negative dimension"));
   REQUIRE_THROWS_WITH(arange(-1), Contains("arange") && Contains("non-negative") && Contains("-1"));
+  REQUIRE_THROWS_WITH(arange(-0.5), Contains("arange: upper bound must be non-negative (got -0.5)"));
+  REQUIRE_THROWS_WITH(arange(0, 5, 0), Contains("arange: step must be nonzero (start=0, end=5, step=0)"));
+  REQUIRE_THROWS_WITH(arange(0.0, 1.0, 0.5, kLong), Contains("arange: step must be nonzero (start=0, end=1, step=0.5)"));
+  REQUIRE_THROWS_WITH(arange(5, 0), Contains("arange: upper bound and larger bound inconsistent with step sign "
+                                             "(start=5, end=0, step=1)"));
+  REQUIRE_THROWS_WITH(arange(0, 5, -1, Device{kMeta}),
+                      Contains("arange: upper bound and larger bound inconsistent with step sign"));
+  REQUIRE_THROWS_WITH(arange(0.0, std::nan(""), 1.0), Contains("arange: unsupported range (start=0, end=nan, step=1)"));
+  REQUIRE_THROWS_WITH(arange(0.0, 1e300, 1e-300), Contains("arange: invalid size, possible overflow?"));
+  REQUIRE_THROWS_WITH(arange(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()),
+                      Contains("arange: invalid size, possible overflow?"));
+  REQUIRE_THROWS_WITH(arange(0.0, 1e19, kLong), Contains("arange: end=1e+19 does not fit the result's dtype Long"));
+  REQUIRE_THROWS_WITH(arange(3, kBool), Contains("\"arange\" not implemented for 'Bool'"));
   REQUIRE_THROWS_WITH(from_vector({1, 2, 3}, {2, 2}),
                       Contains("from_vector") && Contains("3 values") && Contains("[2, 2]") && Contains("4 elements"));
   REQUIRE_THROWS_WITH(from_vector({1}, {0}), Contains("from_vector") && Contains("1 values"));

@@ -16,7 +16,7 @@ using Catch::Contains;
 namespace {
 constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
 // 0, 1, ..., n-1 as float, in shape
-Tensor iota(const Shape& shape) { return arange(shape_numel(shape)).view(shape); }
+Tensor iota(const Shape& shape) { return arange(shape_numel(shape), kFloat).view(shape); }
 }  // namespace
 
 TEST_CASE("view: sizes, strides, -1, aliasing", "[views]") {

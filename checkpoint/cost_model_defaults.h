@@ -1,0 +1,44 @@
+// The cost model's default machine (no PyTorch counterpart: torch/distributed/_tools/
+// runtime_estimator.py reads a GPU's peak from a table of known devices): the CPU's FP32 FMA
+// peak and copy bandwidth, measured once per process on first use and cached, and a CUDA
+// device's documented figures.
+//
+//   const MachinePeaks& m = cpu_machine_peaks();   // measured on the first call, then cached
+//   RuntimeEstimator est(EstimateMode::kCostModel, Device{kCPU});   // est.peak_flops() == m.peak_flops
+#pragma once
+
+#include <cstdint>
+
+#include "engine/core/device.h"
+
+namespace remat {
+
+struct MachinePeaks {
+  double peak_flops = 0;  // FLOP/s (an FMA counts as two)
+  double bandwidth = 0;   // bytes/s, read plus written
+};
+
+// The machine this process runs on, measured on the first call and cached: every later call,
+// from any thread, returns the same object. Each figure is one thread's, the fastest of several
+// short samples (so other load on the machine lowers it little), times omp_get_max_threads(); the
+// measurement takes about 10 ms on an idle machine, 30-40 on a busy one.
+const MachinePeaks& cpu_machine_peaks();
+
+// The roofline's defaults (RuntimeEstimator and PlannerOptions with peak_flops, bandwidth 0):
+// cpu_machine_peaks() for the CPU (and Meta); for CUDA, the H200's documented figures, about
+// 790 TFLOP/s (bf16 dense) and 4.3 TB/s.
+MachinePeaks default_machine_peaks(Device device);
+constexpr double kCUDAPeakFlops = 7.9e14, kCUDABandwidth = 4.3e12;
+
+// One measurement, not cached. FLOP/s of `threads` threads each running 12 independent FMA
+// chains on the widest vectors the build targets (fma_isa()), the fastest of `samples` runs of
+// `iters` loop trips after a warm-up; on a build without AVX2/AVX-512 FMA, separate multiplies
+// and adds on 16-byte vectors. time_limit_s > 0 stops sampling once that much time has passed
+// (after one timed run at least).
+double measure_fma_peak_flops(int threads, int64_t iters, int samples, double time_limit_s = 0);
+const char* fma_isa();  // "AVX-512", "AVX2", or "none"
+// Bytes per second (read plus written) of `threads` threads copying `floats` floats between two
+// buffers touched beforehand: the fastest of `samples` copies. What a memory-bound op can reach.
+double measure_copy_bandwidth(int threads, int64_t floats, int samples, double time_limit_s = 0);
+
+}  // namespace remat
