@@ -1,12 +1,15 @@
 // Tests ops/cuda/normalization.cpp: native_layer_norm and _fused_rms_norm on CUDA, forward
 // (output and statistics) and backward (input, weight and bias gradients), against a float64
-// host reference; warp-per-row (<= 1024 columns) and block-per-row kernels; gradcheck.
+// host reference and against the CPU op (forward and backward through autograd); warp-per-row
+// (<= 1024 columns) and block-per-row kernels, rows of 1, about 32, about 1024 and 4097 columns,
+// strided, broadcast and empty inputs, every floating dtype; gradcheck.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
 #include "remat.h"
 #include "tests/testing/cuda.h"
+#include "tests/testing/cuda_op_check.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -154,4 +157,73 @@ TEST_CASE("gradcheck in float64 on CUDA for layer_norm and rms_norm", "[normaliz
       {x, w, b}));
   CHECK(autograd::gradcheck(
       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{rms_norm(in[0], {5}, in[1])}; }, {x, w}));
+}
+
+namespace {
+// The normalisation shapes: [rows, cols], a 3-d input over its last dim, more rows than a grid
+// holds at once.
+std::vector<Shape> norm_shapes() {
+  std::vector<Shape> v = row_shapes();
+  v.push_back({2, 3, 33});
+  v.push_back({17000, 3});
+  return v;
+}
+}  // namespace
+
+TEST_CASE("layer_norm on CUDA matches the CPU, forward and backward, on every row length and layout",
+          "[normalization][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  const std::vector<Case> cs = cases(floating_types(), norm_shapes());
+  for (bool affine : {true, false}) {
+    check_cases(
+        affine ? "layer_norm affine" : "layer_norm",
+        [affine](const std::vector<Tensor>& in) {
+          const Shape ns = {in[0].sizes().back()};
+          // all three outputs: y, mean and rstd
+          auto [y, mean, rstd] = native_layer_norm(in[0], ns, affine ? in[1] : Tensor(), affine ? in[2] : Tensor(), 1e-5);
+          return std::vector<Tensor>{y, mean, rstd};
+        },
+        cs,
+        [](const Case& c) {
+          return std::vector<Arg>{arg(c.shape, -2, 3).in(c.layout), arg({c.shape.back()}), arg({c.shape.back()})};
+        },
+        Kind::Reduction);
+  }
+  // Over the last two dims.
+  check_cases(
+      "layer_norm over two dims",
+      [](const std::vector<Tensor>& in) { return layer_norm(in[0], {in[0].size(1), in[0].size(2)}, in[1], in[2]); },
+      cases(floating_types(), {{3, 5, 7}, {2, 33, 31}}),
+      [](const Case& c) {
+        return std::vector<Arg>{arg(c.shape).in(c.layout), arg({c.shape[1], c.shape[2]}), arg({c.shape[1], c.shape[2]})};
+      },
+      Kind::Reduction);
+  // Float weights for 16-bit inputs.
+  for (ScalarType dt : {kBFloat16, kHalf}) {
+    check_cases(
+        "layer_norm with Float weights",
+        [](const std::vector<Tensor>& in) { return layer_norm(in[0], {in[0].sizes().back()}, in[1], in[2]); },
+        cases({dt}, {{7, 31}, {5, 1025}}),
+        [](const Case& c) {
+          return std::vector<Arg>{arg(c.shape).in(c.layout), arg({c.shape.back()}).of(kFloat),
+                                  arg({c.shape.back()}).of(kFloat)};
+        },
+        Kind::Reduction);
+  }
+}
+
+TEST_CASE("rms_norm on CUDA matches the CPU, forward and backward, on every row length and layout",
+          "[normalization][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  const std::vector<Case> cs = cases(floating_types(), norm_shapes());
+  for (bool affine : {true, false}) {
+    check_cases(
+        affine ? "rms_norm affine" : "rms_norm",
+        [affine](const std::vector<Tensor>& in) {
+          auto [y, rstd] = _fused_rms_norm(in[0], {in[0].sizes().back()}, affine ? in[1] : Tensor(), 1e-6);
+          return std::vector<Tensor>{y, rstd};
+        },
+        cs, [](const Case& c) { return std::vector<Arg>{arg(c.shape, -2, 3).in(c.layout), arg({c.shape.back()})}; },
+        Kind::Reduction);
+  }
 }

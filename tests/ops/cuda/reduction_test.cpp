@@ -1,12 +1,14 @@
 // Tests ops/cuda/reduction.cpp: sum, mean and amax on CUDA against the CPU over every kind of
 // dim set (rows, columns, the middle of a tensor, non-adjacent dims, all dims, long rows split
-// into chunks), in several dtypes, plus determinism and gradcheck.
+// into chunks), forward and backward, on rows of 1, about 32, about 1024 and 4097 elements,
+// strided, broadcast and empty inputs, in every floating dtype; determinism and gradcheck.
 #include <catch2/catch.hpp>
 
 #include <limits>
 
 #include "remat.h"
 #include "tests/testing/cuda.h"
+#include "tests/testing/cuda_op_check.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -93,4 +95,47 @@ TEST_CASE("gradcheck in float64 on CUDA for sum, mean and amax", "[reduction][gp
   CHECK(check([](const Tensor& a) { return sum(a, {0, 2}); }));
   CHECK(check([](const Tensor& a) { return mean(a, {1}, true); }));
   CHECK(check([](const Tensor& a) { return amax(a, 1); }));
+}
+
+TEST_CASE("sum, mean and amax on CUDA match the CPU, forward and backward, on every row length and layout",
+          "[reduction][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  std::vector<Shape> shapes = row_shapes();
+  for (const Shape& s : element_shapes())
+    if (s.size() == 1) shapes.push_back(s);
+  shapes.push_back({3, 70000});   // few long rows: split into chunks, combined by a second pass
+  shapes.push_back({4500, 5});    // a long column reduction over few outputs: split too
+  const std::vector<Case> cs = cases(floating_types(), shapes);
+  // Over the last dim, the first dim, and all dims (keepdim both ways).
+  for (bool keepdim : {false, true}) {
+    for (int64_t dim : {int64_t{-1}, int64_t{0}}) {
+      const std::string d = " dim " + std::to_string(dim) + (keepdim ? " keepdim" : "");
+      auto one = [](const Case& c) { return std::vector<Arg>{arg(c.shape).in(c.layout)}; };
+      check_cases(("sum" + d).c_str(), [=](const std::vector<Tensor>& in) { return sum(in[0], {dim}, keepdim); }, cs,
+                  one, Kind::Reduction);
+      check_cases(("mean" + d).c_str(), [=](const std::vector<Tensor>& in) { return mean(in[0], {dim}, keepdim); }, cs,
+                  one, Kind::Reduction);
+      std::vector<Case> nonempty;  // amax needs a non-empty reduced dim
+      for (const Case& c : cs) {
+        const int64_t n = c.shape[static_cast<size_t>(dim < 0 ? static_cast<int64_t>(c.shape.size()) + dim : dim)];
+        if (n > 0) nonempty.push_back(c);
+      }
+      check_cases(("amax" + d).c_str(), [=](const std::vector<Tensor>& in) { return amax(in[0], dim, keepdim); },
+                  nonempty, one, Kind::Reduction);
+    }
+  }
+  check_cases(
+      "sum of all", [](const std::vector<Tensor>& in) { return sum(in[0]); }, cs,
+      [](const Case& c) { return std::vector<Arg>{arg(c.shape).in(c.layout)}; }, Kind::Reduction);
+  check_cases(
+      "mean of all", [](const std::vector<Tensor>& in) { return mean(in[0]); }, cs,
+      [](const Case& c) { return std::vector<Arg>{arg(c.shape).in(c.layout)}; }, Kind::Reduction);
+  // A 3-d input over the middle dim, and over non-adjacent dims (a permuted copy first).
+  const std::vector<Case> cs3 = cases(floating_types(), {{5, 33, 7}, {3, 1025, 2}, {2, 0, 3}});
+  check_cases(
+      "sum dim 1", [](const std::vector<Tensor>& in) { return sum(in[0], {1}); }, cs3,
+      [](const Case& c) { return std::vector<Arg>{arg(c.shape).in(c.layout)}; }, Kind::Reduction);
+  check_cases(
+      "mean dims 0, 2", [](const std::vector<Tensor>& in) { return mean(in[0], {0, 2}, true); }, cs3,
+      [](const Case& c) { return std::vector<Arg>{arg(c.shape).in(c.layout)}; }, Kind::Reduction);
 }
