@@ -90,24 +90,27 @@ TEST_CASE("addcmul_, addcdiv_ and lerp_ on CUDA match the CPU on every shape and
   const std::vector<Case> cs = writable(cases(floating_types(), element_shapes()));
   uint64_t seed = 0;
   for (const Case& c : cs) {
-    for (const Arg& t1 : other_operands(c, -2.0, 2.0)) {
-      for (const Arg& t2 : other_operands(c, 0.5, 2.0)) {
-        const std::vector<Arg> args = {arg(c.shape).in(c.layout), t1, t2};
-        const Kind gk = sums_gradients(args, c.shape) ? Kind::Reduction : Kind::Elementwise;
-        INFO(describe(c) << " tensor1 " << str(t1.shape) << " tensor2 " << str(t2.shape));
-        CHECK(cuda_vs_cpu(
-                  [](const std::vector<Tensor>& in) {
-                    Tensor s = in[0].clone();
-                    return addcmul_(s, in[1], in[2], 0.3);
-                  },
-                  args, c.dtype, options(Kind::Elementwise, c.dtype, gk, true, ++seed)) == "");
-        CHECK(cuda_vs_cpu(
-                  [](const std::vector<Tensor>& in) {
-                    Tensor s = in[0].clone();
-                    return addcdiv_(s, in[1], in[2], -1.7);
-                  },
-                  args, c.dtype, options(Kind::Elementwise, c.dtype, gk, true, ++seed)) == "");
-      }
+    // tensor1 and tensor2 of the same kind (full, a row, 0-d), and a full one with a 0-d one
+    const std::vector<Arg> t1s = other_operands(c, -2.0, 2.0), t2s = other_operands(c, 0.5, 2.0);
+    std::vector<std::pair<Arg, Arg>> pairs;
+    for (size_t i = 0; i < t1s.size(); ++i) pairs.emplace_back(t1s[i], t2s[i]);
+    pairs.emplace_back(t1s.front(), t2s.back());
+    for (const auto& [t1, t2] : pairs) {
+      const std::vector<Arg> args = {arg(c.shape).in(c.layout), t1, t2};
+      const Kind gk = sums_gradients(args, c.shape) ? Kind::Reduction : Kind::Elementwise;
+      INFO(describe(c) << " tensor1 " << str(t1.shape) << " tensor2 " << str(t2.shape));
+      CHECK(cuda_vs_cpu(
+                [](const std::vector<Tensor>& in) {
+                  Tensor s = in[0].clone();
+                  return addcmul_(s, in[1], in[2], 0.3);
+                },
+                args, c.dtype, options(Kind::Elementwise, c.dtype, gk, true, ++seed)) == "");
+      CHECK(cuda_vs_cpu(
+                [](const std::vector<Tensor>& in) {
+                  Tensor s = in[0].clone();
+                  return addcdiv_(s, in[1], in[2], -1.7);
+                },
+                args, c.dtype, options(Kind::Elementwise, c.dtype, gk, true, ++seed)) == "");
     }
     for (const Arg& end : other_operands(c, -2.0, 2.0)) {
       for (double w : {0.25, 0.75}) {

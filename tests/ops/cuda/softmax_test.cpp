@@ -125,23 +125,31 @@ TEST_CASE("gradcheck in float64 on CUDA for softmax and log_softmax", "[softmax]
 TEST_CASE("softmax and log_softmax on CUDA match the CPU, forward and backward, on every row length and layout",
           "[softmax][gpu]") {
   REMAT_REQUIRE_CUDA_DEVICE();
-  std::vector<Shape> shapes = row_shapes();
-  shapes.push_back({6, 33, 5});     // an inner dim: the column kernel
-  shapes.push_back({2, 1025, 3});   // a long inner dim
-  shapes.push_back({17000, 3});     // more rows than a grid's blocks hold at once (grid-stride)
-  const std::vector<Case> cs = cases(floating_types(), shapes);
-  for (int64_t dim : {int64_t{-1}, int64_t{0}, int64_t{1}}) {
-    std::vector<Case> here;
-    for (const Case& c : cs)
-      if (dim < static_cast<int64_t>(c.shape.size()) && !(c.shape[0] == 17000 && dim == 0)) here.push_back(c);
+  auto one = [](const Case& c) { return std::vector<Arg>{arg(c.shape, -4, 4).in(c.layout)}; };
+  // Over the last dim (the row kernels) and over dim 0 (the column kernel: an inner dim).
+  const std::vector<Case> cs = cases(floating_types(), row_shapes());
+  for (int64_t dim : {int64_t{-1}, int64_t{0}}) {
     const std::string d = " dim " + std::to_string(dim);
-    check_cases(
-        ("softmax" + d).c_str(), [dim](const std::vector<Tensor>& in) { return softmax(in[0], dim); }, here,
-        [](const Case& c) { return std::vector<Arg>{arg(c.shape, -4, 4).in(c.layout)}; }, Kind::Reduction);
-    check_cases(
-        ("log_softmax" + d).c_str(), [dim](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); }, here,
-        [](const Case& c) { return std::vector<Arg>{arg(c.shape, -4, 4).in(c.layout)}; }, Kind::Reduction);
+    check_cases(("softmax" + d).c_str(), [dim](const std::vector<Tensor>& in) { return softmax(in[0], dim); }, cs, one,
+                Kind::Reduction);
+    check_cases(("log_softmax" + d).c_str(), [dim](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); },
+                cs, one, Kind::Reduction);
   }
+  // The middle dim of 3-d inputs: inner dims of 5 and 3, a dim of 1025.
+  const std::vector<Case> cs3 = cases(floating_types(), {{6, 33, 5}, {2, 1025, 3}, {2, 0, 3}});
+  check_cases(
+      "softmax dim 1", [](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, cs3, one, Kind::Reduction);
+  check_cases(
+      "log_softmax dim 1", [](const std::vector<Tensor>& in) { return log_softmax(in[0], 1); }, cs3, one,
+      Kind::Reduction);
+  // More rows than the grid's blocks hold at once (a grid-stride loop over rows). Every thread
+  // of these launches is emulated, so one dtype and layout.
+  const std::vector<Case> many = cases({kFloat}, {{17000, 3}}, {Layout::Contiguous});
+  check_cases(
+      "softmax, many rows", [](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, many, one, Kind::Reduction);
+  check_cases(
+      "log_softmax, many rows", [](const std::vector<Tensor>& in) { return log_softmax(in[0], 1); }, many, one,
+      Kind::Reduction);
 }
 
 TEST_CASE("the softmax backward kernels on CUDA match the CPU kernels on every row length", "[softmax][gpu]") {
