@@ -37,6 +37,7 @@
 #include "engine/core/memory_context.h"
 #include "engine/core/memory_tracker.h"
 #include "engine/core/tensor.h"
+#include "engine/core/version.h"
 #include "engine/dispatch/dispatch_mode.h"
 #include "engine/dispatch/dispatcher.h"
 #include "engine/dispatch/library.h"

@@ -340,7 +340,8 @@ int main(int argc, char** argv) {
 
     RunConfig cfg;
     cfg.shape = a.shape;
-    cfg.device = a.device;
+    // Under --config=cuda_emu kCUDA is the emulated device: say so wherever the device is named.
+    cfg.device = a.device == "cuda" && remat::cuda::is_emulated() ? "cuda (emulated)" : a.device;
     cfg.dtype = a.dtype;
     cfg.attention = a.attention;
     cfg.steps = a.steps;

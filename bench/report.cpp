@@ -120,6 +120,9 @@ std::vector<std::string> report_preamble(const RunConfig& cfg, const std::vector
         << ", batch " << m.batch << ", vocab " << m.vocab << ", " << cfg.dtype << ", " << cfg.device;
   if (cfg.attention != "math") model << ", attention " << cfg.attention;
   lines.push_back(model.str());
+  if (cfg.device.find("emulated") != std::string::npos) {
+    lines.push_back("emulated device: its step times are CPU times of the emulation, never GPU times");
+  }
   char buf[256];
   std::snprintf(
       buf, sizeof buf, "matmul FLOPs per step: %.2f GFLOP (forward %.2f); one extra forward = %.2fx a step",

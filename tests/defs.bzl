@@ -15,7 +15,7 @@ _CUDA_LIBS = [
     "//engine/cuda",
     "//kernels/cuda",
     "//ops/cuda",
-    "@cuda//:cuda",
+    "//tools:cuda_libs",
 ]
 
 # Test sources compile at -O1: about a third faster than -opt's -O2 (CI compiles ~100 of them in
@@ -57,4 +57,29 @@ def remat_cuda_tests(srcs, deps = []):
                 "//conditions:default": [],
             }),
             size = "medium",
+            tags = ["cuda"],
+        )
+
+def remat_cuda_emu_tests(srcs, deps = []):
+    """Tests of the emulated device (tests/**/cuda/emu/): compiled only under --config=cuda_emu."""
+    for src in srcs:
+        name = src[:-len(".cpp")]
+        native.cc_test(
+            name = name,
+            srcs = select({
+                "//tools:cuda_emu_enabled": [src] + native.glob(["testing/*.h"]),
+                "//conditions:default": [],
+            }),
+            copts = _TEST_COPTS,
+            deps = ["@catch2//:catch2_main"] + select({
+                "//tools:cuda_emu_enabled": [
+                    "//:remat",
+                    "@catch2//:catch2",
+                    "//engine/cuda/emu",
+                    "//kernels/cuda/emu",
+                ] + _CUDA_LIBS + deps,
+                "//conditions:default": [],
+            }),
+            size = "medium",
+            tags = ["cuda"],
         )

@@ -21,6 +21,9 @@ Under --config=cuda (--define=cuda=true):
   * a cc_library `name` links those objects and the non-.cu srcs, and
     depends on @cuda//:cuda (cuda_runtime.h/cublas_v2.h for host code,
     -lcudart -lcublas, rpath /usr/local/cuda/lib64).
+Under --config=cuda_emu (--define=cuda_emu=true as well): each .cu is copied to a .cu.cc and
+compiled by the host compiler into the same cc_library, against //kernels/cuda/emu (the emulated
+device's cuda_runtime.h, cublas_v2.h, ... and its runtime) instead of @cuda//:cuda.
 Without the define, `name` is an empty cc_library (only hdrs kept), so
 `bazel build //...` works on machines without CUDA.
 
@@ -121,6 +124,7 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], nvcc_copts = [], 
     host_srcs = [s for s in srcs if not s.endswith(".cu")]
 
     objs = []
+    emu_srcs = []
     for src in cu_srcs:
         stem = src[:-len(".cu")]
         obj_target = "%s__nvcc__%s" % (name, stem.replace("/", "_"))
@@ -138,18 +142,44 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], nvcc_copts = [], 
         )
         objs.append(":" + obj_target)
 
+        # --config=cuda_emu: the same source as C++ for the host compiler (a copy with a .cc name,
+        # since cc_library compiles only C++ extensions). `#line` makes diagnostics, debug info and
+        # sanitizer reports name the .cu file itself.
+        emu_target = "%s__emu__%s" % (name, stem.replace("/", "_"))
+        emu_out = "_emu/%s/%s.cu.cc" % (name, stem)
+        native.genrule(
+            name = emu_target,
+            srcs = [src],
+            outs = [emu_out],
+            cmd = "(echo '#line 1 \"$<\"'; cat $<) > $@",
+            tags = ["manual"],
+            visibility = ["//visibility:private"],
+        )
+        emu_srcs.append(emu_out)
+
     native.cc_library(
         name = name,
         srcs = select({
+            "//tools:cuda_emu_enabled": emu_srcs + host_srcs,
             "//tools:cuda_enabled": objs + host_srcs,
             "//conditions:default": [],
         }),
         hdrs = hdrs,
         deps = select({
+            "//tools:cuda_emu_enabled": deps + ["//kernels/cuda/emu"],
             "//tools:cuda_enabled": deps + ["@cuda//:cuda"],
             "//conditions:default": [],
         }),
-        copts = copts,
+        # nvcc gets -DREMAT_CUDA (NVCC_FLAGS); the emulated build gives it to the same sources.
+        # `#pragma unroll` is nvcc's; the host compiler ignores it.
+        local_defines = select({
+            "//tools:cuda_emu_enabled": ["REMAT_CUDA"],
+            "//conditions:default": [],
+        }),
+        copts = copts + select({
+            "//tools:cuda_emu_enabled": ["-Wno-unknown-pragmas"],
+            "//conditions:default": [],
+        }),
         **kw
     )
 

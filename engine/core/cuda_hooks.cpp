@@ -29,4 +29,6 @@ bool cuda_is_available() { return cuda_hooks().is_available(); }
 int64_t cuda_device_count() { return cuda_hooks().device_count(); }
 void cuda_synchronize(int device) { cuda_hooks().synchronize(device); }
 
+bool cuda::is_emulated() { return cuda_hooks().is_emulated(); }
+
 }  // namespace remat

@@ -14,6 +14,8 @@ class CUDAHooksInterface {
   virtual int64_t device_count() const { return 0; }
   // Waits for all work on a device (-1: the current device). No-op without CUDA.
   virtual void synchronize(int /*device*/) const {}
+  // True when the CUDA devices are remat's emulated device (--config=cuda_emu), not a GPU.
+  virtual bool is_emulated() const { return false; }
 };
 
 // The installed hooks (the "not available" default until engine/cuda replaces them).
@@ -27,5 +29,11 @@ bool cuda_is_available();
 int64_t cuda_device_count();
 // torch.cuda.synchronize(device): waits for the device's queued work (-1: current device).
 void cuda_synchronize(int device = -1);
+
+namespace cuda {
+// True under --config=cuda_emu: kCUDA runs on the emulated device (correct results, CPU speed).
+// Benchmarks and reports say "emulated" beside every device name and every time then.
+bool is_emulated();
+}  // namespace cuda
 
 }  // namespace remat

@@ -94,6 +94,9 @@ class CUDAHooks final : public CUDAHooksInterface {
   void synchronize(int device) const override {
     if (cuda::is_available()) device_synchronize(device);
   }
+#ifdef REMAT_CUDA_EMU
+  bool is_emulated() const override { return true; }
+#endif
 };
 
 const bool hooks_installed = [] {

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "kernels/cuda/adamw.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/common.cuh"
 
 namespace remat::kernels::cuda {
@@ -38,7 +39,7 @@ void adamw_step(ScalarType dtype, void* param, const void* grad, void* exp_avg, 
   const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
   REMAT_CUDA_DISPATCH_FLOATING(dtype, "adamw_step", [&] {
     using A = acc_t<scalar_t>;
-    adamw_kernel<scalar_t><<<static_cast<unsigned>(grid_size(n)), kBlockSize, 0, stream>>>(
+    REMAT_CUDA_LAUNCH(static_cast<unsigned>(grid_size(n)), kBlockSize, 0, stream, adamw_kernel<scalar_t>)(
         static_cast<scalar_t*>(param), static_cast<const scalar_t*>(grad), static_cast<A*>(exp_avg),
         static_cast<A*>(exp_avg_sq), n, static_cast<A>(lr), static_cast<A>(beta1), static_cast<A>(beta2),
         static_cast<A>(eps), static_cast<A>(weight_decay), static_cast<A>(lr / bc1),

@@ -2,6 +2,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/copy.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/loops.cuh"
 
 namespace remat::kernels::cuda {
@@ -69,7 +70,7 @@ void triu_(ScalarType dtype, void* data, int64_t batch, int64_t rows, int64_t co
   const int64_t total = batch * rows * cols;
   if (total == 0) return;
   REMAT_CUDA_DISPATCH_ALL(dtype, "aten::triu", [&] {
-    triu_kernel<scalar_t><<<static_cast<unsigned>(grid_size(total)), kBlockSize, 0, stream>>>(
+    REMAT_CUDA_LAUNCH(static_cast<unsigned>(grid_size(total)), kBlockSize, 0, stream, triu_kernel<scalar_t>)(
         static_cast<scalar_t*>(data), total, rows, cols, diagonal);
   });
   REMAT_CUDA_KERNEL_LAUNCH_CHECK();

@@ -1,6 +1,7 @@
 // Mirrors ATen/native/cuda/Embedding.cu (embedding forward; embedding_dense_backward, here
 // without a sort: see kernels/cuda/embedding.h).
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/embedding.h"
 
 namespace remat::kernels::cuda {
@@ -62,7 +63,7 @@ __global__ void exclusive_scan_kernel(const int* counts, int* offsets, int64_t m
     __syncthreads();
     // Hillis-Steele inclusive scan in shared memory.
     for (int o = 1; o < kBlockSize; o <<= 1) {
-      const int add = threadIdx.x >= o ? buf[threadIdx.x - o] : 0;
+      const int add = static_cast<int>(threadIdx.x) >= o ? buf[threadIdx.x - o] : 0;
       __syncthreads();
       buf[threadIdx.x] += add;
       __syncthreads();
@@ -145,10 +146,10 @@ void embedding_forward(ScalarType dtype, const void* weight, const int64_t* indi
     const auto* w = static_cast<const scalar_t*>(weight);
     auto* o = static_cast<scalar_t*>(out);
     if (vec) {
-      embedding_forward_kernel<scalar_t, kVec><<<static_cast<unsigned>(warp_grid(n)), kBlockSize, 0, stream>>>(
+      REMAT_CUDA_LAUNCH(static_cast<unsigned>(warp_grid(n)), kBlockSize, 0, stream, embedding_forward_kernel<scalar_t, kVec>)(
           w, indices, o, n, num_weights, dim, error);
     } else {
-      embedding_forward_kernel<scalar_t, 1><<<static_cast<unsigned>(warp_grid(n)), kBlockSize, 0, stream>>>(
+      REMAT_CUDA_LAUNCH(static_cast<unsigned>(warp_grid(n)), kBlockSize, 0, stream, embedding_forward_kernel<scalar_t, 1>)(
           w, indices, o, n, num_weights, dim, error);
     }
   });
@@ -173,18 +174,18 @@ void embedding_backward(ScalarType dtype, const void* grad, const int64_t* indic
   REMAT_CUDA_CHECK(cudaMemsetAsync(counts, 0, static_cast<size_t>(num_weights) * sizeof(int), stream));
   REMAT_CUDA_CHECK(cudaMemsetAsync(cursor, 0, static_cast<size_t>(num_weights) * sizeof(int), stream));
   if (n > 0) {
-    histogram_kernel<<<static_cast<unsigned>(grid_size(n)), kBlockSize, 0, stream>>>(indices, n, num_weights, counts,
+    REMAT_CUDA_LAUNCH(static_cast<unsigned>(grid_size(n)), kBlockSize, 0, stream, histogram_kernel)(indices, n, num_weights, counts,
                                                                                      error);
     REMAT_CUDA_KERNEL_LAUNCH_CHECK();
   }
-  exclusive_scan_kernel<<<1, kBlockSize, 0, stream>>>(counts, offsets, num_weights);
+  REMAT_CUDA_LAUNCH(1, kBlockSize, 0, stream, exclusive_scan_kernel)(counts, offsets, num_weights);
   REMAT_CUDA_KERNEL_LAUNCH_CHECK();
   if (n > 0) {
-    place_kernel<<<1, kTile, 0, stream>>>(indices, n, num_weights, offsets, cursor, positions);
+    REMAT_CUDA_LAUNCH(1, kTile, 0, stream, place_kernel)(indices, n, num_weights, offsets, cursor, positions);
     REMAT_CUDA_KERNEL_LAUNCH_CHECK();
   }
   REMAT_CUDA_DISPATCH_FLOATING(dtype, "aten::embedding_dense_backward", [&] {
-    segment_sum_kernel<scalar_t><<<static_cast<unsigned>(warp_grid(num_weights)), kBlockSize, 0, stream>>>(
+    REMAT_CUDA_LAUNCH(static_cast<unsigned>(warp_grid(num_weights)), kBlockSize, 0, stream, segment_sum_kernel<scalar_t>)(
         static_cast<const scalar_t*>(grad), static_cast<scalar_t*>(grad_weight), counts, offsets, positions,
         num_weights, dim);
   });

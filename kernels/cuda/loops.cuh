@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/common.cuh"
 
 namespace remat::kernels::cuda {
@@ -50,7 +51,7 @@ __device__ __forceinline__ void apply_at(const F& f, char* const* data, const in
 template <int VEC, class F, class Out, class... In, size_t... I>
 __device__ __forceinline__ void apply_vec2(const F& f, char* const* data, int64_t v0, int64_t v1, bool second,
                                            std::index_sequence<I...>) {
-  VecPack<VEC, In...> in0, in1;
+  VecPack<VEC, In...> in0, in1{};  // in1 is read only when loaded (`second`)
   in0.load(data + 1, v0);
   if (second) in1.load(data + 1, v1);
   AlignedVector<Out, VEC> out0, out1;
@@ -130,13 +131,11 @@ void launch_elementwise(const StridedLoop& loop, void* out, std::array<const voi
   }
   if (vectorizable) {
     const int64_t grid = grid_size((n + 2 * kVec - 1) / (2 * kVec));
-    elementwise_vec_kernel<kVec, F, Out, In...><<<static_cast<unsigned>(grid), kBlockSize, 0, stream>>>(n, ptrs, f);
+    REMAT_CUDA_LAUNCH(static_cast<unsigned>(grid), kBlockSize, 0, stream, elementwise_vec_kernel<kVec, F, Out, In...>)(n, ptrs, f);
   } else if (n <= static_cast<int64_t>(INT32_MAX)) {
-    elementwise_strided_kernel<uint32_t, F, Out, In...>
-        <<<static_cast<unsigned>(grid_size(n)), kBlockSize, 0, stream>>>(loop, static_cast<uint32_t>(n), ptrs, f);
+    REMAT_CUDA_LAUNCH(static_cast<unsigned>(grid_size(n)), kBlockSize, 0, stream, elementwise_strided_kernel<uint32_t, F, Out, In...>)(loop, static_cast<uint32_t>(n), ptrs, f);
   } else {
-    elementwise_strided_kernel<int64_t, F, Out, In...>
-        <<<static_cast<unsigned>(grid_size(n)), kBlockSize, 0, stream>>>(loop, n, ptrs, f);
+    REMAT_CUDA_LAUNCH(static_cast<unsigned>(grid_size(n)), kBlockSize, 0, stream, elementwise_strided_kernel<int64_t, F, Out, In...>)(loop, n, ptrs, f);
   }
   REMAT_CUDA_KERNEL_LAUNCH_CHECK();
 }

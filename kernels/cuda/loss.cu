@@ -1,6 +1,7 @@
 // Mirrors ATen/native/cuda/Loss.cu (nll_loss over log_softmax, fused here as in llm.c's
 // fused_classifier): a warp per row for up to 1024 classes, a block per row beyond.
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/loss.h"
 #include "kernels/cuda/online_softmax.cuh"
 
@@ -97,16 +98,15 @@ void cross_entropy_forward(ScalarType dtype, const void* logits, const int64_t* 
     A* rows = static_cast<A*>(workspace);
     if (n > 0) {
       if (c <= 1024) {
-        ce_forward_rows<32, scalar_t><<<static_cast<unsigned>(row_grid(n, 32)), kBlockSize, 0, stream>>>(
+        REMAT_CUDA_LAUNCH(static_cast<unsigned>(row_grid(n, 32)), kBlockSize, 0, stream, ce_forward_rows<32, scalar_t>)(
             x, targets, rows, n, c, error);
       } else {
-        ce_forward_rows<kBlockSize, scalar_t><<<static_cast<unsigned>(row_grid(n, kBlockSize)), kBlockSize, 0,
-                                                stream>>>(x, targets, rows, n, c, error);
+        REMAT_CUDA_LAUNCH(static_cast<unsigned>(row_grid(n, kBlockSize)), kBlockSize, 0, stream, ce_forward_rows<kBlockSize, scalar_t>)(x, targets, rows, n, c, error);
       }
       REMAT_CUDA_KERNEL_LAUNCH_CHECK();
     }
     // n == 0: 0 / 0, NaN, as the mean of no losses is in PyTorch
-    ce_mean_kernel<scalar_t><<<1, 1024, 0, stream>>>(rows, static_cast<scalar_t*>(loss), n);
+    REMAT_CUDA_LAUNCH(1, 1024, 0, stream, ce_mean_kernel<scalar_t>)(rows, static_cast<scalar_t*>(loss), n);
   });
   REMAT_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -119,11 +119,10 @@ void cross_entropy_backward(ScalarType dtype, const void* grad_loss, const void*
     const auto* x = static_cast<const scalar_t*>(logits);
     auto* dx = static_cast<scalar_t*>(grad_logits);
     if (c <= 1024) {
-      ce_backward_rows<32, scalar_t><<<static_cast<unsigned>(row_grid(n, 32)), kBlockSize, 0, stream>>>(
+      REMAT_CUDA_LAUNCH(static_cast<unsigned>(row_grid(n, 32)), kBlockSize, 0, stream, ce_backward_rows<32, scalar_t>)(
           g, x, targets, dx, n, c, error);
     } else {
-      ce_backward_rows<kBlockSize, scalar_t><<<static_cast<unsigned>(row_grid(n, kBlockSize)), kBlockSize, 0,
-                                               stream>>>(g, x, targets, dx, n, c, error);
+      REMAT_CUDA_LAUNCH(static_cast<unsigned>(row_grid(n, kBlockSize)), kBlockSize, 0, stream, ce_backward_rows<kBlockSize, scalar_t>)(g, x, targets, dx, n, c, error);
     }
   });
   REMAT_CUDA_KERNEL_LAUNCH_CHECK();

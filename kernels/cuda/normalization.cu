@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/normalization.h"
 
 namespace remat::kernels::cuda {
@@ -210,11 +211,10 @@ void forward_impl(ScalarType dtype, const void* x, const void* weight, const voi
     const auto* bp = static_cast<const A*>(bias);
     auto* yp = static_cast<scalar_t*>(y);
     if (cols <= 1024) {
-      norm_forward_kernel<32, scalar_t, RMS><<<static_cast<unsigned>(row_grid(rows, 32)), kBlockSize, 0, stream>>>(
+      REMAT_CUDA_LAUNCH(static_cast<unsigned>(row_grid(rows, 32)), kBlockSize, 0, stream, norm_forward_kernel<32, scalar_t, RMS>)(
           xp, wp, bp, yp, static_cast<A*>(mean), static_cast<A*>(rstd), rows, cols, static_cast<A>(eps));
     } else {
-      norm_forward_kernel<kBlockSize, scalar_t, RMS>
-          <<<static_cast<unsigned>(row_grid(rows, kBlockSize)), kBlockSize, 0, stream>>>(
+      REMAT_CUDA_LAUNCH(static_cast<unsigned>(row_grid(rows, kBlockSize)), kBlockSize, 0, stream, norm_forward_kernel<kBlockSize, scalar_t, RMS>)(
               xp, wp, bp, yp, static_cast<A*>(mean), static_cast<A*>(rstd), rows, cols, static_cast<A>(eps));
     }
   });
@@ -235,12 +235,10 @@ void backward_impl(ScalarType dtype, const void* grad_out, const void* x, const 
     if (grad_x != nullptr && rows > 0) {
       auto* dxp = static_cast<scalar_t*>(grad_x);
       if (cols <= 1024) {
-        norm_backward_dx_kernel<32, scalar_t, RMS>
-            <<<static_cast<unsigned>(row_grid(rows, 32)), kBlockSize, 0, stream>>>(dyp, xp, mp, rp, wp, dxp, rows,
+        REMAT_CUDA_LAUNCH(static_cast<unsigned>(row_grid(rows, 32)), kBlockSize, 0, stream, norm_backward_dx_kernel<32, scalar_t, RMS>)(dyp, xp, mp, rp, wp, dxp, rows,
                                                                                   cols);
       } else {
-        norm_backward_dx_kernel<kBlockSize, scalar_t, RMS>
-            <<<static_cast<unsigned>(row_grid(rows, kBlockSize)), kBlockSize, 0, stream>>>(dyp, xp, mp, rp, wp, dxp,
+        REMAT_CUDA_LAUNCH(static_cast<unsigned>(row_grid(rows, kBlockSize)), kBlockSize, 0, stream, norm_backward_dx_kernel<kBlockSize, scalar_t, RMS>)(dyp, xp, mp, rp, wp, dxp,
                                                                                           rows, cols);
       }
       REMAT_CUDA_KERNEL_LAUNCH_CHECK();
@@ -252,19 +250,18 @@ void backward_impl(ScalarType dtype, const void* grad_out, const void* x, const 
     A* pb = pw + nchunks * cols;
     const unsigned col_blocks = static_cast<unsigned>((cols + kBlockSize - 1) / kBlockSize);
     if (rows > 0) {
-      norm_backward_partial_kernel<scalar_t, RMS><<<dim3(col_blocks, static_cast<unsigned>(nchunks)), kBlockSize, 0,
-                                                    stream>>>(dyp, xp, mp, rp, pw, grad_bias != nullptr ? pb : nullptr,
+      REMAT_CUDA_LAUNCH(dim3(col_blocks, static_cast<unsigned>(nchunks)), kBlockSize, 0, stream, norm_backward_partial_kernel<scalar_t, RMS>)(dyp, xp, mp, rp, pw, grad_bias != nullptr ? pb : nullptr,
                                                               rows, cols, per);
       REMAT_CUDA_KERNEL_LAUNCH_CHECK();
     } else {
       REMAT_CUDA_CHECK(cudaMemsetAsync(pw, 0, 2 * static_cast<size_t>(cols) * sizeof(A), stream));
     }
     if (grad_weight != nullptr) {
-      column_finish_kernel<A><<<col_blocks, kBlockSize, 0, stream>>>(pw, static_cast<A*>(grad_weight), nchunks, cols);
+      REMAT_CUDA_LAUNCH(col_blocks, kBlockSize, 0, stream, column_finish_kernel<A>)(pw, static_cast<A*>(grad_weight), nchunks, cols);
       REMAT_CUDA_KERNEL_LAUNCH_CHECK();
     }
     if (grad_bias != nullptr) {
-      column_finish_kernel<A><<<col_blocks, kBlockSize, 0, stream>>>(pb, static_cast<A*>(grad_bias), nchunks, cols);
+      REMAT_CUDA_LAUNCH(col_blocks, kBlockSize, 0, stream, column_finish_kernel<A>)(pb, static_cast<A*>(grad_bias), nchunks, cols);
       REMAT_CUDA_KERNEL_LAUNCH_CHECK();
     }
   });

@@ -49,7 +49,8 @@ template <class T>
 struct MaskScaleFunctor {
   acc_t<T> scale;
   __device__ __forceinline__ T operator()(T g, bool m) const {
-    return m ? convert<T>(to_acc(g) * scale) : convert<T>(acc_t<T>(0));
+    // g * (m ? scale : 0), as the CPU's masked_scale: a dropped negative gradient is -0, not +0.
+    return convert<T>(to_acc(g) * (m ? scale : acc_t<T>(0)));
   }
 };
 

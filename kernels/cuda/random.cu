@@ -1,6 +1,7 @@
 // Mirrors ATen/native/cuda/DistributionTemplates.h and Dropout.cu: each thread draws one
 // Philox block (four 32-bit words) and uses the words the rule assigns to its elements.
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/random.h"
 #include "kernels/philox.h"
 
@@ -55,7 +56,8 @@ __global__ void dropout_kernel(const T* x, T* out, bool* mask, int64_t n, uint64
       if (i >= n) break;
       const bool m = uint32_to_uniform(r.x[w]) < keep;
       mask[i] = m;
-      if (out != nullptr) out[i] = m ? convert<T>(to_acc(x[i]) * scale) : convert<T>(acc_t<T>(0));
+      // x * (m ? scale : 0), as the CPU's masked_scale: a dropped negative input gives -0, not +0.
+      if (out != nullptr) out[i] = convert<T>(to_acc(x[i]) * (m ? scale : acc_t<T>(0)));
     }
   }
 }
@@ -66,7 +68,7 @@ void uniform(ScalarType dtype, void* out, int64_t n, uint64_t seed, uint64_t off
              cudaStream_t stream) {
   if (n == 0) return;
   REMAT_CUDA_DISPATCH_FLOATING(dtype, "aten::uniform_", [&] {
-    uniform_kernel<scalar_t><<<static_cast<unsigned>(grid_size((n + 3) / 4)), kBlockSize, 0, stream>>>(
+    REMAT_CUDA_LAUNCH(static_cast<unsigned>(grid_size((n + 3) / 4)), kBlockSize, 0, stream, uniform_kernel<scalar_t>)(
         static_cast<scalar_t*>(out), n, seed, offset, from, to);
   });
   REMAT_CUDA_KERNEL_LAUNCH_CHECK();
@@ -76,7 +78,7 @@ void normal(ScalarType dtype, void* out, int64_t n, uint64_t seed, uint64_t offs
             cudaStream_t stream) {
   if (n == 0) return;
   REMAT_CUDA_DISPATCH_FLOATING(dtype, "aten::normal_", [&] {
-    normal_kernel<scalar_t><<<static_cast<unsigned>(grid_size((n + 1) / 2)), kBlockSize, 0, stream>>>(
+    REMAT_CUDA_LAUNCH(static_cast<unsigned>(grid_size((n + 1) / 2)), kBlockSize, 0, stream, normal_kernel<scalar_t>)(
         static_cast<scalar_t*>(out), n, seed, offset, mean, std);
   });
   REMAT_CUDA_KERNEL_LAUNCH_CHECK();
@@ -87,7 +89,7 @@ void dropout(ScalarType dtype, const void* x, void* out, bool* mask, int64_t n, 
   if (n == 0) return;
   const float keep = static_cast<float>(1.0 - p);
   REMAT_CUDA_DISPATCH_FLOATING(dtype, "aten::native_dropout", [&] {
-    dropout_kernel<scalar_t><<<static_cast<unsigned>(grid_size((n + 3) / 4)), kBlockSize, 0, stream>>>(
+    REMAT_CUDA_LAUNCH(static_cast<unsigned>(grid_size((n + 3) / 4)), kBlockSize, 0, stream, dropout_kernel<scalar_t>)(
         static_cast<const scalar_t*>(x), static_cast<scalar_t*>(out), mask, n, seed, offset, keep,
         static_cast<acc_t<scalar_t>>(scale));
   });
@@ -96,7 +98,7 @@ void dropout(ScalarType dtype, const void* x, void* out, bool* mask, int64_t n, 
 
 void dropout_mask(bool* mask, int64_t n, uint64_t seed, uint64_t offset, double p, cudaStream_t stream) {
   if (n == 0) return;
-  dropout_kernel<float><<<static_cast<unsigned>(grid_size((n + 3) / 4)), kBlockSize, 0, stream>>>(
+  REMAT_CUDA_LAUNCH(static_cast<unsigned>(grid_size((n + 3) / 4)), kBlockSize, 0, stream, dropout_kernel<float>)(
       nullptr, nullptr, mask, n, seed, offset, static_cast<float>(1.0 - p), 0.0f);
   REMAT_CUDA_KERNEL_LAUNCH_CHECK();
 }

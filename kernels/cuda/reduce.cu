@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/reduce.h"
 
 namespace remat::kernels::cuda {
@@ -169,7 +170,7 @@ void launch_rows(const In* in, Out* out, const RowPlan& p, A scale, bool apply_s
   const int64_t blocks_needed = (groups + kGroups - 1) / kGroups;
   const int64_t cap = static_cast<int64_t>(current_sm_count()) * 16;
   const int64_t grid = blocks_needed < cap ? blocks_needed : cap;
-  reduce_rows_kernel<TPR, VEC, OP, In, Out, A><<<static_cast<unsigned>(grid), kBlockSize, 0, stream>>>(
+  REMAT_CUDA_LAUNCH(static_cast<unsigned>(grid), kBlockSize, 0, stream, reduce_rows_kernel<TPR, VEC, OP, In, Out, A>)(
       in, out, p.rows, p.len, p.chunk, p.nchunks, scale, apply_scale);
   REMAT_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -195,7 +196,7 @@ void launch_cols(const In* in, Out* out, int64_t outer, int64_t red, int64_t inn
   const int64_t blocks_needed = (nout + kBlockSize - 1) / kBlockSize;
   const int64_t cap = static_cast<int64_t>(current_sm_count()) * 16;
   dim3 grid(static_cast<unsigned>(blocks_needed < cap ? blocks_needed : cap), static_cast<unsigned>(p.nchunks));
-  reduce_cols_kernel<OP, In, Out, A><<<grid, kBlockSize, 0, stream>>>(in, out, outer, red, inner, p.chunk, scale,
+  REMAT_CUDA_LAUNCH(grid, kBlockSize, 0, stream, reduce_cols_kernel<OP, In, Out, A>)(in, out, outer, red, inner, p.chunk, scale,
                                                                       apply_scale);
   REMAT_CUDA_KERNEL_LAUNCH_CHECK();
 }

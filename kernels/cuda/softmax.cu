@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/online_softmax.cuh"
 #include "kernels/cuda/softmax.h"
 
@@ -130,15 +131,14 @@ void softmax_forward(ScalarType dtype, const void* x, void* y, int64_t outer, in
     auto* yp = static_cast<scalar_t*>(y);
     if (inner == 1) {
       if (dim_size <= 1024) {
-        softmax_rows_forward<32, scalar_t><<<static_cast<unsigned>(row_grid(outer, 32)), kBlockSize, 0, stream>>>(
+        REMAT_CUDA_LAUNCH(static_cast<unsigned>(row_grid(outer, 32)), kBlockSize, 0, stream, softmax_rows_forward<32, scalar_t>)(
             xp, yp, outer, dim_size, log);
       } else {
-        softmax_rows_forward<kBlockSize, scalar_t>
-            <<<static_cast<unsigned>(row_grid(outer, kBlockSize)), kBlockSize, 0, stream>>>(xp, yp, outer, dim_size,
+        REMAT_CUDA_LAUNCH(static_cast<unsigned>(row_grid(outer, kBlockSize)), kBlockSize, 0, stream, softmax_rows_forward<kBlockSize, scalar_t>)(xp, yp, outer, dim_size,
                                                                                            log);
       }
     } else {
-      softmax_cols_forward<scalar_t><<<static_cast<unsigned>(grid_size(outer * inner)), kBlockSize, 0, stream>>>(
+      REMAT_CUDA_LAUNCH(static_cast<unsigned>(grid_size(outer * inner)), kBlockSize, 0, stream, softmax_cols_forward<scalar_t>)(
           xp, yp, outer, dim_size, inner, log);
     }
   });
@@ -154,15 +154,14 @@ void softmax_backward(ScalarType dtype, const void* grad_out, const void* y, voi
     auto* dp = static_cast<scalar_t*>(grad_in);
     if (inner == 1) {
       if (dim_size <= 1024) {
-        softmax_rows_backward<32, scalar_t><<<static_cast<unsigned>(row_grid(outer, 32)), kBlockSize, 0, stream>>>(
+        REMAT_CUDA_LAUNCH(static_cast<unsigned>(row_grid(outer, 32)), kBlockSize, 0, stream, softmax_rows_backward<32, scalar_t>)(
             gp, yp, dp, outer, dim_size, log);
       } else {
-        softmax_rows_backward<kBlockSize, scalar_t>
-            <<<static_cast<unsigned>(row_grid(outer, kBlockSize)), kBlockSize, 0, stream>>>(gp, yp, dp, outer,
+        REMAT_CUDA_LAUNCH(static_cast<unsigned>(row_grid(outer, kBlockSize)), kBlockSize, 0, stream, softmax_rows_backward<kBlockSize, scalar_t>)(gp, yp, dp, outer,
                                                                                            dim_size, log);
       }
     } else {
-      softmax_cols_backward<scalar_t><<<static_cast<unsigned>(grid_size(outer * inner)), kBlockSize, 0, stream>>>(
+      REMAT_CUDA_LAUNCH(static_cast<unsigned>(grid_size(outer * inner)), kBlockSize, 0, stream, softmax_cols_backward<scalar_t>)(
           gp, yp, dp, outer, dim_size, inner, log);
     }
   });

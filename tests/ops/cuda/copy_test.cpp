@@ -66,7 +66,11 @@ TEST_CASE("to(device) and copy_ move data between host and device", "[copy][gpu]
   CHECK(equal(host(gh), x.slice(0, 0, 1).expand({7, 9}).to(kHalf)));
   // _to_copy straight to the host with a dtype
   CHECK(equal(_to_copy(g, kBFloat16, Device(kCPU)), x.to(kBFloat16)));
+  // The CPU's messages (ops/copy.cpp): [4] does not broadcast with [3] at all; [2, 3] does, to a
+  // shape that is not the destination's.
   REQUIRE_THROWS_WITH(zeros({3}, TensorOptions().device(cuda0())).copy_(zeros({4})),
+                      Catch::Contains("aten::copy_") && Catch::Contains("must match the size of tensor b (4)"));
+  REQUIRE_THROWS_WITH(zeros({3}, TensorOptions().device(cuda0())).copy_(zeros({2, 3})),
                       Catch::Contains("cannot be broadcast to the destination's shape"));
 }
 
