@@ -1,5 +1,6 @@
 // Mirrors ATen/native/LinearAlgebra.cpp (mm, bmm, addmm, matmul) and Linear.cpp (linear).
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "engine/dispatch/library.h"
@@ -94,6 +95,14 @@ namespace cpu = kernels::cpu;
 void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate, const Tensor& bias = Tensor()) {
   const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1];
   const int64_t k = a.sizes()[a.dim() - 1];
+  if (k == 0) {  // an empty sum: the product is zero (an empty operand may have any strides)
+    if (bias.defined()) {
+      copy_into_cpu(out, bias);
+    } else if (!accumulate) {
+      std::memset(out.data_ptr(), 0, static_cast<size_t>(out.nbytes()));
+    }
+    return;
+  }
   auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
   // The copy is made before its strides are read (argument evaluation order is unspecified).
   GemmOperand ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
@@ -226,7 +235,8 @@ Tensor matmul_composite(const Tensor& a, const Tensor& b) {
     Tensor rhs = db == 1 ? unsqueeze(b, 1) : b;
     Shape out_shape(a.sizes().begin(), a.sizes().end() - 1);
     int64_t k = a.sizes()[da - 1];
-    Tensor r = mm(reshape(a, {-1, k}), rhs);
+    // The folded row count spelled out: a -1 is ambiguous when k is 0.
+    Tensor r = mm(reshape(a, {shape_numel(out_shape), k}), rhs);
     if (db == 2) out_shape.push_back(rhs.sizes()[1]);
     return reshape(r, out_shape);
   }
@@ -261,8 +271,9 @@ Tensor linear_composite(const Tensor& x, const Tensor& w, const Tensor& bias) {
   if (x.dim() == 2) return bias.defined() ? addmm(bias, x, wt) : mm(x, wt);
   if (x.dim() >= 3 && x.is_contiguous()) {
     Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
+    const int64_t rows = shape_numel(out_shape);  // spelled out: a -1 is ambiguous for 0 input features
     out_shape.push_back(w.sizes()[0]);
-    Tensor x2 = view(x, {-1, x.sizes()[x.dim() - 1]});
+    Tensor x2 = view(x, {rows, x.sizes()[x.dim() - 1]});
     return view(bias.defined() ? addmm(bias, x2, wt) : mm(x2, wt), out_shape);
   }
   Tensor r = matmul(x, wt);

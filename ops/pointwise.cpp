@@ -1,7 +1,9 @@
 // Mirrors ATen/native/BinaryOps.cpp, UnaryOps.cpp, Activation.cpp and TensorCompare.cpp:
 // meta functions and CPU/Meta kernels of the elementwise ops. The loops are in
 // kernels/cpu/pointwise.h.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "engine/dispatch/library.h"
 #include "kernels/cpu/activation.h"
@@ -315,12 +317,14 @@ Tensor gelu_backward_cpu(const Tensor& grad, const Tensor& self, const std::stri
   return grad_map_cpu("aten::gelu_backward", grad, self, [tanh_form](auto g, auto x) {
     using T = decltype(x);
     if (tanh_form) {
-      // forward: y = 0.5 x (1 + tanh(k (x + c x^3)))
+      // forward: y = 0.5 x (1 + tanh(u)), u = k (x + c x^3); the formula of the contiguous
+      // kernel (kernels/cpu/activation.h): one exp, no cancellation where tanh saturates
       T x2 = x * x;
-      T inner = T(kBeta) * (x + T(kKappa) * x2 * x);
-      T t = std::tanh(inner);
-      T dinner = T(kBeta) * (T(1) + T(3 * kKappa) * x2);
-      return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * dinner);
+      T u = T(kBeta) * (x + T(kKappa) * x2 * x);
+      const T cap = std::log(std::numeric_limits<T>::max()) - T(1);
+      T e = std::exp(std::min(T(-2) * u, cap));
+      T r = T(1) / (T(1) + e);
+      return g * (r + T(2) * x * (e * r) * r * (T(kBeta) * (T(1) + T(3 * kKappa) * x2)));
     }
     // forward: y = x Phi(x); dy/dx = Phi(x) + x phi(x)
     T cdf = T(0.5) * (T(1) + std::erf(x * T(kSqrt1_2)));

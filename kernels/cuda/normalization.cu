@@ -5,6 +5,8 @@
 //   backward: the same row groups compute dx from two row sums; dw/db are column sums of
 //            dy * xhat and dy over fixed row chunks (partials in the workspace), combined in
 //            chunk order by a second kernel (deterministic, no atomics).
+#include <limits>
+
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/normalization.h"
@@ -96,7 +98,8 @@ __global__ void norm_forward_kernel(const T* x, const acc_t<T>* w, const acc_t<T
       if (active)
         for (int64_t j = lane; j < cols; j += TPR) wf = welford_add(wf, to_acc(xr[j]));
       wf = group_welford<TPR>(wf, smem);
-      mean = wf.mean;
+      // the mean of no elements is 0 / 0 (NaN), as the CPU kernel's sum / N
+      mean = cols > 0 ? wf.mean : std::numeric_limits<A>::quiet_NaN();
       rstd = A(1) / m_sqrt(wf.m2 / static_cast<A>(cols) + eps);
     }
     if (!active) continue;

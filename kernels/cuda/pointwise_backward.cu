@@ -1,6 +1,8 @@
 // Mirrors ATen/native/cuda/ActivationThresholdKernel.cu, UnarySpecialOpsKernel.cu (sigmoid
 // backward), ActivationSiluKernel.cu and ActivationGeluKernel.cu: the fused backward kernels,
 // out = grad * f'(x), with the formulas of ops/pointwise.cpp's CPU kernels.
+#include <limits>
+
 #include "kernels/cuda/loops.cuh"
 #include "kernels/cuda/pointwise.h"
 
@@ -32,12 +34,18 @@ struct GradFunctor {
       A s = A(1) / (A(1) + m_exp(-x));
       return convert<T>(g * s * (A(1) + x * (A(1) - s)));
     } else if constexpr (OP == GradOp::GeluTanh) {
-      // forward: y = 0.5 x (1 + tanh(k (x + c x^3)))
-      A x2 = x * x;
-      A inner = A(kBeta) * (x + A(kKappa) * x2 * x);
-      A t = m_tanh(inner);
-      A dinner = A(kBeta) * (A(1) + A(3 * kKappa) * x2);
-      return convert<T>(g * (A(0.5) * (A(1) + t) + A(0.5) * x * (A(1) - t * t) * dinner));
+      // forward: y = 0.5 x (1 + t), t = tanh(u), u = beta (x + kappa x^3)
+      // dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) beta (1 + 3 kappa x^2)
+      // As kernels/cpu/activation.h: both terms from one exp, E = exp(-2u), r = 1 / (1 + E):
+      // 0.5 (1 + t) = r and 1 - t^2 = 4 E r^2, with no cancellation where tanh saturates
+      // (|x| > 3). -2u is capped a little below the log of A's largest value (E stays finite).
+      const A x2 = x * x;
+      const A u = A(kBeta) * (x + A(kKappa) * x2 * x);
+      const A cap = m_log(std::numeric_limits<A>::max()) - A(1);
+      const A m2u = A(-2) * u;
+      const A e = m_exp(m2u < cap ? m2u : cap);
+      const A r = A(1) / (A(1) + e);
+      return convert<T>(g * (r + A(2) * x * (e * r) * r * (A(kBeta) * (A(1) + A(3 * kKappa) * x2))));
     } else {
       // forward: y = x Phi(x); dy/dx = Phi(x) + x phi(x)
       A cdf = A(0.5) * (A(1) + m_erf(x * A(kSqrt1_2)));

@@ -1,10 +1,12 @@
 // Tests ops/cuda/copy.cpp: clone, _to_copy (dtype conversions on the device, and host <->
 // device), copy_ within and across devices with broadcasting, fill_/zero_, zeros_like/ones_like,
-// cat, triu and slice_backward on CUDA against the CPU.
+// cat, triu and slice_backward on CUDA against the CPU, forward and backward, on element counts
+// that are not multiples of a block or a vector width, every layout, empty tensors.
 #include <catch2/catch.hpp>
 
 #include "remat.h"
 #include "tests/testing/cuda.h"
+#include "tests/testing/cuda_op_check.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -130,4 +132,95 @@ TEST_CASE("gradcheck in float64 on CUDA through copies", "[copy][gpu]") {
       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{triu(in[0].t().contiguous(), 1)}; }, {x}));
   CHECK(autograd::gradcheck(
       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].to(Device(kCPU)).sin()}; }, {x}));
+}
+
+TEST_CASE("dtype conversions, clone and contiguous on CUDA match the CPU on every shape and layout, with gradients",
+          "[copy][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  const std::vector<Case> cs = cases(floating_types(), element_shapes());
+  for (ScalarType to : {kFloat, kDouble, kBFloat16, kHalf, kLong, kBool}) {
+    const std::string name = std::string("to ") + toString(to);
+    check_cases(
+        name.c_str(), [to](const std::vector<Tensor>& in) { return in[0].to(to); }, cs,
+        [](const Case& c) { return std::vector<Arg>{arg(c.shape, -300, 300).in(c.layout)}; }, Kind::Elementwise);
+  }
+  check_cases(
+      "clone", [](const std::vector<Tensor>& in) { return clone(in[0]); }, cs,
+      [](const Case& c) { return std::vector<Arg>{arg(c.shape).in(c.layout)}; }, Kind::Elementwise);
+  check_cases(
+      "contiguous", [](const std::vector<Tensor>& in) { return in[0].contiguous(); }, cs,
+      [](const Case& c) { return std::vector<Arg>{arg(c.shape).in(c.layout)}; }, Kind::Elementwise);
+  // Long sources in every layout.
+  for (ScalarType to : {kFloat, kHalf, kBool}) {
+    check_cases(
+        (std::string("Long to ") + toString(to)).c_str(), [to](const std::vector<Tensor>& in) { return in[0].to(to); },
+        cases({kLong}, element_shapes()),
+        [](const Case& c) { return std::vector<Arg>{arg(c.shape, -1000, 1000).in(c.layout)}; }, Kind::Elementwise,
+        /*backward=*/false);
+  }
+}
+
+TEST_CASE("copy_ into strided CUDA destinations matches the CPU", "[copy][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  // dst (the case's layout, but never expanded: a copy writes each element once) <- src (Double:
+  // a conversion; of the same shape, or broadcast from the last dim).
+  uint64_t seed = 0;
+  for (const Case& c : cases(floating_types(), element_shapes())) {
+    if (c.layout == Layout::Expanded) continue;
+    for (bool broadcast : {false, true}) {
+      const Shape src_shape = broadcast && !c.shape.empty() ? Shape{c.shape.back()} : c.shape;
+      INFO(describe(c) << " from " << str(src_shape));
+      CHECK(cuda_vs_cpu(
+                [](const std::vector<Tensor>& in) {
+                  // into the strided destination: from the host, then on the device
+                  Tensor dst = in[0];
+                  dst.copy_(in[1].to(Device(kCPU)));
+                  Tensor first = dst.clone();
+                  dst.copy_(neg(in[1]));
+                  // from the strided source to the host, into a transposed host destination
+                  Tensor host = in[0].dim() == 2 ? empty({in[0].size(1), in[0].size(0)}, kDouble).t()
+                                                 : empty(in[0].sizes(), kDouble);
+                  host.copy_(in[0]);
+                  return std::vector<Tensor>{first, dst, host.to(in[0].device())};
+                },
+                {arg(c.shape).in(c.layout).no_grad(), arg(src_shape).of(kDouble)}, c.dtype,
+                options(Kind::Elementwise, c.dtype, Kind::Elementwise, false, ++seed)) == "");
+    }
+  }
+}
+
+TEST_CASE("cat, triu and slice on CUDA match the CPU, forward and backward, on every shape and layout",
+          "[copy][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  const std::vector<Case> cs = cases(floating_types(), element_shapes());
+  // cat along the last dim and along dim 0, with an operand of another length there.
+  check_cases(
+      "cat last dim", [](const std::vector<Tensor>& in) { return cat({in[0], in[1], in[0]}, -1); }, cs,
+      [](const Case& c) {
+        Shape other = c.shape;
+        if (!other.empty()) other.back() = 3;
+        return std::vector<Arg>{arg(c.shape).in(c.layout), arg(other)};
+      },
+      Kind::Reduction);  // in[0]'s gradient is the sum of two slices
+  check_cases(
+      "cat dim 0", [](const std::vector<Tensor>& in) { return cat({in[1], in[0]}, 0); }, cs,
+      [](const Case& c) {
+        Shape other = c.shape;
+        if (!other.empty()) other[0] = 2;
+        return std::vector<Arg>{arg(c.shape).in(c.layout), arg(other)};
+      },
+      Kind::Elementwise);
+  // triu of matrices (and a batch of them) at several diagonals.
+  std::vector<Case> mats;
+  for (const Case& c : cases(floating_types(), {{33, 31}, {3, 1025}, {2, 33, 33}, {5, 0}, {1, 1}}))
+    mats.push_back(c);
+  for (int64_t k : {-2, 0, 1, 30}) {
+    check_cases(
+        ("triu " + std::to_string(k)).c_str(), [k](const std::vector<Tensor>& in) { return triu(in[0], k); }, mats,
+        [](const Case& c) { return std::vector<Arg>{arg(c.shape).in(c.layout)}; }, Kind::Elementwise);
+  }
+  // slice (its backward is slice_backward), with a step, along the last dim.
+  check_cases(
+      "slice", [](const std::vector<Tensor>& in) { return in[0].slice(-1, 1, in[0].sizes().back(), 3); }, cs,
+      [](const Case& c) { return std::vector<Arg>{arg(c.shape).in(c.layout)}; }, Kind::Elementwise);
 }

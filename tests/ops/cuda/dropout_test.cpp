@@ -1,11 +1,14 @@
 // Tests ops/cuda/dropout.cpp: native_dropout's mask on CUDA is the CPU rule's bit for bit
 // (kernels/cpu/random.h's dropout_mask_kernel at the same seed and offset), the output is
-// x * mask / (1 - p), and native_dropout_backward scales the gradient by the mask.
+// x * mask / (1 - p), and native_dropout_backward scales the gradient by the mask; against the
+// CPU op, forward and backward, on element counts that are not multiples of a block or a vector
+// width, every layout, empty tensors and every floating dtype.
 #include <catch2/catch.hpp>
 
 #include "kernels/cpu/random.h"
 #include "remat.h"
 #include "tests/testing/cuda.h"
+#include "tests/testing/cuda_op_check.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -80,4 +83,21 @@ TEST_CASE("dropout on CUDA draws from the device's default generator", "[dropout
   auto [b, mb] = native_dropout(x, 0.5);
   CHECK(equal(ma, mb));
   CHECK(equal(a, b));
+}
+
+TEST_CASE("dropout on CUDA matches the CPU, forward and backward, on every shape and layout", "[dropout][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  for (double p : {0.0, 0.3, 1.0}) {
+    const std::string name = "native_dropout p " + std::to_string(p);
+    // A generator of its own per run: both devices draw from the same seed and offset.
+    check_cases(
+        name.c_str(),
+        [p](const std::vector<Tensor>& in) {
+          Generator gen(2024);
+          auto [out, mask] = native_dropout(in[0], p, &gen);
+          return std::vector<Tensor>{out, mask};
+        },
+        cases(floating_types(), element_shapes()),
+        [](const Case& c) { return std::vector<Arg>{arg(c.shape).in(c.layout)}; }, Kind::Elementwise);
+  }
 }

@@ -1,12 +1,15 @@
 // Tests ops/cuda/embedding.cpp: embedding on CUDA gathers rows; embedding_dense_backward sums
 // gradient rows per index deterministically, in position order (so in float32 it equals a
-// sequential host sum exactly); out-of-range indices throw.
+// sequential host sum exactly); both against the CPU op through autograd on rows of 1, about 32,
+// about 1024 and 4097 elements, strided weights, repeated, empty and multi-dimensional indices,
+// in every floating dtype; out-of-range indices throw.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
 #include "remat.h"
 #include "tests/testing/cuda.h"
+#include "tests/testing/cuda_op_check.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -84,4 +87,30 @@ TEST_CASE("gradcheck in float64 on CUDA for embedding", "[embedding][gpu]") {
   Tensor idx = from_vector({1, 4, 1, 0}, {4}, kLong).to(cuda0());
   CHECK(autograd::gradcheck([idx](const std::vector<Tensor>& in) { return std::vector<Tensor>{embedding(in[0], idx)}; },
                             {w}));
+}
+
+TEST_CASE("embedding on CUDA matches the CPU, forward and backward, on every row length and layout",
+          "[embedding][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  // Weights [num_weights, dim]; indices: 1, 33 (a warp and one), 1025 and [3, 341] positions,
+  // repeated (at most num_weights distinct), and none.
+  std::vector<Shape> weights;
+  for (const Shape& s : row_shapes())
+    if (s[0] > 0) weights.push_back(s);
+  const std::vector<Shape> index_shapes = {{1}, {33}, {1025}, {3, 341}, {0}, {2, 0}};
+  uint64_t seed = 0;
+  // The weight is read through a contiguous copy, so the layouts that matter are the vector
+  // path (contiguous), the element path (offset: misaligned) and a strided copy (transposed).
+  for (const Case& c : cases(floating_types(), weights, {Layout::Contiguous, Layout::Offset, Layout::Transposed})) {
+    for (const Shape& is : index_shapes) {
+      int64_t n = 1;
+      for (int64_t d : is) n *= d;
+      if (n * c.shape[1] > (int64_t{1} << 20)) continue;  // outputs of at most ~1M elements
+      Tensor idx = random_indices(is, c.shape[0], ++seed);
+      INFO(describe(c) << " indices " << str(is));
+      CHECK(cuda_vs_cpu([](const std::vector<Tensor>& in) { return embedding(in[0], in[1]); },
+                        {arg(c.shape).in(c.layout), fixed(idx)}, c.dtype,
+                        options(Kind::Elementwise, c.dtype, Kind::Reduction, true, seed)) == "");
+    }
+  }
 }

@@ -1,9 +1,12 @@
 // Tests ops/cuda/factory.cpp: uniform_ and normal_ on CUDA follow the Philox rule of
-// engine/core/generator.h, so they draw the CPU's values (uniform_: the same bits).
+// engine/core/generator.h, so they draw the CPU's values (uniform_: the same bits), on element
+// counts that are not multiples of a block or a vector width, strided destinations and empty
+// tensors.
 #include <catch2/catch.hpp>
 
 #include "remat.h"
 #include "tests/testing/cuda.h"
+#include "tests/testing/cuda_op_check.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -59,4 +62,41 @@ TEST_CASE("random fills on CUDA use the device's default generator and handle st
   REQUIRE_THROWS_WITH(normal_(t, 0.0, -1.0), Catch::Contains("expects std >= 0.0"));
   Tensor l = empty({3}, TensorOptions().dtype(kLong).device(cuda0()));
   REQUIRE_THROWS_WITH(uniform_(l), Catch::Contains("floating point"));
+}
+
+TEST_CASE("uniform_ and normal_ on CUDA fill every shape and layout with the CPU's values", "[factory][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  // Into a destination in the case's layout (never expanded: each element is written once); a
+  // generator of its own per run.
+  std::vector<Case> cs;
+  for (const Case& c : cases(floating_types(), element_shapes()))
+    if (c.layout != Layout::Expanded) cs.push_back(c);
+  uint64_t seed = 0;
+  for (const Case& c : cs) {
+    INFO(describe(c));
+    CHECK(cuda_vs_cpu(
+              [](const std::vector<Tensor>& in) {
+                Generator gen(77);
+                gen.set_state(RngState{77, 3});
+                Tensor dst = in[0];
+                uniform_(dst, -2.0, 3.0, &gen);
+                return dst;
+              },
+              {arg(c.shape).in(c.layout).no_grad()}, c.dtype,
+              CheckOptions{Tolerance{0, 0}, Tolerance{0, 0}, false, ++seed}) == "");  // the same bits
+    {
+      // logf/cosf of the device and the host may differ by an ulp or two of float (which may
+      // move a 16-bit result by one of its own)
+      const Tolerance tol = c.dtype == kFloat || c.dtype == kDouble ? Tolerance{1e-5, 1e-5} : elementwise_tolerance(c.dtype);
+      CHECK(cuda_vs_cpu(
+                [](const std::vector<Tensor>& in) {
+                  Generator gen(78);
+                  Tensor dst = in[0];
+                  normal_(dst, 0.5, 2.0, &gen);
+                  return dst;
+                },
+                {arg(c.shape).in(c.layout).no_grad()}, c.dtype,
+                CheckOptions{tol, tol, false, ++seed}) == "");
+    }
+  }
 }

@@ -1,13 +1,19 @@
 // Tests ops/cuda/linalg.cpp: mm, bmm, addmm (and the matmul/linear composites over them) on CUDA
-// through cuBLAS against the CPU, with transposed and broadcast operands; TF32 off by default.
+// through cuBLAS against the CPU, forward and backward, with sizes of 1, about 32 and about
+// 1024, transposed, strided, misaligned, broadcast and empty operands, in every floating dtype;
+// TF32 off by default.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "kernels/cuda/blas.h"
 #include "remat.h"
 #include "tests/testing/cuda.h"
+#include "tests/testing/cuda_op_check.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -125,4 +131,79 @@ TEST_CASE("gradcheck in float64 on CUDA for mm, bmm, addmm", "[linalg][gpu]") {
   Tensor q = random_cpu({2, 4, 2}, kDouble, 35).to(cuda0()).requires_grad_();
   CHECK(autograd::gradcheck([](const std::vector<Tensor>& in) { return std::vector<Tensor>{bmm(in[0], in[1])}; },
                             {p, q}));
+}
+
+namespace {
+// (m, k, n) of the products: sizes of 1, about a warp, about 1024, and empty ones.
+const std::vector<std::tuple<int64_t, int64_t, int64_t>> kProducts = {
+    {1, 1, 1}, {31, 33, 1}, {1, 33, 31}, {33, 31, 33}, {3, 1025, 5}, {1023, 3, 2}, {2, 4, 1025},
+    {0, 5, 3}, {4, 0, 3}, {3, 5, 0}};
+std::string mkn(int64_t m, int64_t k, int64_t n) {
+  return std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+}
+}  // namespace
+
+TEST_CASE("mm and addmm on CUDA match the CPU, forward and backward, for every operand layout", "[linalg][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  REQUIRE_FALSE(kernels::cuda::allow_tf32());
+  const std::vector<Layout> layouts = {Layout::Contiguous, Layout::Transposed, Layout::Strided, Layout::Offset,
+                                       Layout::Expanded};
+  uint64_t seed = 0;
+  for (ScalarType dt : floating_types()) {
+    for (const auto& [m, k, n] : kProducts) {
+      for (Layout la : layouts) {
+        for (Layout lb : layouts) {
+          const Arg a = arg({m, k}), b = arg({k, n});
+          if (!layout_applies(la, a.shape) || !layout_applies(lb, b.shape)) continue;
+          INFO(toString(dt) << " " << mkn(m, k, n) << " " << layout_name(la) << " x " << layout_name(lb));
+          CHECK(cuda_vs_cpu([](const std::vector<Tensor>& in) { return mm(in[0], in[1]); }, {a.in(la), b.in(lb)}, dt,
+                            options(Kind::Reduction, dt, Kind::Reduction, true, ++seed)) == "");
+          // addmm: a row bias (broadcast) and a full one
+          CHECK(cuda_vs_cpu([](const std::vector<Tensor>& in) { return addmm(in[2], in[0], in[1]); },
+                            {a.in(la), b.in(lb), arg({n})}, dt,
+                            options(Kind::Reduction, dt, Kind::Reduction, true, ++seed)) == "");
+          CHECK(cuda_vs_cpu([](const std::vector<Tensor>& in) { return addmm(in[2], in[0], in[1]); },
+                            {a.in(la), b.in(lb), arg({m, n})}, dt,
+                            options(Kind::Reduction, dt, Kind::Reduction, true, ++seed)) == "");
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("bmm, matmul and linear on CUDA match the CPU, forward and backward", "[linalg][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  uint64_t seed = 0;
+  for (ScalarType dt : floating_types()) {
+    for (const auto& [m, k, n] : kProducts) {
+      for (int64_t batch : {int64_t{1}, int64_t{3}}) {
+        INFO(toString(dt) << " batch " << batch << " " << mkn(m, k, n));
+        const CheckOptions opt = options(Kind::Reduction, dt, Kind::Reduction, true, ++seed);
+        for (Layout l : {Layout::Contiguous, Layout::Transposed, Layout::Strided, Layout::Expanded}) {
+          INFO("layout " << layout_name(l));
+          const Arg a = arg({batch, m, k}), b = arg({batch, k, n});
+          if (layout_applies(l, a.shape)) {
+            CHECK(cuda_vs_cpu([](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); }, {a.in(l), b}, dt,
+                              opt) == "");
+          }
+          if (layout_applies(l, b.shape)) {
+            CHECK(cuda_vs_cpu([](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); }, {a, b.in(l)}, dt,
+                              opt) == "");
+          }
+        }
+        // matmul broadcasts a matrix over the batch; linear is x W^T + b over leading dims.
+        CHECK(cuda_vs_cpu([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+                          {arg({batch, m, k}), arg({k, n})}, dt, opt) == "");
+        CHECK(cuda_vs_cpu([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+                          {arg({m, k}), arg({batch, k, n})}, dt, opt) == "");
+        CHECK(cuda_vs_cpu([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, {arg({k}), arg({k, n})},
+                          dt, opt) == "");
+        CHECK(cuda_vs_cpu([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); },
+                          {arg({batch, m, k}), arg({n, k}), arg({n})}, dt, opt) == "");
+        CHECK(cuda_vs_cpu([](const std::vector<Tensor>& in) { return linear(in[0], in[1]); },
+                          {arg({batch, m, k}).in(Layout::Transposed), arg({n, k}).in(Layout::Transposed)}, dt,
+                          opt) == "");
+      }
+    }
+  }
 }

@@ -1,11 +1,14 @@
 // Tests ops/cuda/loss.cpp: the fused cross_entropy on CUDA (mean over rows of logsumexp minus
-// the target logit) and its backward against a float64 host reference; bad targets throw.
+// the target logit) and its backward against a float64 host reference and against the CPU op
+// (forward and backward through autograd) on 1, about 32, about 1024 and 4097 classes, strided,
+// broadcast and empty logits, every floating dtype; bad targets throw.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
 #include "remat.h"
 #include "tests/testing/cuda.h"
+#include "tests/testing/cuda_op_check.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -83,4 +86,24 @@ TEST_CASE("gradcheck in float64 on CUDA for cross_entropy", "[loss][gpu]") {
   Tensor t = from_vector({0, 4, 2, 2}, {4}, kLong).to(cuda0());
   CHECK(autograd::gradcheck([t](const std::vector<Tensor>& in) { return std::vector<Tensor>{cross_entropy(in[0], t)}; },
                             {x}));
+}
+
+TEST_CASE("cross_entropy on CUDA matches the CPU, forward and backward, on every class count and layout",
+          "[loss][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  std::vector<Shape> shapes;
+  for (const Shape& s : row_shapes())
+    if (s[1] > 0) shapes.push_back(s);  // a target needs a class
+  std::vector<Case> cs = cases(floating_types(), shapes);
+  // More rows than the grid's blocks hold at once (a grid-stride loop over rows). Every thread
+  // of these launches is emulated, so one dtype and layout.
+  cs.push_back(Case{kFloat, {17000, 3}, Layout::Contiguous});
+  uint64_t seed = 0;
+  for (const Case& c : cs) {
+    Tensor targets = random_indices({c.shape[0]}, c.shape[1], ++seed);
+    INFO(describe(c));
+    CHECK(cuda_vs_cpu([](const std::vector<Tensor>& in) { return cross_entropy(in[0], in[1]); },
+                      {arg(c.shape, -3, 3).in(c.layout), fixed(targets)}, c.dtype,
+                      options(Kind::Reduction, c.dtype, Kind::Reduction, true, seed)) == "");
+  }
 }

@@ -1,12 +1,15 @@
 // Tests ops/cuda/normalization.cpp: native_layer_norm and _fused_rms_norm on CUDA, forward
 // (output and statistics) and backward (input, weight and bias gradients), against a float64
-// host reference; warp-per-row (<= 1024 columns) and block-per-row kernels; gradcheck.
+// host reference and against the CPU op (forward and backward through autograd); warp-per-row
+// (<= 1024 columns) and block-per-row kernels, rows of 1, about 32, about 1024 and 4097 columns,
+// strided, broadcast and empty inputs, every floating dtype; gradcheck.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
 #include "remat.h"
 #include "tests/testing/cuda.h"
+#include "tests/testing/cuda_op_check.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -154,4 +157,95 @@ TEST_CASE("gradcheck in float64 on CUDA for layer_norm and rms_norm", "[normaliz
       {x, w, b}));
   CHECK(autograd::gradcheck(
       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{rms_norm(in[0], {5}, in[1])}; }, {x, w}));
+}
+
+namespace {
+// The normalisation shapes: row_shapes() but rows of one element, a 3-d input over its last
+// dim, and 1000 rows (the weight and bias gradients sum over 32 chunks of rows).
+std::vector<Shape> norm_shapes() {
+  std::vector<Shape> v;
+  for (const Shape& s : row_shapes())
+    if (s[1] != 1) v.push_back(s);
+  v.push_back({2, 3, 33});
+  v.push_back({1000, 31});
+  return v;
+}
+// Rows of one element: the input's gradient is 0 (layer_norm) or eps / (x^2 + eps) times the
+// upstream one (rms_norm), each computed as a difference of two nearly equal terms scaled by an
+// rstd of up to 1/sqrt(eps): rounding noise of order 1e-5 on either device is all there is to
+// compare. These shapes are checked forward only.
+const std::vector<Shape> kOneColumn = {{1, 1}, {33, 1}};
+// More rows than the grid's blocks hold at once (a grid-stride loop over rows): every thread is
+// emulated, so one dtype and layout. The input's gradient only: the weight's would be a sum of
+// 17000 terms that cancel, compared at a float32 tolerance.
+const Case kManyRows{kFloat, {17000, 31}, Layout::Contiguous};
+}  // namespace
+
+TEST_CASE("layer_norm on CUDA matches the CPU, forward and backward, on every row length and layout",
+          "[normalization][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  auto fn = [](bool affine) {
+    return [affine](const std::vector<Tensor>& in) {
+      const Shape ns = {in[0].sizes().back()};
+      // all three outputs: y, mean and rstd
+      auto [y, mean, rstd] = native_layer_norm(in[0], ns, affine ? in[1] : Tensor(), affine ? in[2] : Tensor(), 1e-5);
+      return std::vector<Tensor>{y, mean, rstd};
+    };
+  };
+  auto args = [](const Case& c) {
+    return std::vector<Arg>{arg(c.shape, -2, 3).in(c.layout), arg({c.shape.back()}), arg({c.shape.back()})};
+  };
+  for (bool affine : {true, false}) {
+    const char* name = affine ? "layer_norm affine" : "layer_norm";
+    check_cases(name, fn(affine), cases(floating_types(), norm_shapes()), args, Kind::Reduction);
+    check_cases(name, fn(affine), cases(floating_types(), kOneColumn), args, Kind::Reduction, /*backward=*/false);
+    check_cases(
+        name, fn(affine), {kManyRows},
+        [](const Case& c) {
+          return std::vector<Arg>{arg(c.shape, -2, 3), arg({c.shape.back()}).no_grad(), arg({c.shape.back()}).no_grad()};
+        },
+        Kind::Reduction);
+  }
+  // Over the last two dims.
+  check_cases(
+      "layer_norm over two dims",
+      [](const std::vector<Tensor>& in) { return layer_norm(in[0], {in[0].size(1), in[0].size(2)}, in[1], in[2]); },
+      cases(floating_types(), {{3, 5, 7}, {2, 33, 31}}),
+      [](const Case& c) {
+        return std::vector<Arg>{arg(c.shape).in(c.layout), arg({c.shape[1], c.shape[2]}), arg({c.shape[1], c.shape[2]})};
+      },
+      Kind::Reduction);
+  // Float weights for 16-bit inputs.
+  for (ScalarType dt : {kBFloat16, kHalf}) {
+    check_cases(
+        "layer_norm with Float weights",
+        [](const std::vector<Tensor>& in) { return layer_norm(in[0], {in[0].sizes().back()}, in[1], in[2]); },
+        cases({dt}, {{7, 31}, {5, 1025}}),
+        [](const Case& c) {
+          return std::vector<Arg>{arg(c.shape).in(c.layout), arg({c.shape.back()}).of(kFloat),
+                                  arg({c.shape.back()}).of(kFloat)};
+        },
+        Kind::Reduction);
+  }
+}
+
+TEST_CASE("rms_norm on CUDA matches the CPU, forward and backward, on every row length and layout",
+          "[normalization][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  auto fn = [](bool affine) {
+    return [affine](const std::vector<Tensor>& in) {
+      auto [y, rstd] = _fused_rms_norm(in[0], {in[0].sizes().back()}, affine ? in[1] : Tensor(), 1e-6);
+      return std::vector<Tensor>{y, rstd};
+    };
+  };
+  auto args = [](const Case& c) { return std::vector<Arg>{arg(c.shape, -2, 3).in(c.layout), arg({c.shape.back()})}; };
+  for (bool affine : {true, false}) {
+    const char* name = affine ? "rms_norm affine" : "rms_norm";
+    check_cases(name, fn(affine), cases(floating_types(), norm_shapes()), args, Kind::Reduction);
+    check_cases(name, fn(affine), cases(floating_types(), kOneColumn), args, Kind::Reduction, /*backward=*/false);
+    check_cases(
+        name, fn(affine), {kManyRows},
+        [](const Case& c) { return std::vector<Arg>{arg(c.shape, -2, 3), arg({c.shape.back()}).no_grad()}; },
+        Kind::Reduction);
+  }
 }

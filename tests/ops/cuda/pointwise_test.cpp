@@ -1,7 +1,9 @@
-// Tests ops/cuda/pointwise.cpp: every elementwise op on CUDA against the CPU kernel, in three
-// memory layouts (contiguous: the 16-byte vector path and its tail; offset by one element:
-// misaligned, the element path; transposed: the strided path), with broadcasting, in-place
-// forms, dtype errors, and gradcheck in float64 on the device.
+// Tests ops/cuda/pointwise.cpp: every elementwise op on CUDA against the CPU kernel, forward and
+// backward (the gradients autograd computes on each device), on element counts that are not
+// multiples of a block or a vector width, in every memory layout of tests/testing/cuda_op_check.h
+// (contiguous: the 16-byte vector path and its tail; offset: misaligned, the element path;
+// transposed, strided, expanded: the strided path), empty, broadcast, in every floating dtype;
+// in-place forms, dtype errors, and gradcheck in float64 on the device.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -11,6 +13,7 @@
 
 #include "remat.h"
 #include "tests/testing/cuda.h"
+#include "tests/testing/cuda_op_check.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -62,8 +65,19 @@ const ScalarType kFloatingTypes[] = {kFloat, kDouble, kBFloat16, kHalf};
 
 }  // namespace
 
-TEST_CASE("unary and tensor-scalar ops on CUDA match the CPU in every layout and floating dtype",
+TEST_CASE("unary and tensor-scalar ops on CUDA match the CPU, forward and backward, on every shape and layout",
           "[pointwise][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  const std::vector<Case> cs = cases(floating_types(), element_shapes());
+  for (const Unary& op : unary_ops()) {
+    check_cases(
+        op.name, [&op](const std::vector<Tensor>& in) { return op.fn(in[0]); }, cs,
+        [&op](const Case& c) { return std::vector<Arg>{arg(c.shape, op.lo, op.hi).in(c.layout)}; },
+        Kind::Elementwise);
+  }
+}
+
+TEST_CASE("unary ops on CUDA match the CPU on a 33 x 47 tensor in three layouts", "[pointwise][gpu]") {
   REMAT_REQUIRE_CUDA_DEVICE();
   uint64_t seed = 100;
   for (const Unary& op : unary_ops()) {
@@ -135,6 +149,44 @@ TEST_CASE("binary ops broadcast on CUDA as on the CPU", "[pointwise][gpu]") {
   CHECK(equal(mul(i.to(cuda0()), j.to(cuda0())).to(Device(kCPU)), mul(i, j)));
 }
 
+TEST_CASE("binary ops on CUDA match the CPU, forward and backward, with broadcast and strided operands",
+          "[pointwise][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  using BinaryFn = std::function<Tensor(const Tensor&, const Tensor&)>;
+  const std::vector<std::pair<const char*, BinaryFn>> ops = {
+      {"add", [](const Tensor& a, const Tensor& b) { return add(a, b); }},
+      {"sub", [](const Tensor& a, const Tensor& b) { return sub(a, b); }},
+      {"mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }},
+      {"div", [](const Tensor& a, const Tensor& b) { return div(a, b); }},
+  };
+  // The other operand: the same shape (in the same layout where it applies), the last dim, a
+  // column (2-d shapes), a 0-d tensor; on the right and on the left. Away from 0 (for div).
+  auto others = [](const Case& c) {
+    std::vector<Arg> v = {arg(c.shape, 0.5, 2.0).in(layout_applies(c.layout, c.shape) ? c.layout : Layout::Contiguous)};
+    if (!c.shape.empty()) v.push_back(arg({c.shape.back()}, -2.0, -0.5));
+    if (c.shape.size() == 2) v.push_back(arg({c.shape[0], 1}, 0.5, 2.0));
+    v.push_back(arg({}, 0.5, 2.0));
+    return v;
+  };
+  const std::vector<Case> cs = cases(floating_types(), element_shapes());
+  for (const auto& [name, fn] : ops) {
+    uint64_t seed = 0;
+    for (const Case& c : cs) {
+      for (const Arg& other : others(c)) {
+        for (bool left : {false, true}) {
+          const Arg self = arg(c.shape).in(c.layout);
+          const std::vector<Arg> args = left ? std::vector<Arg>{other, self} : std::vector<Arg>{self, other};
+          INFO(name << " on " << describe(c) << (left ? " with on the left " : " with on the right ")
+                    << str(other.shape) << " " << layout_name(other.layout));
+          const Kind gk = sums_gradients(args, c.shape) ? Kind::Reduction : Kind::Elementwise;
+          CHECK(cuda_vs_cpu([&fn = fn](const std::vector<Tensor>& in) { return fn(in[0], in[1]); }, args, c.dtype,
+                            options(Kind::Elementwise, c.dtype, gk, true, ++seed)) == "");
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("large contiguous tensors take the vector path and still match", "[pointwise][gpu]") {
   REMAT_REQUIRE_CUDA_DEVICE();
   for (ScalarType dt : kFloatingTypes) {
@@ -164,6 +216,52 @@ TEST_CASE("fused backward kernels on CUDA match the CPU", "[pointwise][gpu]") {
         INFO(name << " " << toString(dt) << " " << gc[l].first);
         CHECK(compare(fn(gg[l].second, xg[l].second), fn(gc[l].second, xc[l].second), elementwise_tolerance(dt)) == "");
       }
+    }
+  }
+}
+
+TEST_CASE("fused backward kernels on CUDA match the CPU on every shape and layout", "[pointwise][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  using GradFn = std::function<Tensor(const Tensor&, const Tensor&)>;
+  const std::vector<std::pair<const char*, GradFn>> ops = {
+      {"threshold_backward", [](const Tensor& g, const Tensor& x) { return threshold_backward(g, x, 0.25); }},
+      {"sigmoid_backward", [](const Tensor& g, const Tensor& y) { return sigmoid_backward(g, y); }},
+      {"tanh_backward", [](const Tensor& g, const Tensor& y) { return tanh_backward(g, y); }},
+      {"silu_backward", [](const Tensor& g, const Tensor& x) { return silu_backward(g, x); }},
+      {"gelu_backward", [](const Tensor& g, const Tensor& x) { return gelu_backward(g, x); }},
+      {"gelu_backward_tanh", [](const Tensor& g, const Tensor& x) { return gelu_backward(g, x, "tanh"); }},
+  };
+  const std::vector<Case> cs = cases(floating_types(), element_shapes());
+  for (const auto& [name, fn] : ops) {
+    // the gradient in the case's layout, the saved tensor contiguous (and the other way round)
+    check_cases(
+        name, [&fn = fn](const std::vector<Tensor>& in) { return fn(in[0], in[1]); }, cs,
+        [](const Case& c) { return std::vector<Arg>{arg(c.shape).in(c.layout), arg(c.shape, -3, 3)}; },
+        Kind::Elementwise, /*backward=*/false);
+    check_cases(
+        name, [&fn = fn](const std::vector<Tensor>& in) { return fn(in[0], in[1]); }, cs,
+        [](const Case& c) { return std::vector<Arg>{arg(c.shape), arg(c.shape, -3, 3).in(c.layout)}; },
+        Kind::Elementwise, /*backward=*/false);
+  }
+}
+
+TEST_CASE("where and masked_fill on CUDA match the CPU, forward and backward, with broadcast masks",
+          "[pointwise][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  const std::vector<Case> cs = cases(floating_types(), element_shapes());
+  uint64_t seed = 0;
+  for (const Case& c : cs) {
+    // A mask over the last dim (broadcast over the others), and one of the full shape.
+    for (bool full_mask : {false, true}) {
+      const Shape mshape = full_mask || c.shape.empty() ? c.shape : Shape{c.shape.back()};
+      Tensor mask = random_mask(mshape, ++seed);
+      INFO(describe(c) << " mask " << str(mshape));
+      CHECK(cuda_vs_cpu([](const std::vector<Tensor>& in) { return where(in[0], in[1], in[2]); },
+                        {fixed(mask), arg(c.shape).in(c.layout), arg(c.shape)}, c.dtype,
+                        options(Kind::Elementwise, c.dtype, Kind::Elementwise, true, seed)) == "");
+      CHECK(cuda_vs_cpu([](const std::vector<Tensor>& in) { return masked_fill(in[0], in[1], -2.5); },
+                        {arg(c.shape).in(c.layout), fixed(mask)}, c.dtype,
+                        options(Kind::Elementwise, c.dtype, c.layout == Layout::Expanded ? Kind::Reduction : Kind::Elementwise, true, seed)) == "");
     }
   }
 }

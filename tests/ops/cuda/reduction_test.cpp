@@ -1,12 +1,14 @@
 // Tests ops/cuda/reduction.cpp: sum, mean and amax on CUDA against the CPU over every kind of
 // dim set (rows, columns, the middle of a tensor, non-adjacent dims, all dims, long rows split
-// into chunks), in several dtypes, plus determinism and gradcheck.
+// into chunks), forward and backward, on rows of 1, about 32, about 1024 and 4097 elements,
+// strided, broadcast and empty inputs, in every floating dtype; determinism and gradcheck.
 #include <catch2/catch.hpp>
 
 #include <limits>
 
 #include "remat.h"
 #include "tests/testing/cuda.h"
+#include "tests/testing/cuda_op_check.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -93,4 +95,64 @@ TEST_CASE("gradcheck in float64 on CUDA for sum, mean and amax", "[reduction][gp
   CHECK(check([](const Tensor& a) { return sum(a, {0, 2}); }));
   CHECK(check([](const Tensor& a) { return mean(a, {1}, true); }));
   CHECK(check([](const Tensor& a) { return amax(a, 1); }));
+}
+
+TEST_CASE("sum, mean and amax on CUDA match the CPU, forward and backward, on every row length and layout",
+          "[reduction][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  std::vector<Shape> shapes = row_shapes();
+  for (const Shape& s : element_shapes())
+    if (s.size() == 1) shapes.push_back(s);
+  const std::vector<Case> cs = cases(floating_types(), shapes);
+  auto one = [](const Case& c) { return std::vector<Arg>{arg(c.shape).in(c.layout)}; };
+  // amax of an empty input throws even where the reduced dim is not empty (ops/reduction.cpp's
+  // check_amax_nonempty; PyTorch returns an empty result there), on both devices alike.
+  auto nonempty = [](const std::vector<Case>& v) {
+    std::vector<Case> out;
+    for (const Case& c : v) {
+      int64_t n = 1;
+      for (int64_t d : c.shape) n *= d;
+      if (n > 0) out.push_back(c);
+    }
+    return out;
+  };
+  // Over the last dim (row kernels), the first dim (column kernels), all dims; keepdim both ways.
+  for (bool keepdim : {false, true}) {
+    for (int64_t dim : {int64_t{-1}, int64_t{0}}) {
+      const std::string d = " dim " + std::to_string(dim) + (keepdim ? " keepdim" : "");
+      check_cases(("sum" + d).c_str(), [=](const std::vector<Tensor>& in) { return sum(in[0], {dim}, keepdim); }, cs,
+                  one, Kind::Reduction);
+      check_cases(("mean" + d).c_str(), [=](const std::vector<Tensor>& in) { return mean(in[0], {dim}, keepdim); }, cs,
+                  one, Kind::Reduction);
+      check_cases(("amax" + d).c_str(), [=](const std::vector<Tensor>& in) { return amax(in[0], dim, keepdim); },
+                  nonempty(cs), one, Kind::Reduction);
+    }
+  }
+  check_cases(
+      "sum of all", [](const std::vector<Tensor>& in) { return sum(in[0]); }, cs, one, Kind::Reduction);
+  check_cases(
+      "mean of all", [](const std::vector<Tensor>& in) { return mean(in[0]); }, cs, one, Kind::Reduction);
+  // A 3-d input over the middle dim, and over non-adjacent dims (a permuted copy first).
+  const std::vector<Case> cs3 = cases(floating_types(), {{5, 33, 7}, {3, 1025, 2}, {2, 0, 3}});
+  check_cases(
+      "sum dim 1", [](const std::vector<Tensor>& in) { return sum(in[0], {1}); }, cs3, one, Kind::Reduction);
+  check_cases(
+      "mean dims 0, 2", [](const std::vector<Tensor>& in) { return mean(in[0], {0, 2}, true); }, cs3, one,
+      Kind::Reduction);
+  // Few long rows (split into chunks, combined by a second row pass) and a long column
+  // reduction over few outputs (split along it, combined by a second column pass).
+  const std::vector<Case> split_rows = cases(floating_types(), {{3, 70000}}, {Layout::Contiguous, Layout::Offset});
+  check_cases(
+      "sum dim 1, split", [](const std::vector<Tensor>& in) { return sum(in[0], {1}); }, split_rows, one,
+      Kind::Reduction);
+  check_cases(
+      "amax dim 1, split", [](const std::vector<Tensor>& in) { return amax(in[0], 1); }, split_rows, one,
+      Kind::Reduction);
+  const std::vector<Case> split_cols = cases(floating_types(), {{4500, 5}}, {Layout::Contiguous, Layout::Transposed});
+  check_cases(
+      "mean dim 0, split", [](const std::vector<Tensor>& in) { return mean(in[0], {0}); }, split_cols, one,
+      Kind::Reduction);
+  check_cases(
+      "amax dim 0, split", [](const std::vector<Tensor>& in) { return amax(in[0], 0); }, split_cols, one,
+      Kind::Reduction);
 }

@@ -1,6 +1,8 @@
 // Tests ops/cuda/softmax.cpp: softmax and log_softmax on CUDA (forward and the backward kernels)
-// against a float64 host reference, along the last dim (warp- and block-per-row kernels) and an
-// inner dim (column kernel); gradcheck through the derivative rules.
+// against a float64 host reference and against the CPU op (forward and backward through
+// autograd), along the last dim (warp- and block-per-row kernels: rows of 1, about 32, about
+// 1024 and 4097 elements) and an inner dim (column kernel), on strided, broadcast and empty
+// inputs in every floating dtype; gradcheck through the derivative rules.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -8,6 +10,7 @@
 
 #include "remat.h"
 #include "tests/testing/cuda.h"
+#include "tests/testing/cuda_op_check.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -117,4 +120,54 @@ TEST_CASE("gradcheck in float64 on CUDA for softmax and log_softmax", "[softmax]
                             {x}));
   CHECK(autograd::gradcheck(
       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{log_softmax(in[0], 0)}; }, {x}));
+}
+
+TEST_CASE("softmax and log_softmax on CUDA match the CPU, forward and backward, on every row length and layout",
+          "[softmax][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  auto one = [](const Case& c) { return std::vector<Arg>{arg(c.shape, -4, 4).in(c.layout)}; };
+  // Over the last dim (the row kernels) and over dim 0 (the column kernel: an inner dim).
+  const std::vector<Case> cs = cases(floating_types(), row_shapes());
+  for (int64_t dim : {int64_t{-1}, int64_t{0}}) {
+    const std::string d = " dim " + std::to_string(dim);
+    check_cases(("softmax" + d).c_str(), [dim](const std::vector<Tensor>& in) { return softmax(in[0], dim); }, cs, one,
+                Kind::Reduction);
+    check_cases(("log_softmax" + d).c_str(), [dim](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); },
+                cs, one, Kind::Reduction);
+  }
+  // The middle dim of 3-d inputs: inner dims of 5 and 3, a dim of 1025.
+  const std::vector<Case> cs3 = cases(floating_types(), {{6, 33, 5}, {2, 1025, 3}, {2, 0, 3}});
+  check_cases(
+      "softmax dim 1", [](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, cs3, one, Kind::Reduction);
+  check_cases(
+      "log_softmax dim 1", [](const std::vector<Tensor>& in) { return log_softmax(in[0], 1); }, cs3, one,
+      Kind::Reduction);
+  // More rows than the grid's blocks hold at once (a grid-stride loop over rows). Every thread
+  // of these launches is emulated, so one dtype and layout.
+  const std::vector<Case> many = cases({kFloat}, {{17000, 3}}, {Layout::Contiguous});
+  check_cases(
+      "softmax, many rows", [](const std::vector<Tensor>& in) { return softmax(in[0], 1); }, many, one, Kind::Reduction);
+  check_cases(
+      "log_softmax, many rows", [](const std::vector<Tensor>& in) { return log_softmax(in[0], 1); }, many, one,
+      Kind::Reduction);
+}
+
+TEST_CASE("the softmax backward kernels on CUDA match the CPU kernels on every row length", "[softmax][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  // Called directly, with a gradient in the case's layout and an output that is a softmax.
+  std::vector<Shape> shapes = row_shapes();
+  shapes.push_back({6, 33, 5});
+  for (const Case& c : cases(floating_types(), shapes)) {
+    for (bool log : {false, true}) {
+      INFO(describe(c) << " log " << log);
+      CHECK(cuda_vs_cpu(
+                [log](const std::vector<Tensor>& in) {
+                  const int64_t dim = in[0].dim() - 1;
+                  Tensor y = log ? log_softmax(in[1], dim) : softmax(in[1], dim);
+                  return log ? _log_softmax_backward_data(in[0], y, dim) : _softmax_backward_data(in[0], y, dim);
+                },
+                {arg(c.shape).in(c.layout), arg(c.shape, -3, 3)}, c.dtype,
+                options(Kind::Reduction, c.dtype, Kind::Reduction, false)) == "");
+    }
+  }
 }
