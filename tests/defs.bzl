@@ -6,8 +6,9 @@ remat_tests(..., cuda_macro = [src, ...]): those sources are compiled with -DREM
 
 remat_cuda_tests(srcs): the same for tests of CUDA code (tests/**/cuda/**). Their sources are
 compiled only under --config=cuda; without it each target is an empty Catch2 binary ("No tests
-ran"), so `bazel test //...` works in both configurations. Without a GPU the tests skip at
-run time.
+ran"), so `bazel test //...` works in both configurations. Under --config=cuda_emu they run on
+the emulated device; under --config=cuda without a GPU each case fails (REMAT_REQUIRE_CUDA_DEVICE):
+a case that could not run is never counted as passed.
 """
 
 # The CUDA libraries whose headers CUDA tests include (//:remat only links them).
