@@ -12,7 +12,7 @@ MemoryTracker::MemoryTracker(Device device) : device_(device) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (int c = 0; c < kNumMemoryCategories; ++c) live_[c] = at_peak_[c] = stats.by_category[c].load();
   peak_ = stats.allocated.load();
-  observer_id_ = add_storage_observer([this](const StorageEvent& e) {
+  observer_id_ = add_storage_observer(device, [this](const StorageEvent& e) {
     if (e.device == device_) on_event(e.relabel, e.delta, e.category, e.allocated);
   });
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "engine/core/scope_path.h"
 #include "remat.h"
 #include "tests/testing/matchers.h"
 
@@ -289,4 +290,154 @@ TEST_CASE("planner: planning for CUDA counts the CUDA allocator's blocks", "[pla
   CHECK(cuda.predicted_peak_bytes > cpu.predicted_peak_bytes);  // every tensor rounded up to 512 bytes
   CHECK(cuda.predicted_peak_bytes % 512 == 0);
   CHECK(meta_accounting() == kCPU);  // restored
+}
+
+TEST_CASE("planner: a step that is not the same step in every dry run is refused, naming the first differing call",
+          "[planner][errors]") {
+  // 2 layers on odd calls, 3 on even ones: the second dry run (keep-all) has a block more.
+  int calls = 0;
+  Shape5 two = kActivationBound, three = kActivationBound;  // activations matter: the planner searches
+  two.layers = 2;
+  three.layers = 3;
+  PlannedStep changing = [&](const PolicyFn& policy, Device device) {
+    ++calls;
+    train_step(calls % 2 == 1 ? two : three, device, nn::ActivationCheckpointing::selective(policy));
+  };
+  REQUIRE_THROWS_MATCHES(plan_checkpointing(changing, PlannerOptions{int64_t{1} << 40}), CheckpointError,
+                         What(Contains("plan_checkpointing: dry run 2 (keep-all): the step is not the same step as in "
+                                       "the profiling run (dry run 1)") &&
+                              Contains("is 'layers.2.") && Contains("in region 3 with arguments of shapes") &&
+                              Contains("where the profiling run made only") &&
+                              Contains("each call must run the same model on the same shapes")));
+  CHECK(calls == 2);
+
+  // The other way round: the dry run makes fewer calls than the profile.
+  calls = 0;
+  PlannedStep shrinking = [&](const PolicyFn& policy, Device device) {
+    ++calls;
+    train_step(calls % 2 == 1 ? three : two, device, nn::ActivationCheckpointing::selective(policy));
+  };
+  REQUIRE_THROWS_MATCHES(plan_checkpointing(shrinking, PlannerOptions{int64_t{1} << 40}), CheckpointError,
+                         What(Contains("dry run 2 (keep-all)") && Contains("the profiling run ") &&
+                              Contains("the first missing one is call") && Contains("'layers.2.")));
+
+  // The same calls on other shapes, from the third dry run on (the search's first).
+  calls = 0;
+  Shape5 longer = two;
+  longer.seq = 32;
+  PlannedStep reshaping = [&](const PolicyFn& policy, Device device) {
+    ++calls;
+    train_step(calls <= 2 ? two : longer, device, nn::ActivationCheckpointing::selective(policy));
+  };
+  CheckpointPlan probe = plan_checkpointing(planned_step(two), PlannerOptions{int64_t{1} << 40});
+  REQUIRE(probe.recompute_all_peak_bytes < probe.keep_all_peak_bytes);
+  REQUIRE_THROWS_MATCHES(plan_checkpointing(reshaping, PlannerOptions{probe.recompute_all_peak_bytes}), CheckpointError,
+                         What(Contains("dry run 3 (search at rung 1 of 5") && Contains("call 1 is 'layers.0") &&
+                              Contains("[4, 32, 32]") && Contains("where the profiling run's was 'layers.0") &&
+                              Contains("[4, 64, 32]")));
+
+  // with_kept's dry run is checked against the plan's profile too.
+  REQUIRE_THROWS_MATCHES(probe.with_kept(planned_step(longer), {}), CheckpointError,
+                         What(Contains("CheckpointPlan::with_kept: dry run 1 (the plan's final check): the step is not "
+                                       "the same step as in the profiling run of the plan: call 1 is 'layers.0")));
+}
+
+namespace {
+
+int g_leaked_events = 0;
+Tensor g_leaked_meta;  // a Meta tensor the failing step leaves alive
+
+struct Marker : DispatchMode {
+  std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
+    return op.call(args);
+  }
+};
+
+// A step that fails in its `fail_on`-th call, leaving behind all it can: a dispatch mode pushed
+// without a guard, grad mode off, a scope name, a storage observer, a live Meta tensor.
+PlannedStep failing_step(int* calls, int fail_on, std::function<void()> raise) {
+  return [=](const PolicyFn& policy, Device device) {
+    ++*calls;
+    train_step(kActivationBound, device, nn::ActivationCheckpointing::selective(policy));
+    if (*calls < fail_on) return;
+    DispatchModeTLS::push(std::make_shared<Marker>());
+    autograd::GradMode::set_enabled(false);
+    push_scope_name("left_behind");
+    add_storage_observer([](const StorageEvent&) { ++g_leaked_events; });
+    g_leaked_meta = empty({1000}, device);
+    reset_checkpoint_stats();
+    raise();
+  };
+}
+
+}  // namespace
+
+TEST_CASE("planner: a step that throws in a dry run: its error re-raised with the dry run's number and phase, "
+          "and nothing left behind", "[planner][errors]") {
+  const Device meta{kMeta};
+  Tensor outer_meta = empty({10}, meta);  // the caller's Meta counters, with something alive
+  reset_peak_memory_stats(meta);
+  const int64_t meta_allocated = memory_allocated(meta), meta_peak = max_memory_allocated(meta);
+  reset_checkpoint_stats();
+  train_step(kOneBlock, Device{kCPU}, nn::ActivationCheckpointing::full());
+  const CheckpointStats stats = checkpoint_stats();
+  REQUIRE(stats.total.recomputations > 0);
+  scope caller("caller");
+  const size_t modes = DispatchModeTLS::size();
+  MemoryTracker tracker(meta);
+  const bool observers = has_storage_observers();
+  CheckpointPlan probe = plan_checkpointing(planned_step(kActivationBound), PlannerOptions{int64_t{1} << 40});
+  const int64_t budget = (probe.recompute_all_peak_bytes + probe.keep_all_peak_bytes) / 2;  // the search runs
+
+  struct Case {
+    int fail_on;
+    std::function<void()> raise;
+    std::string phase;
+  };
+  const std::vector<Case> cases = {
+      {1, [] { throw Error("my step broke"); }, "dry run 1 (profile)"},
+      {2, [] { throw CheckpointError("my region broke"); }, "dry run 2 (keep-all)"},
+      {3, [] { throw std::runtime_error("my data loader broke"); },
+       "dry run 3 (search at rung 1 of 5"},
+  };
+  for (const Case& c : cases) {
+    INFO("fails on call " << c.fail_on);
+    int calls = 0;
+    PlannedStep step = failing_step(&calls, c.fail_on, c.raise);
+    try {
+      plan_checkpointing(step, PlannerOptions{budget});
+      FAIL("no exception");
+    } catch (const CheckpointError& e) {  // the user's type, with the context
+      CHECK(c.fail_on == 2);
+      CHECK_THAT(e.what(), Contains("plan_checkpointing: " + c.phase + ": the step threw: my region broke"));
+    } catch (const Error& e) {
+      CHECK(c.fail_on != 2);
+      CHECK_THAT(e.what(), Contains("plan_checkpointing: " + c.phase));
+      if (c.fail_on == 1) CHECK_THAT(e.what(), Contains("the step threw: my step broke"));
+      if (c.fail_on == 3) {
+        CHECK_THAT(e.what(), Contains("the step threw: my data loader broke"));
+        CHECK_THROWS_AS(std::rethrow_if_nested(e), std::runtime_error);  // the original, nested
+      }
+    }
+    CHECK(calls == c.fail_on);
+    // As before the call: the Meta counters, the storage observers, the dispatch modes, grad mode,
+    // the scope path, the recompute figures.
+    CHECK(memory_allocated(meta) == meta_allocated);
+    CHECK(max_memory_allocated(meta) == meta_peak);
+    CHECK(has_storage_observers() == observers);
+    const int leaked = g_leaked_events;
+    { Tensor t = empty({4}); }
+    CHECK(g_leaked_events == leaked);  // the observer the step added went with its dry run
+    CHECK(DispatchModeTLS::size() == modes);
+    CHECK(autograd::GradMode::is_enabled());
+    CHECK(current_scope() == "caller");
+    CHECK(stats_detail::planning_observer() == nullptr);
+    CHECK(meta_accounting() == kCPU);
+    const CheckpointStats after = checkpoint_stats();
+    CHECK(after.total.recomputations == stats.total.recomputations);
+    CHECK(after.regions.size() == stats.regions.size());
+    CHECK(tracker.timeline().empty());  // the caller's tracker saw none of the dry runs
+    g_leaked_meta = Tensor();
+    CHECK(memory_allocated(meta) == meta_allocated);  // its free counts in its own dry run
+  }
 }
