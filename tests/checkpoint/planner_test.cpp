@@ -1,6 +1,7 @@
 // Tests checkpoint/planner.{h,cpp}: plans made by dry runs on Meta, run for real on the CPU. Every
 // figure is exact (no timing): the measured peak is the predicted one to the byte, the FLOPs
 // recomputed are the plan's, and the losses are bitwise those of a run without checkpointing.
+// [slow]: the long single-threaded searches, which the ThreadSanitizer step of CI leaves out.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include "engine/core/scope_path.h"
 #include "remat.h"
 #include "tests/testing/matchers.h"
+#include "tests/testing/planned_steps.h"
 
 using namespace remat;
 using Catch::Matchers::Contains;
@@ -15,79 +17,25 @@ using remat::testing::What;
 
 namespace {
 
-struct Shape5 {
-  int64_t batch, seq, embd, heads, vocab, layers;
-};
+using Shape5 = remat::testing::GptShape;
 // Activations decide the peak.
 const Shape5 kActivationBound{4, 64, 32, 2, 17, 3};
 // One block: at most 16 candidates, for the exhaustive search.
 const Shape5 kOneBlock{2, 8, 16, 2, 11, 1};
 
-struct StepResult {
-  int64_t peak = 0;  // counted from the step's start
-  double flops = 0;
-  std::vector<double> loss_and_grads;
-};
+using remat::testing::bitwise_equal;
+using remat::testing::StepResult;
 
-// A training step of a GPT on `device` under `ac` (AdamW; the batch made inside, as a real loop would).
 StepResult train_step(const Shape5& s, Device device, const nn::ActivationCheckpointing& ac) {
-  reset_checkpoint_stats();
-  const int64_t start = memory_allocated(device);
-  reset_peak_memory_stats(device);
-  StepResult r;
-  {
-    nn::GPTConfig cfg;
-    cfg.vocab_size = s.vocab;
-    cfg.block_size = s.seq;
-    cfg.n_layer = s.layers;
-    cfg.n_head = s.heads;
-    cfg.n_embd = s.embd;
-    cfg.options = TensorOptions().device(device);
-    nn::GPT model(cfg);
-    model.set_checkpointing(ac);
-    optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-3));
-    TensorOptions lo = TensorOptions().dtype(kLong).device(device);
-    Tensor idx, targets;
-    if (device.is_meta()) {
-      idx = empty({s.batch, s.seq}, lo);
-      targets = empty({s.batch, s.seq}, lo);
-    } else {
-      std::vector<double> a, b;
-      for (int64_t i = 0; i < s.batch * s.seq; ++i) {
-        a.push_back(static_cast<double>((i * 7 + 3) % s.vocab));
-        b.push_back(static_cast<double>((i * 5 + 1) % s.vocab));
-      }
-      idx = from_vector(a, {s.batch, s.seq}, lo);
-      targets = from_vector(b, {s.batch, s.seq}, lo);
-    }
-    nn::GPTOutput out = model.forward(idx, targets);
-    out.loss.backward();
-    opt.step();
-    if (!device.is_meta()) {
-      r.loss_and_grads.push_back(out.loss.item());
-      for (const Tensor& p : model.parameters())
-        for (double v : p.to_vector()) r.loss_and_grads.push_back(v);  // after the update: grads and moments agree
-    }
-  }
-  r.peak = max_memory_allocated(device) - start;
-  r.flops = checkpoint_stats().total.flops_recomputed;
-  return r;
+  return remat::testing::gpt_train_step(s, device, ac);
 }
 
-PlannedStep planned_step(const Shape5& s) {
-  return [s](const PolicyFn& policy, Device device) {
-    train_step(s, device, nn::ActivationCheckpointing::selective(policy));
-  };
-}
-
-bool bitwise_equal(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
+PlannedStep planned_step(const Shape5& s) { return remat::testing::planned_gpt_step(s); }
 
 }  // namespace
 
 TEST_CASE("planner: a sweep of budgets: each plan fits, is exact on the CPU, and costs less as budgets grow",
-          "[planner]") {
+          "[planner][slow]") {
   const Shape5 s = kActivationBound;
   PlannedStep step = planned_step(s);
   StepResult plain = train_step(s, Device{kCPU}, nn::ActivationCheckpointing::none());
@@ -133,7 +81,7 @@ TEST_CASE("planner: at full checkpointing's own peak, the plan recomputes no mor
 }
 
 TEST_CASE("planner: at a hand-made SAC policy's own peak, the plan costs no more than the policy's choice",
-          "[planner]") {
+          "[planner][slow]") {
   const Shape5 s = kActivationBound;
   PlannedStep step = planned_step(s);
   CheckpointPlan probe = plan_checkpointing(step, PlannerOptions{int64_t{1} << 40});
@@ -166,7 +114,7 @@ TEST_CASE("planner: at a hand-made SAC policy's own peak, the plan costs no more
   }
 }
 
-TEST_CASE("planner: on one block, no keep-set that fits is cheaper than the plan by more than 5%", "[planner]") {
+TEST_CASE("planner: on one block, no keep-set that fits is cheaper than the plan by more than 5%", "[planner][slow]") {
   const Shape5 s = kOneBlock;
   PlannedStep step = planned_step(s);
   CheckpointPlan probe = plan_checkpointing(step, PlannerOptions{int64_t{1} << 40});
@@ -241,7 +189,7 @@ TEST_CASE("planner: error paths name the budget, the minimum, and the call the p
 }
 
 TEST_CASE("planner: priced by a benchmark of each call, a plan is as exact; one estimator measures each call once",
-          "[planner][estimator]") {
+          "[planner][estimator][slow]") {
   const Shape5 s = kActivationBound;
   PlannedStep step = planned_step(s);
   StepResult plain = train_step(s, Device{kCPU}, nn::ActivationCheckpointing::none());
