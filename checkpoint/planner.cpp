@@ -224,10 +224,10 @@ class DryRunObserver : public stats_detail::PlanningObserver {
 // only approximate the peak, which the caller checks by dry runs along the front. Empty when a
 // region is too irregular to enumerate (then the other moves still search).
 std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::vector<bool>& keepable) {
-  struct Choice {  // one region's keep-set
+  struct Choice {  // one region's keep-set: the items in `mask` (its calls listed only for the front)
     int64_t bytes = 0;
     double cost = 0;
-    std::vector<size_t> kept;
+    uint32_t mask = 0;
   };
   struct Point {  // a front point: its region's choice and the previous front's point it extends
     int64_t bytes = 0;
@@ -256,6 +256,7 @@ std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::ve
   }
   constexpr size_t kMaxItems = 16;
   std::vector<std::vector<Choice>> menus;   // per region group
+  std::vector<std::vector<std::vector<size_t>>> group_items;  // per region group: its items' calls
   std::vector<std::vector<Point>> fronts = {{Point{}}};  // fronts[g]: over the first g groups
   for (const auto& [calls, count] : instances) {
     // Items: the region's keepable calls one by one, or (too many of them) all calls of one op.
@@ -286,10 +287,12 @@ std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::ve
         if (!kept[calls[p]]) o.cost += data.calls[calls[p]].cost * count;
       for (size_t k = 0; k < items.size(); ++k)
         if ((mask >> k) & 1u)
-          for (size_t c : items[k]) o.bytes += data.calls[c].bytes, o.kept.push_back(c);
-      menu.push_back(std::move(o));
+          for (size_t c : items[k]) o.bytes += data.calls[c].bytes;
+      o.mask = mask;
+      menu.push_back(o);
     }
     menus.push_back(pareto(std::move(menu)));
+    group_items.push_back(std::move(items));
     const std::vector<Point>& front = fronts.back();
     std::vector<Point> merged;
     merged.reserve(front.size() * menus.back().size());
@@ -310,7 +313,10 @@ std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::ve
     std::vector<bool> s(data.calls.size(), false);
     for (size_t g = menus.size(), at = i; g > 0; --g) {  // back through the fronts
       const Point& p = fronts[g][at];
-      for (size_t c : menus[g - 1][p.choice].kept) s[c] = true;
+      const std::vector<std::vector<size_t>>& items = group_items[g - 1];
+      for (size_t k = 0; k < items.size(); ++k)
+        if ((menus[g - 1][p.choice].mask >> k) & 1u)
+          for (size_t c : items[k]) s[c] = true;
       at = p.previous;
     }
     sets.push_back(std::move(s));

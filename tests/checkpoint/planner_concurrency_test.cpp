@@ -128,3 +128,27 @@ TEST_CASE("planner in threads: a measured CPU step is unaffected by planning in 
     CHECK(d.second == alone.second);  // the dry runs allocate nothing on the CPU
   }
 }
+
+TEST_CASE("planner in threads: one benchmarking estimator serves plans made at once", "[planner][threads]") {
+  const GptShape model = kModels[0];
+  auto estimator = std::make_shared<RuntimeEstimator>(EstimateMode::kBenchmark, Device{kCPU});
+  auto options = [&](int64_t budget) {
+    PlannerOptions o = options_for(budget);
+    o.estimator = estimator;
+    return o;
+  };
+  const int64_t budget = budget_for(model);
+  const std::string alone = plan_fingerprint(plan_checkpointing(remat::testing::planned_gpt_step(model), options(budget)));
+  const int64_t measured = estimator->benchmarked_calls();
+  REQUIRE(measured > 0);
+  constexpr int kThreads = 3;
+  std::vector<std::string> together(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      together[t] = plan_fingerprint(plan_checkpointing(remat::testing::planned_gpt_step(model), options(budget)));
+    });
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < kThreads; ++t) CHECK(together[t] == alone);  // priced from the same measurements
+  CHECK(estimator->benchmarked_calls() == measured);
+}

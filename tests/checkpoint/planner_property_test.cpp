@@ -110,17 +110,18 @@ Model random_model(uint64_t seed) {
   Model m;
   m.seed = seed;
   m.family = static_cast<Family>(rng.range(0, 2));
-  m.max_dry_runs = rng.pick<int64_t>({12, 25, 40, 60});
-  const int64_t small = kSanitized ? 2 : 1;  // smaller activations under ASan
+  // Under ASan (where every op costs several times more) smaller models and shorter searches.
+  m.max_dry_runs = kSanitized ? rng.pick<int64_t>({8, 12, 16, 24}) : rng.pick<int64_t>({10, 20, 30, 40});
+  const int64_t small = kSanitized ? 2 : 1;
   if (m.family == Family::Gpt) {
-    m.gpt.layers = rng.range(2, 3);
+    m.gpt.layers = kSanitized ? 2 : rng.range(2, 3);
     m.gpt.heads = rng.pick<int64_t>({1, 2, 4});
     m.gpt.embd = m.gpt.heads * rng.pick<int64_t>({4, 8});
     m.gpt.seq = rng.range(12, 40) / small;
     m.gpt.batch = rng.range(2, 4);
     m.gpt.vocab = rng.range(7, 19);
   } else {
-    m.blocks = rng.range(2, 4);
+    m.blocks = kSanitized ? rng.range(2, 3) : rng.range(2, 4);
     m.width = rng.pick<int64_t>({8, 12, 16});
     m.hidden = m.width * rng.range(2, 4);
     m.batch = rng.range(16, 64) / small;
