@@ -32,6 +32,7 @@
 #include "engine/autograd/variable.h"
 #include "engine/core/allocator.h"
 #include "engine/core/cuda_hooks.h"
+#include "engine/core/dry_run.h"
 #include "engine/core/generator.h"
 #include "engine/core/ivalue.h"
 #include "engine/core/memory_context.h"

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -13,7 +14,9 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/stats.h"
 #include "checkpoint/runtime_estimator.h"
+#include "checkpoint/thread_state.h"
 #include "engine/core/allocator.h"
+#include "engine/core/dry_run.h"
 
 namespace remat {
 
@@ -57,11 +60,22 @@ struct CheckpointPlan::Data {
   std::vector<size_t> candidates;         // outputs backward needs, in the search's order
   std::vector<size_t> replay_candidates;  // outputs only a rerun would recompute, likewise
   PlannerOptions options;
+  // The profiling run's calls in order: every later dry run must make the same ones.
+  struct Seen {
+    size_t region;  // ordinal of its region in the run
+    size_t call;    // index into calls
+    std::vector<Shape> arg_shapes;
+  };
+  std::vector<Seen> sequence;
 };
 
 namespace {
 
 using Data = CheckpointPlan::Data;
+
+// The budgets the search runs at: kRungs + 1 of them, evenly from the lowest feasible peak up to
+// keep-all's (the last just below it).
+constexpr int kRungs = 4;
 
 // Listens to one dry run: records the calls (when profiling) and prices what is recomputed.
 class DryRunObserver : public stats_detail::PlanningObserver {
@@ -71,8 +85,13 @@ class DryRunObserver : public stats_detail::PlanningObserver {
 
   void forward_call(int64_t region, const std::string& scope, const OperatorHandle& op, int64_t index,
                     const std::vector<IValue>& args, const std::vector<IValue>& outputs, bool) override {
+    const size_t n = calls_seen_++;
+    if (!profile_) {
+      if (!mismatch_.empty() || !same_as_profile(n, region, scope, op, index, args)) return;
+      region_of(region, scope);
+      return;
+    }
     Data::Region& r = region_of(region, scope);
-    if (!profile_) return;
     std::string key = call_key(scope, op.name(), index);
     auto [it, fresh] = data_->by_key.emplace(key, data_->calls.size());
     if (fresh) {
@@ -86,6 +105,7 @@ class DryRunObserver : public stats_detail::PlanningObserver {
     Data::Call& c = data_->calls[it->second];
     c.bytes = std::max(c.bytes, new_output_bytes(args, outputs));  // one call's (regions sharing a key repeat it)
     r.calls.push_back(it->second);
+    data_->sequence.push_back(Data::Seen{region_index_.at(region), it->second, arg_shapes(args)});
     if (op.schema().is_mutable()) {
       for (const IValue& a : args) {
         if (!a.isTensor()) continue;
@@ -123,10 +143,53 @@ class DryRunObserver : public stats_detail::PlanningObserver {
   // it per training step, as the benchmark's does, is priced per step like its recompute_flops).
   void stats_reset() override { overhead = 0; }
 
+  // After the run: "" if it made the profiling run's calls, else the first difference.
+  std::string mismatch() {
+    if (mismatch_.empty() && !profile_ && calls_seen_ < data_->sequence.size()) {
+      const Data::Seen& want = data_->sequence[calls_seen_];
+      mismatch_ = "it made " + std::to_string(calls_seen_) + " op calls in checkpointed regions, the profiling run " +
+                  std::to_string(data_->sequence.size()) + ": the first missing one is call " +
+                  std::to_string(calls_seen_ + 1) + ", " + describe(data_->calls[want.call].key, want.region,
+                                                                    want.arg_shapes);
+    }
+    return mismatch_;
+  }
+
   double overhead = 0;
   bool record_regions_ = false;
 
  private:
+  static std::string describe(const std::string& key, size_t region, const std::vector<Shape>& shapes) {
+    std::ostringstream os;
+    os << "'" << key << "' in region " << region + 1 << " with arguments of shapes";
+    for (const Shape& sh : shapes) os << " " << sh;
+    if (shapes.empty()) os << " (none)";
+    return os.str();
+  }
+
+  // Whether the n-th call of a later dry run is the profiling run's n-th call (its region, op,
+  // scope, index and argument shapes); records the first difference.
+  bool same_as_profile(size_t n, int64_t region, const std::string& scope, const OperatorHandle& op, int64_t index,
+                       const std::vector<IValue>& args) {
+    auto known = region_index_.find(region);
+    const size_t ordinal = known != region_index_.end() ? known->second : region_index_.size();
+    const std::string key = call_key(scope, op.name(), index);
+    const std::vector<Shape> shapes = arg_shapes(args);
+    const std::string here = "call " + std::to_string(n + 1) + " is " + describe(key, ordinal, shapes);
+    if (n >= data_->sequence.size()) {
+      mismatch_ = here + ", where the profiling run made only " + std::to_string(data_->sequence.size()) +
+                  " op calls in checkpointed regions";
+      return false;
+    }
+    const Data::Seen& want = data_->sequence[n];
+    if (want.region != ordinal || data_->calls[want.call].key != key || want.arg_shapes != shapes) {
+      mismatch_ = here + ", where the profiling run's was " +
+                  describe(data_->calls[want.call].key, want.region, want.arg_shapes);
+      return false;
+    }
+    return true;
+  }
+
   // Regions are numbered afresh in every dry run: the n-th region seen is region n.
   // A region's scope is what its calls' scopes share ("layers.3" for calls under layers.3.*).
   Data::Region& region_of(int64_t region, const std::string& scope) {
@@ -149,6 +212,8 @@ class DryRunObserver : public stats_detail::PlanningObserver {
   RuntimeEstimator* estimator_;
   std::unordered_map<uint64_t, size_t> producer_;  // storage id -> the call that made it
   std::unordered_map<int64_t, size_t> region_index_;
+  size_t calls_seen_ = 0;
+  std::string mismatch_;
 };
 
 // The keep-sets along the Pareto front of (bytes kept, recompute cost), cheapest last: each
@@ -159,10 +224,10 @@ class DryRunObserver : public stats_detail::PlanningObserver {
 // only approximate the peak, which the caller checks by dry runs along the front. Empty when a
 // region is too irregular to enumerate (then the other moves still search).
 std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::vector<bool>& keepable) {
-  struct Choice {  // one region's keep-set
+  struct Choice {  // one region's keep-set: the items in `mask` (its calls listed only for the front)
     int64_t bytes = 0;
     double cost = 0;
-    std::vector<size_t> kept;
+    uint32_t mask = 0;
   };
   struct Point {  // a front point: its region's choice and the previous front's point it extends
     int64_t bytes = 0;
@@ -191,6 +256,7 @@ std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::ve
   }
   constexpr size_t kMaxItems = 16;
   std::vector<std::vector<Choice>> menus;   // per region group
+  std::vector<std::vector<std::vector<size_t>>> group_items;  // per region group: its items' calls
   std::vector<std::vector<Point>> fronts = {{Point{}}};  // fronts[g]: over the first g groups
   for (const auto& [calls, count] : instances) {
     // Items: the region's keepable calls one by one, or (too many of them) all calls of one op.
@@ -221,10 +287,12 @@ std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::ve
         if (!kept[calls[p]]) o.cost += data.calls[calls[p]].cost * count;
       for (size_t k = 0; k < items.size(); ++k)
         if ((mask >> k) & 1u)
-          for (size_t c : items[k]) o.bytes += data.calls[c].bytes, o.kept.push_back(c);
-      menu.push_back(std::move(o));
+          for (size_t c : items[k]) o.bytes += data.calls[c].bytes;
+      o.mask = mask;
+      menu.push_back(o);
     }
     menus.push_back(pareto(std::move(menu)));
+    group_items.push_back(std::move(items));
     const std::vector<Point>& front = fronts.back();
     std::vector<Point> merged;
     merged.reserve(front.size() * menus.back().size());
@@ -245,7 +313,10 @@ std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::ve
     std::vector<bool> s(data.calls.size(), false);
     for (size_t g = menus.size(), at = i; g > 0; --g) {  // back through the fronts
       const Point& p = fronts[g][at];
-      for (size_t c : menus[g - 1][p.choice].kept) s[c] = true;
+      const std::vector<std::vector<size_t>>& items = group_items[g - 1];
+      for (size_t k = 0; k < items.size(); ++k)
+        if ((menus[g - 1][p.choice].mask >> k) & 1u)
+          for (size_t c : items[k]) s[c] = true;
       at = p.previous;
     }
     sets.push_back(std::move(s));
@@ -258,12 +329,28 @@ struct RunResult {
   double flops = 0, overhead = 0;
 };
 
+// Re-raises the exception being handled with `where` before its message: remat's errors as their
+// own type, any other std::exception as a remat::Error with the original nested in it
+// (std::rethrow_if_nested), anything else as it is.
+[[noreturn]] void rethrow_with_context(const std::string& where) {
+  try {
+    throw;
+  } catch (const CheckpointError& e) {
+    throw CheckpointError(where + e.what());
+  } catch (const Error& e) {
+    throw Error(where + e.what());
+  } catch (const std::exception& e) {
+    std::throw_with_nested(Error(where + e.what()));
+  }
+}
+
 class Planner {
  public:
   Planner(const PlannedStep& step, const PlannerOptions& o)
       : step_(step),
         estimator_(o.estimator ? o.estimator
-                               : std::make_shared<RuntimeEstimator>(o.estimate_mode, o.device, o.peak_flops, o.bandwidth)) {
+                               : std::make_shared<RuntimeEstimator>(o.estimate_mode, o.device, o.peak_flops, o.bandwidth)),
+        imitated_(o.device.is_cuda() ? kCUDA : kCPU) {
     REMAT_CHECK(estimator_->device() == o.device, "plan_checkpointing: options.estimator prices calls on ",
                 toString(estimator_->device().type), ", but options.device is ", toString(o.device.type));
     data.options = o;
@@ -271,9 +358,18 @@ class Planner {
   }
   EstimateMode estimate_mode() const { return estimator_->mode(); }
 
-  // One dry run with `keep` kept (profile: also records the calls).
-  RunResult run(const std::vector<bool>& keep, bool profile, bool record_regions = false) {
-    ++dry_runs;
+  // One dry run with `keep` kept (profile: also records the calls), in a DryRun of its own: its
+  // Meta counters, checkpoint_stats() and storage observers are its own, whatever other threads
+  // run. A keep-set priced before is not run again. The step must make the profiling run's calls
+  // (else CheckpointError); if it throws, the thread's state is restored and its error re-raised
+  // with the dry run's number and phase.
+  RunResult run(const std::vector<bool>& keep, bool profile = false, bool record_regions = false) {
+    const bool memoized = !profile && !record_regions;
+    if (memoized) {
+      auto it = memo_.find(keep);
+      if (it != memo_.end()) return evaluated[it->second].second;
+    }
+    const int64_t number = ++dry_runs;
     auto kept_keys = std::make_shared<std::unordered_set<std::string>>();
     for (size_t i = 0; i < keep.size(); ++i)
       if (keep[i]) kept_keys->insert(data.calls[i].key);
@@ -284,32 +380,83 @@ class Planner {
     };
     DryRunObserver observer(&data, profile, estimator_.get());
     observer.record_regions_ = record_regions;
+    const ThreadStateSnapshot before;
     stats_detail::PlanningObserver* previous = stats_detail::planning_observer();
-    stats_detail::set_planning_observer(&observer);
-    const Device meta{kMeta};
-    reset_checkpoint_stats();
-    const int64_t start = memory_allocated(meta);
-    reset_peak_memory_stats(meta);
-    try {
-      step_(policy, meta);
-    } catch (...) {
-      stats_detail::set_planning_observer(previous);
-      throw;
-    }
-    stats_detail::set_planning_observer(previous);
+    const std::string where = who + ": dry run " + std::to_string(number) + " (" + phase + ")";
     RunResult r;
-    r.peak = max_memory_allocated(meta) - start;
-    r.flops = checkpoint_stats().total.flops_recomputed;
-    r.overhead = observer.overhead;
+    {
+      DryRun dry(imitated_);
+      stats_detail::set_planning_observer(&observer);
+      try {
+        step_(policy, Device{kMeta});
+      } catch (...) {
+        stats_detail::set_planning_observer(previous);
+        before.restore();
+        const std::string differs = observer.mismatch();
+        if (!differs.empty()) {
+          std::string what = "an exception that is not a std::exception";
+          try {
+            throw;
+          } catch (const std::exception& e) {
+            what = e.what();
+          } catch (...) {
+          }
+          throw CheckpointError(not_the_same_step(where, differs) + "; the step then threw: " + what);
+        }
+        rethrow_with_context(where + ": the step threw: ");
+      }
+      stats_detail::set_planning_observer(previous);
+      r.peak = max_memory_allocated(Device{kMeta});  // counted from the step's start: the DryRun's
+      r.flops = checkpoint_stats().total.flops_recomputed;
+      r.overhead = observer.overhead;
+    }
+    const std::string differs = observer.mismatch();
+    if (!differs.empty()) throw CheckpointError(not_the_same_step(where, differs));
+    if (profile) {  // nothing kept: the keep-set of no candidate
+      memo_.emplace(std::vector<bool>(data.calls.size(), false), evaluated.size());
+      evaluated.emplace_back(std::vector<bool>(data.calls.size(), false), r);
+    } else if (memoized) {
+      memo_.emplace(keep, evaluated.size());
+      evaluated.emplace_back(keep, r);
+    }
     return r;
+  }
+
+  // The cheapest keep-set priced so far whose peak fits `budget` (ties: the lower peak, then the
+  // first priced); evaluated.size() if none fits.
+  size_t cheapest_fitting(int64_t budget) const {
+    size_t best = evaluated.size();
+    for (size_t i = 0; i < evaluated.size(); ++i) {
+      const RunResult& r = evaluated[i].second;
+      if (r.peak > budget) continue;
+      if (best == evaluated.size()) {
+        best = i;
+        continue;
+      }
+      const RunResult& b = evaluated[best].second;
+      if (r.overhead < b.overhead || (r.overhead == b.overhead && r.peak < b.peak)) best = i;
+    }
+    return best;
   }
 
   Data data;
   int64_t dry_runs = 0;
+  std::string who = "plan_checkpointing";  // for error messages: the caller,
+  std::string phase = "profile";           // what it is doing,
+  std::string profile_name = "the profiling run (dry run 1)";  // and the run every later one must repeat
+  std::vector<std::pair<std::vector<bool>, RunResult>> evaluated;  // every keep-set priced, in order
 
  private:
+  std::string not_the_same_step(const std::string& where, const std::string& differs) const {
+    return where + ": the step is not the same step as in " + profile_name + ": " + differs + ". " + who +
+           " calls the step many times, and each call must run the same model on the same shapes (build it from "
+           "the same configuration every time)";
+  }
+
   const PlannedStep& step_;
   std::shared_ptr<RuntimeEstimator> estimator_;
+  DeviceType imitated_;
+  std::map<std::vector<bool>, size_t> memo_;  // keep-set -> index into evaluated
 };
 
 std::string mib(int64_t bytes) {
@@ -322,6 +469,7 @@ std::string mib(int64_t bytes) {
 void finish_plan(Planner& planner, const std::vector<bool>& best, CheckpointPlan* plan) {
   Data& data = planner.data;
   for (Data::Region& r : data.regions) r.overhead = r.flops = 0, r.recomputed = 0;
+  planner.phase = "the plan's final check";
   RunResult final_run = planner.run(best, false, /*record_regions=*/true);
   for (size_t i = 0; i < data.calls.size(); ++i) {
     data.calls[i].kept = best[i];
@@ -351,7 +499,6 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
               "not meta");
   REMAT_CHECK(options.max_dry_runs >= 3, "plan_checkpointing: max_dry_runs must be at least 3, got ",
               options.max_dry_runs);
-  MetaAccountingGuard accounting(options.device.is_cuda() ? kCUDA : kCPU);
   Planner planner(step, options);
   Data& data = planner.data;
 
@@ -384,7 +531,8 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
 
   std::vector<bool> all(n, false);
   for (size_t c : candidates) all[c] = true;
-  RunResult keep_all = planner.run(all, false);
+  planner.phase = "keep-all";
+  RunResult keep_all = planner.run(all);
 
   CheckpointPlan plan;
   plan.budget_bytes = options.budget_bytes;
@@ -396,38 +544,41 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
                           " bytes (" + mib(recompute_all.peak) + ", everything recomputable recomputed)");
   }
 
-  auto fits = [&](const RunResult& r) { return r.peak <= options.budget_bytes; };
-  std::vector<bool> best(n, false);
-  RunResult best_run = recompute_all;
-  auto better = [&](const RunResult& r) {
-    return fits(r) && (r.overhead < best_run.overhead || (r.overhead == best_run.overhead && r.peak < best_run.peak));
-  };
-  auto budget_left = [&] { return planner.dry_runs < options.max_dry_runs - 1; };  // one kept for the check
-  if (fits(keep_all)) {
-    best = all;
-    best_run = keep_all;
-  } else {
+  std::vector<std::vector<bool>> front;  // the knapsack's (analytic: no dry run), made if a search runs
+
+  // 2.-4. The search for one budget, from the cheapest keep-set priced so far that fits it; every
+  //       keep-set it prices joins planner.evaluated. At most `allowance` new dry runs.
+  auto search_at = [&](int64_t budget, int64_t allowance, const std::string& rung_name) {
+    auto fits = [&](const RunResult& r) { return r.peak <= budget; };
+    const size_t start = planner.cheapest_fitting(budget);  // nothing kept fits: the budget is >= its peak
+    std::vector<bool> best = planner.evaluated.at(start).first;
+    RunResult best_run = planner.evaluated.at(start).second;
+    auto better = [&](const RunResult& r) {
+      return fits(r) && (r.overhead < best_run.overhead || (r.overhead == best_run.overhead && r.peak < best_run.peak));
+    };
+    const int64_t stop = planner.dry_runs + allowance;
+    auto budget_left = [&] { return planner.dry_runs < stop; };
     // 2. The longest prefix of the candidates that fits.
     auto prefix = [&](size_t k) {
       std::vector<bool> s(n, false);
       for (size_t i = 0; i < k; ++i) s[candidates[i]] = true;
       return s;
     };
-    size_t lo = 0, hi = candidates.size();  // prefix lo fits, prefix hi does not
+    planner.phase = rung_name + ": the longest prefix of the candidates that fits";
+    size_t lo = 0, hi = candidates.size();  // prefix lo fits, prefix hi does not (the budget is below keep-all's peak)
     while (hi - lo > 1 && budget_left()) {
       size_t mid = lo + (hi - lo) / 2;
-      RunResult r = planner.run(prefix(mid), false);
+      RunResult r = planner.run(prefix(mid));
       if (fits(r)) {  // a longer prefix keeps a superset: it recomputes no more
         lo = mid;
-        best = prefix(mid);
-        best_run = r;
+        if (better(r)) best = prefix(mid), best_run = r;
       } else {
         hi = mid;
       }
     }
     auto try_set = [&](const std::vector<bool>& s) {
       if (!budget_left()) return false;
-      RunResult r = planner.run(s, false);
+      RunResult r = planner.run(s);
       if (!better(r)) return false;
       best = s;
       best_run = r;
@@ -437,6 +588,7 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
     //    keep ("save every matmul"). Keeping all of a region's matmuls can beat any prefix of the
     //    per-call order, because a region rerun only for cheap ops costs little. Every subset of
     //    the ops when there are few, else each op alone and the prefixes of the ops by value.
+    planner.phase = rung_name + ": keep-sets by op";
     std::vector<std::string> ops;  // by value: the op of the most valuable call first
     for (size_t c : keepable)
       if (std::find(ops.begin(), ops.end(), data.calls[c].op) == ops.end()) ops.push_back(data.calls[c].op);
@@ -464,14 +616,12 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
     }
     // 3b. The knapsack's front: the cheapest of its keep-sets that fits, by binary search on the
     //     dry run's peak along it (bytes kept rise along the front, and the peak with them).
-    std::vector<bool> keepable_mask(n, false);
-    for (size_t c : keepable) keepable_mask[c] = true;
-    const std::vector<std::vector<bool>> front = knapsack_frontier(data, keepable_mask);
+    planner.phase = rung_name + ": the knapsack's front";
     if (front.size() > 1) {
       size_t lo = 0, hi = front.size() - 1;  // front[0] keeps nothing: it fits
       while (lo < hi && budget_left()) {
         const size_t mid = lo + (hi - lo + 1) / 2;
-        RunResult r = planner.run(front[mid], false);
+        RunResult r = planner.run(front[mid]);
         if (fits(r)) {
           lo = mid;
           if (better(r)) best = front[mid], best_run = r;
@@ -482,6 +632,7 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
     }
     // 4. Local improvement, each move priced by a dry run.
     //    Whole regions: keeping all a region needs means it is not rerun at all.
+    planner.phase = rung_name + ": whole regions";
     for (const Data::Region& region : data.regions) {
       std::vector<bool> s = best;
       bool adds = false;
@@ -490,6 +641,7 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
       if (adds) try_set(s);
     }
     //    First fit: every output left, in order.
+    planner.phase = rung_name + ": first fit";
     for (size_t c : keepable) {
       if (best[c]) continue;
       std::vector<bool> s = best;
@@ -497,6 +649,7 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
       try_set(s);
     }
     //    One-for-one swaps: a kept call of lower value out, a better one in.
+    planner.phase = rung_name + ": swaps";
     for (size_t in : candidates) {
       if (best[in] || !budget_left()) continue;
       for (auto out = candidates.rbegin(); out != candidates.rend() && budget_left(); ++out) {
@@ -507,6 +660,32 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
         if (try_set(s)) break;
       }
     }
+  };
+
+  // The ladder: a larger budget never costs more. The plan for a budget is the cheapest keep-set
+  // that fits it among all that the searches at the rungs up to the first at or above it priced,
+  // each search starting from the cheapest keep-set known to fit its rung ("the plan of the next
+  // smaller budget"). The rungs depend on the profile only, so for two budgets the larger one's
+  // searches include the smaller one's: its choice is among more keep-sets, under a looser bound.
+  std::vector<bool> best = all;
+  if (options.budget_bytes < keep_all.peak) {
+    std::vector<bool> keepable_mask(n, false);
+    for (size_t c : keepable) keepable_mask[c] = true;
+    front = knapsack_frontier(data, keepable_mask);
+    const int64_t lo = recompute_all.peak, hi = keep_all.peak;
+    // The rungs share max_dry_runs less the profile, keep-all and the final check: each may use an
+    // equal share of what the rungs below it left (which depends on the profile only).
+    const int64_t searches_start = planner.dry_runs;
+    const int64_t shared = options.max_dry_runs - searches_start - 1;
+    for (int j = 0; j <= kRungs; ++j) {
+      const int64_t rung = j < kRungs ? lo + (hi - lo) * j / kRungs : hi - 1;  // the last: just below keep-all
+      const int64_t allowance = (shared - (planner.dry_runs - searches_start)) / (kRungs + 1 - j);
+      search_at(rung, allowance,
+                "search at rung " + std::to_string(j + 1) + " of " + std::to_string(kRungs + 1) + " (" +
+                    std::to_string(rung) + " bytes)");
+      if (rung >= options.budget_bytes) break;
+    }
+    best = planner.evaluated.at(planner.cheapest_fitting(options.budget_bytes)).first;
   }
 
   plan.dry_runs = planner.dry_runs;
@@ -517,9 +696,10 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
 
 CheckpointPlan CheckpointPlan::with_kept(const PlannedStep& step, const std::vector<std::string>& keys) const {
   REMAT_CHECK(data != nullptr, "CheckpointPlan::with_kept: an empty plan (make one with plan_checkpointing)");
-  MetaAccountingGuard accounting(data->options.device.is_cuda() ? kCUDA : kCPU);
   Planner planner(step, data->options);
   planner.data = *data;
+  planner.who = "CheckpointPlan::with_kept";
+  planner.profile_name = "the profiling run of the plan";
   std::vector<bool> keep(planner.data.calls.size(), false);
   for (const std::string& k : keys) {
     auto it = planner.data.by_key.find(k);

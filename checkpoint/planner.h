@@ -28,8 +28,26 @@
 // policies keep), then the Pareto front of a multiple-choice knapsack over the regions (each
 // region's keep-sets priced from the profile: a rerun recomputes the calls up to its last needed
 // output not kept, less the kept ones; binary search on the dry run's peak along the front), then
-// whole-region completions, first-fit additions and one-for-one swaps, each priced by a dry run,
-// within options.max_dry_runs. The result is verified by one more dry run.
+// whole-region completions, first-fit additions and one-for-one swaps, each priced by a dry run.
+//
+// A larger budget never costs more. The search runs at a ladder of budgets that the profile alone
+// fixes: five rungs, evenly from the lowest feasible peak to just below keep-all's. Each rung's
+// search starts from the cheapest keep-set known to fit it (the plan of the rung below); a
+// keep-set priced once is not run again. The plan for a budget is the cheapest keep-set that fits
+// it among all priced at the rungs up to the first at or above it: a larger budget chooses among
+// more keep-sets under a looser bound, so its modelled cost is no higher, and the same budget
+// always gives the same plan. The rungs share options.max_dry_runs. The result is verified by one
+// more dry run.
+//
+// Dry runs and threads (docs/dry_runs.md). Every dry run is a DryRun of its own
+// (engine/core/dry_run.h): its Meta counters, storage observers and checkpoint_stats() are its
+// own, so plans can be made in several threads at once, each equal to the plan made alone, and a
+// real step in another thread is not disturbed. Every dry run must make the profiling run's calls
+// (the same regions; per call the same op, scope, index and argument shapes), else
+// CheckpointError names the dry run and the first call that differs. If the step throws, the
+// thread's dispatch modes, grad mode, saved-tensor hooks and scope path are restored and its error
+// re-raised with the dry run's number and phase added (a std::exception that is not a
+// remat::Error comes back as a remat::Error with the original nested in it).
 //
 // Cost model (checkpoint/runtime_estimator.h): recomputing a call costs what a RuntimeEstimator
 // says it takes on options.device. operator-level-cost-model (the default, deterministic):
@@ -55,7 +73,7 @@ struct PlannerOptions {
   Device device = Device{kCPU};  // the device whose speed the cost model assumes (and whose accounting: CUDA counts blocks)
   double peak_flops = 0;         // FLOP/s of the device; 0: default_machine_peaks (cost_model_defaults.h)
   double bandwidth = 0;          // bytes/s of the device; 0: likewise (on the CPU: measured once per process)
-  int64_t max_dry_runs = 200;    // bound on the search's dry runs (the result is deterministic for the cost model)
+  int64_t max_dry_runs = 200;    // bound on all of a plan's dry runs (the result is deterministic for the cost model)
   // How a recomputed call is priced: the roofline on peak_flops and bandwidth, or each call timed
   // on options.device (which must then be available: the step itself still runs on Meta only).
   EstimateMode estimate_mode = EstimateMode::kCostModel;

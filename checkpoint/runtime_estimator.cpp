@@ -118,6 +118,7 @@ double RuntimeEstimator::estimate(const OperatorHandle& op, const std::vector<IV
     return std::max(flops / peak_flops_, moved / bandwidth_);
   }
   std::string key = call_signature(op, args);
+  std::lock_guard<std::mutex> lock(mutex_);
   auto it = measured_.find(key);
   if (it != measured_.end()) return it->second;
   const double seconds = benchmark(op, args);

@@ -7,13 +7,15 @@
 //                              few runs after a warm-up).
 // The call may come from a dry run on the Meta device: only its arguments' geometry is read.
 // A benchmark is made once per distinct call (op, argument geometry, other arguments) and looked
-// up after, so one estimator shared by several plans measures each call once.
+// up after, so one estimator shared by several plans measures each call once. One estimator may
+// serve plans made in several threads at once.
 //
 //   RuntimeEstimator est(EstimateMode::kBenchmark, Device{kCPU});
 //   double s = est.estimate(op, args, outputs);   // seconds; 0 for a call that only makes views
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -52,8 +54,14 @@ class RuntimeEstimator {
   Device device() const { return device_; }
   double peak_flops() const { return peak_flops_; }
   double bandwidth() const { return bandwidth_; }
-  int64_t benchmarked_calls() const { return static_cast<int64_t>(measured_.size()); }  // distinct calls timed
-  double benchmark_seconds() const { return benchmark_seconds_; }  // wall time spent timing them
+  int64_t benchmarked_calls() const {  // distinct calls timed
+    std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<int64_t>(measured_.size());
+  }
+  double benchmark_seconds() const {  // wall time spent timing them
+    std::lock_guard<std::mutex> lock(mutex_);
+    return benchmark_seconds_;
+  }
 
   // The key a benchmark is stored under: "aten::mm(f32[1024, 256]:[256, 1], ...)".
   static std::string call_signature(const OperatorHandle& op, const std::vector<IValue>& args);
@@ -64,6 +72,7 @@ class RuntimeEstimator {
   EstimateMode mode_;
   Device device_;
   double peak_flops_, bandwidth_;
+  mutable std::mutex mutex_;  // guards the two below (one call timed at a time)
   std::unordered_map<std::string, double> measured_;
   double benchmark_seconds_ = 0;
 };

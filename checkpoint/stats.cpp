@@ -3,6 +3,8 @@
 
 #include <mutex>
 
+#include "engine/core/dry_run.h"
+
 namespace remat {
 
 void CheckpointRegionStats::add(const CheckpointRegionStats& o) {
@@ -23,23 +25,52 @@ void CheckpointRegionStats::add(const CheckpointRegionStats& o) {
 }
 
 namespace {
+// Every region's figures, process-wide, each tagged with the dry run it ran in
+// (engine/core/dry_run.h: 0 outside every DryRun): checkpoint_stats() and reset_checkpoint_stats()
+// see the calling thread's current dry run's regions only. Region ids are unique in the process,
+// so a gauge that changes later, in any thread (a SAC cache freed after its dry run), finds its
+// own region. A closed dry run's regions are forgotten once their gauges are back to zero.
+struct Entry {
+  CheckpointRegionStats stats;
+  uint64_t owner = 0;
+  bool closed = false;  // its DryRun has closed: erased as soon as nothing is held
+};
 struct Registry {
   std::mutex mutex;
-  std::map<int64_t, CheckpointRegionStats> regions;
+  std::map<int64_t, Entry> regions;
 };
 Registry& registry() {
   static Registry* r = new Registry();
   return *r;
 }
+bool holds_nothing(const CheckpointRegionStats& s) { return s.sac_bytes_held == 0 && s.holder_bytes_held == 0; }
+
+void forget_dry_run(uint64_t id) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.mutex);
+  for (auto it = r.regions.begin(); it != r.regions.end();) {
+    if (it->second.owner == id) {
+      if (holds_nothing(it->second.stats)) {
+        it = r.regions.erase(it);
+        continue;
+      }
+      it->second.closed = true;
+    }
+    ++it;
+  }
+}
+const bool kForgetsClosedDryRuns = (add_dry_run_closed_hook(&forget_dry_run), true);
 }  // namespace
 
 CheckpointStats checkpoint_stats() {
   Registry& r = registry();
+  const uint64_t owner = current_dry_run().id;
   std::lock_guard<std::mutex> g(r.mutex);
   CheckpointStats out;
-  for (const auto& [id, s] : r.regions) {
-    out.regions.push_back(s);
-    out.total.add(s);
+  for (const auto& [id, e] : r.regions) {
+    if (e.owner != owner) continue;
+    out.regions.push_back(e.stats);
+    out.total.add(e.stats);
   }
   return out;
 }
@@ -47,11 +78,16 @@ CheckpointStats checkpoint_stats() {
 void reset_checkpoint_stats() {
   if (stats_detail::PlanningObserver* o = stats_detail::planning_observer()) o->stats_reset();
   Registry& r = registry();
+  const uint64_t owner = current_dry_run().id;
   std::lock_guard<std::mutex> g(r.mutex);
   // Gauges of regions still alive keep their current values; counters restart.
   for (auto it = r.regions.begin(); it != r.regions.end();) {
-    CheckpointRegionStats& s = it->second;
-    if (s.sac_bytes_held == 0 && s.holder_bytes_held == 0) {
+    if (it->second.owner != owner) {
+      ++it;
+      continue;
+    }
+    CheckpointRegionStats& s = it->second.stats;
+    if (holds_nothing(s)) {
       it = r.regions.erase(it);
       continue;
     }
@@ -66,15 +102,21 @@ void reset_checkpoint_stats() {
 
 namespace stats_detail {
 
-Update::Update(int64_t region) {
-  registry().mutex.lock();
-  s = &registry().regions[region];
+Update::Update(int64_t region) : region_(region) {
+  Registry& r = registry();
+  r.mutex.lock();
+  auto [it, fresh] = r.regions.try_emplace(region);
+  if (fresh) it->second.owner = current_dry_run().id;  // a region's first figure comes from its forward
+  s = &it->second.stats;
   s->region = region;
 }
 Update::~Update() {
   if (s->sac_bytes_held > s->sac_bytes_held_peak) s->sac_bytes_held_peak = s->sac_bytes_held;
   if (s->holder_bytes_held > s->holder_bytes_held_peak) s->holder_bytes_held_peak = s->holder_bytes_held;
-  registry().mutex.unlock();
+  Registry& r = registry();
+  auto it = r.regions.find(region_);
+  if (it->second.closed && holds_nothing(*s)) r.regions.erase(it);
+  r.mutex.unlock();
 }
 
 int64_t bytes_of(const std::vector<IValue>& values) {

@@ -43,6 +43,8 @@ struct CheckpointStats {
   CheckpointRegionStats total;
 };
 
+// The regions of the calling thread's current dry run (engine/core/dry_run.h): inside a DryRun,
+// those that ran in it; outside every DryRun, those that ran outside every DryRun, in any thread.
 CheckpointStats checkpoint_stats();
 void reset_checkpoint_stats();
 
@@ -54,6 +56,9 @@ struct Update {
   CheckpointRegionStats& operator*() { return *s; }
   CheckpointRegionStats* operator->() { return s; }
   CheckpointRegionStats* s;
+
+ private:
+  int64_t region_;
 };
 // FLOPs of one op call with these arguments and outputs (matmul family: 2*m*n*k).
 double op_flops(const OperatorHandle& op, const std::vector<IValue>& args, const std::vector<IValue>& outputs);

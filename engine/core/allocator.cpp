@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/core/dry_run.h"
 #include "engine/core/error.h"
 
 namespace remat {
@@ -165,35 +166,32 @@ class CPUAllocator final : public Allocator {
   AllocatorStats stats_;
 };
 
-std::atomic<DeviceType> g_meta_accounting{kCPU};
-
 // Meta tensors have shapes and dtypes but no memory: nothing is touched, but every storage
 // counts what the allocator of the imitated device would count (set_meta_accounting), so a
-// step on Meta reports the peak the same step shows on that device.
+// step on Meta reports the peak the same step shows on that device. All of it in the calling
+// thread's current dry run (dry_run.h): a Meta storage is freed with its own made current.
 class MetaAllocator final : public Allocator {
  public:
   void* allocate(Device device, size_t nbytes) override {
     int64_t n = counted_bytes(device, nbytes);
-    if (n > 0) stats_.on_alloc(n);
+    if (n > 0) current_dry_run().stats.on_alloc(n);
     return nullptr;
   }
   // Meta storages all have a null pointer: the count comes from the size alone.
   void deallocate(Device device, void*, size_t nbytes) override {
     int64_t n = counted_bytes(device, nbytes);
-    if (n > 0) stats_.on_free(n);
+    if (n > 0) current_dry_run().stats.on_free(n);
   }
   int64_t counted_bytes(Device, size_t nbytes) const override {
     if (nbytes == 0) return 0;
-    return static_cast<int64_t>(g_meta_accounting.load(std::memory_order_relaxed) == kCUDA ? cuda_round_size(nbytes)
-                                                                                             : nbytes);
+    return static_cast<int64_t>(current_dry_run().accounting.load(std::memory_order_relaxed) == kCUDA
+                                    ? cuda_round_size(nbytes)
+                                    : nbytes);
   }
-  AllocatorStats& stats(Device) override { return stats_; }
+  AllocatorStats& stats(Device) override { return current_dry_run().stats; }
   void copy_from_host(void*, const void*, size_t) override {}
   void copy_to_host(void*, const void*, size_t) override {}
   void copy_within(void*, const void*, size_t) override {}
-
- private:
-  AllocatorStats stats_;
 };
 
 struct Registry {
@@ -202,15 +200,33 @@ struct Registry {
   std::atomic<Allocator*> by_type[kNumDeviceTypes] = {{&cpu}, {nullptr}, {&meta}};
   AllocationObserver observer;
   std::atomic<bool> has_observer{false};
+  // Storage observers: the real devices' list, and which dry run's list (if any) each id is in.
+  StorageObserverList real_observers;
   std::mutex storage_observers_mutex;
-  std::vector<std::pair<int, StorageObserver>> storage_observers;
+  std::unordered_map<int, intrusive_ptr<DryRunState>> meta_observer_state;
   int next_storage_observer = 0;
-  std::atomic<bool> has_storage_observers{false};
 };
 
 Registry& registry() {
   static Registry* r = new Registry();  // never destroyed: storages may outlive static teardown
   return *r;
+}
+
+int add_observer(bool real, bool meta, StorageObserver observer) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.storage_observers_mutex);
+  const int id = r.next_storage_observer++;
+  if (real && meta) {
+    r.real_observers.add(id, observer);
+  } else if (real) {
+    r.real_observers.add(id, std::move(observer));
+  }
+  if (meta) {
+    intrusive_ptr<DryRunState> state = detail::retain_current_dry_run();
+    state->observers.add(id, std::move(observer));
+    r.meta_observer_state.emplace(id, std::move(state));
+  }
+  return id;
 }
 
 }  // namespace
@@ -238,53 +254,72 @@ void notify_allocation(Device device, int64_t nbytes) {
   if (r.has_observer.load(std::memory_order_relaxed)) r.observer(device, nbytes);
 }
 
-int add_storage_observer(StorageObserver observer) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.storage_observers_mutex);
-  int id = r.next_storage_observer++;
-  r.storage_observers.emplace_back(id, std::move(observer));
-  r.has_storage_observers.store(true);
-  return id;
+int add_storage_observer(StorageObserver observer) { return add_observer(true, true, std::move(observer)); }
+
+int add_storage_observer(Device device, StorageObserver observer) {
+  return add_observer(!device.is_meta(), device.is_meta(), std::move(observer));
 }
 
 void remove_storage_observer(int id) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.storage_observers_mutex);
-  auto& v = r.storage_observers;
-  for (auto it = v.begin(); it != v.end(); ++it) {
-    if (it->first == id) {
-      v.erase(it);
-      break;
-    }
+  r.real_observers.remove(id);
+  auto it = r.meta_observer_state.find(id);
+  if (it != r.meta_observer_state.end()) {
+    it->second->observers.remove(id);
+    r.meta_observer_state.erase(it);
   }
-  r.has_storage_observers.store(!v.empty());
 }
 
-bool has_storage_observers() { return registry().has_storage_observers.load(std::memory_order_relaxed); }
-
-void notify_storage_event(const StorageEvent& event) {
+namespace detail {
+void remove_storage_observers_of(DryRunState& state) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.storage_observers_mutex);
-  for (auto& [id, observer] : r.storage_observers) observer(event);
+  for (auto it = r.meta_observer_state.begin(); it != r.meta_observer_state.end();) {
+    if (it->second.get() == &state) {
+      r.real_observers.remove(it->first);
+      it = r.meta_observer_state.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  state.observers.remove_all();
+}
+}  // namespace detail
+
+bool has_storage_observers() { return !registry().real_observers.empty() || !current_dry_run().observers.empty(); }
+
+bool has_storage_observers(Device device) {
+  return device.is_meta() ? !current_dry_run().observers.empty() : !registry().real_observers.empty();
+}
+
+void notify_storage_event(const StorageEvent& event) {
+  if (event.device.is_meta()) {
+    current_dry_run().observers.notify(event);
+  } else {
+    registry().real_observers.notify(event);
+  }
 }
 
 void set_meta_accounting(DeviceType imitated) {
   REMAT_CHECK(imitated != kMeta, "set_meta_accounting: a Meta run imitates cpu or cuda, not meta");
-  int64_t live = memory_allocated(Device{kMeta});
-  REMAT_CHECK(live == 0 || imitated == g_meta_accounting.load(),
+  DryRunState& state = current_dry_run();
+  int64_t live = state.stats.allocated.load();
+  REMAT_CHECK(live == 0 || imitated == state.accounting.load(),
               "set_meta_accounting: cannot change what the Meta device counts while Meta tensors are alive (", live,
               " bytes allocated on meta)");
-  g_meta_accounting.store(imitated);
+  state.accounting.store(imitated);
 }
 
-DeviceType meta_accounting() { return g_meta_accounting.load(); }
+DeviceType meta_accounting() { return current_dry_run().accounting.load(); }
 
-MetaAccountingGuard::MetaAccountingGuard(DeviceType imitated) : prev_(meta_accounting()) {
+MetaAccountingGuard::MetaAccountingGuard(DeviceType imitated)
+    : state_(&current_dry_run()), prev_(state_->accounting.load()) {
   set_meta_accounting(imitated);
 }
 MetaAccountingGuard::~MetaAccountingGuard() {
   // Restoring with Meta tensors still alive would unbalance the counts: keep the setting then.
-  if (memory_allocated(Device{kMeta}) == 0) g_meta_accounting.store(prev_);
+  if (state_->stats.allocated.load() == 0) state_->accounting.store(prev_);
 }
 
 int64_t memory_allocated(Device device) { return get_allocator(device)->stats(device).allocated.load(); }

@@ -12,6 +12,8 @@
 
 namespace remat {
 
+struct DryRunState;  // engine/core/dry_run.h
+
 // Exact byte counts of live storages on one device. "allocated" is the sum of the byte sizes
 // asked for by live tensors; "reserved" is what the allocator holds from the system: live
 // blocks rounded up to the allocator's granularity plus the blocks it caches for reuse.
@@ -62,10 +64,11 @@ using AllocationObserver = std::function<void(Device, int64_t nbytes)>;
 void set_allocation_observer(AllocationObserver observer);
 void notify_allocation(Device device, int64_t nbytes);
 
-// Observers of every storage's life on every device: its allocation, its free, and a change of
-// what its bytes are (claim_memory): one event taking the bytes from the old category
-// (delta < 0) and one giving them to the new (delta > 0), memory_allocated unchanged.
-// The MemoryTracker is built on these.
+// Observers of every storage's life: its allocation, its free, and a change of what its bytes
+// are (claim_memory): one event taking the bytes from the old category (delta < 0) and one giving
+// them to the new (delta > 0), memory_allocated unchanged. The MemoryTracker is built on these.
+// The real devices' events reach every observer of them, process-wide; a Meta storage's reach
+// only the observers of the dry run it was allocated in (engine/core/dry_run.h).
 struct StorageEvent {
   Device device;
   const void* storage;      // the StorageImpl, an identity only
@@ -75,15 +78,22 @@ struct StorageEvent {
   bool relabel;             // part of a change of category, not an allocation or free
 };
 using StorageObserver = std::function<void(const StorageEvent&)>;
-int add_storage_observer(StorageObserver observer);  // returns an id for remove_storage_observer
-void remove_storage_observer(int id);
-bool has_storage_observers();
+// Observes the real devices and the Meta storages of the calling thread's current dry run.
+// Returns an id for remove_storage_observer. Added inside a DryRun, it is removed when that closes.
+int add_storage_observer(StorageObserver observer);
+// Observes one kind of device only: the real devices' events (any but Meta), or, for Meta, the
+// current dry run's.
+int add_storage_observer(Device device, StorageObserver observer);
+void remove_storage_observer(int id);  // an unknown id (or one its DryRun removed) is ignored
+bool has_storage_observers();               // any observer an event on this thread could reach
+bool has_storage_observers(Device device);  // any observer an event of a storage on `device` here reaches
 void notify_storage_event(const StorageEvent& event);
 
 // What a dry run on the Meta device counts: by default what the CPU allocator counts (the
 // bytes asked for); told to imitate CUDA, what remat's CUDA caching allocator counts (sizes
 // rounded up to its 512-byte blocks, as c10's allocated_bytes), so that a dry run predicts a GPU
-// step's memory_allocated on a machine without a GPU. Only while no Meta storage is alive.
+// step's memory_allocated on a machine without a GPU. Only while no Meta storage is alive. Both
+// act on the calling thread's current dry run (engine/core/dry_run.h; DryRun(kCUDA) sets it too).
 void set_meta_accounting(DeviceType imitated);
 DeviceType meta_accounting();
 class MetaAccountingGuard {
@@ -94,6 +104,7 @@ class MetaAccountingGuard {
   MetaAccountingGuard& operator=(const MetaAccountingGuard&) = delete;
 
  private:
+  DryRunState* state_;
   DeviceType prev_;
 };
 
@@ -105,6 +116,7 @@ constexpr size_t cuda_round_size(size_t nbytes) {
                                     : kCUDAMinBlockSize * ((nbytes + kCUDAMinBlockSize - 1) / kCUDAMinBlockSize);
 }
 
+// For Device{kMeta}: the figures of the calling thread's current dry run (engine/core/dry_run.h).
 int64_t memory_allocated(Device device = Device{kCPU});      // bytes held by live tensors
 int64_t max_memory_allocated(Device device = Device{kCPU});  // peak since last reset
 int64_t memory_reserved(Device device = Device{kCPU});       // bytes held from the system

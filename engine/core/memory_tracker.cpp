@@ -9,10 +9,13 @@ namespace remat {
 MemoryTracker::MemoryTracker(Device device) : device_(device) {
   // What is alive already (parameters, optimizer state of earlier steps) is known by category.
   AllocatorStats& stats = get_allocator(device)->stats(device);
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (int c = 0; c < kNumMemoryCategories; ++c) live_[c] = at_peak_[c] = stats.by_category[c].load();
-  peak_ = stats.allocated.load();
-  observer_id_ = add_storage_observer([this](const StorageEvent& e) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int c = 0; c < kNumMemoryCategories; ++c) live_[c] = at_peak_[c] = stats.by_category[c].load();
+    peak_ = stats.allocated.load();
+  }
+  // Not under mutex_: an event notified meanwhile holds the observers' lock, then takes mutex_.
+  observer_id_ = add_storage_observer(device, [this](const StorageEvent& e) {
     if (e.device == device_) on_event(e.relabel, e.delta, e.category, e.allocated);
   });
 }

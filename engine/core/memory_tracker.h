@@ -7,6 +7,10 @@
 //   tracker.peak();                            // highest memory_allocated(device) while alive
 //   tracker.at_peak()[MemoryCategory::Gradient];  // the gradients' bytes at that moment
 //   for (const MemoryEvent& e : tracker.timeline()) ...
+//
+// On Meta it tracks the calling thread's current dry run only (engine/core/dry_run.h): a tracker
+// made inside a DryRun sees that dry run's storages and nothing another thread runs, and stops
+// when the DryRun closes. On a real device it sees every thread's storages of that device.
 #pragma once
 
 #include <cstdint>

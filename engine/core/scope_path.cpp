@@ -22,4 +22,6 @@ std::string scope_path() {
 
 const std::vector<std::string>& scope_path_names() { return tls_scope; }
 
+void set_scope_path_names(std::vector<std::string> names) { tls_scope = std::move(names); }
+
 }  // namespace remat

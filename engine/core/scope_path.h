@@ -13,5 +13,7 @@ void pop_scope_name();
 // The names joined by '.', empty names skipped ("" at top level).
 std::string scope_path();
 const std::vector<std::string>& scope_path_names();
+// Replaces the thread's names (what a caller that must leave the path as it found it restores).
+void set_scope_path_names(std::vector<std::string> names);
 
 }  // namespace remat

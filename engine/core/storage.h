@@ -7,6 +7,7 @@
 
 #include "engine/core/allocator.h"
 #include "engine/core/device.h"
+#include "engine/core/dry_run.h"
 #include "engine/core/intrusive_ptr.h"
 
 namespace remat {
@@ -14,12 +15,15 @@ namespace remat {
 class StorageImpl : public intrusive_ptr_target {
  public:
   StorageImpl(size_t nbytes, Device device)
-      : nbytes_(nbytes), device_(device), allocator_(get_allocator(device)),
+      : nbytes_(nbytes), device_(device),
+        dry_run_(device.is_meta() ? detail::retain_current_dry_run() : nullptr), allocator_(get_allocator(device)),
         data_(allocator_->allocate(device, nbytes)), counted_(allocator_->counted_bytes(device, nbytes)),
         category_(current_memory_category()), id_(next_id().fetch_add(1, std::memory_order_relaxed)) {
     account(category_, counted_, false);
   }
+  // A Meta storage counts its free in the dry run it was allocated in, from any thread.
   ~StorageImpl() override {
+    detail::CurrentDryRunGuard own(dry_run_.get());
     allocator_->deallocate(device_, data_, nbytes_);
     account(category_, -counted_, false);
   }
@@ -45,6 +49,7 @@ class StorageImpl : public intrusive_ptr_target {
   MemoryCategory memory_category() const { return category_; }
   void claim(MemoryCategory category) {
     if (static_cast<int>(category) >= static_cast<int>(category_)) return;
+    detail::CurrentDryRunGuard own(dry_run_.get());
     account(category_, -counted_, true);
     category_ = category;
     account(category_, counted_, true);
@@ -53,6 +58,7 @@ class StorageImpl : public intrusive_ptr_target {
  private:
   size_t nbytes_;
   Device device_;
+  intrusive_ptr<DryRunState> dry_run_;  // Meta only: the dry run whose counters it counts in
   Allocator* allocator_;
   void* data_;
   int64_t counted_;  // what this storage adds to its allocator's stats().allocated
@@ -69,7 +75,7 @@ class StorageImpl : public intrusive_ptr_target {
     if (counted_ == 0) return;
     AllocatorStats& s = allocator_->stats(device_);
     s.by_category[static_cast<int>(c)].fetch_add(delta, std::memory_order_relaxed);
-    if (has_storage_observers())
+    if (has_storage_observers(device_))
       notify_storage_event(StorageEvent{device_, this, delta, c, s.allocated.load(std::memory_order_relaxed), relabel});
   }
 };

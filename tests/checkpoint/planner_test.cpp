@@ -1,12 +1,15 @@
 // Tests checkpoint/planner.{h,cpp}: plans made by dry runs on Meta, run for real on the CPU. Every
 // figure is exact (no timing): the measured peak is the predicted one to the byte, the FLOPs
 // recomputed are the plan's, and the losses are bitwise those of a run without checkpointing.
+// [slow]: the long single-threaded searches, which the ThreadSanitizer step of CI leaves out.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 
+#include "engine/core/scope_path.h"
 #include "remat.h"
 #include "tests/testing/matchers.h"
+#include "tests/testing/planned_steps.h"
 
 using namespace remat;
 using Catch::Matchers::Contains;
@@ -14,70 +17,20 @@ using remat::testing::What;
 
 namespace {
 
-struct Shape5 {
-  int64_t batch, seq, embd, heads, vocab, layers;
-};
+using Shape5 = remat::testing::GptShape;
 // Activations decide the peak.
 const Shape5 kActivationBound{4, 64, 32, 2, 17, 3};
 // One block: at most 16 candidates, for the exhaustive search.
 const Shape5 kOneBlock{2, 8, 16, 2, 11, 1};
 
-struct StepResult {
-  int64_t peak = 0;  // counted from the step's start
-  double flops = 0;
-  std::vector<double> loss_and_grads;
-};
+using remat::testing::bitwise_equal;
+using remat::testing::StepResult;
 
-// A training step of a GPT on `device` under `ac` (AdamW; the batch made inside, as a real loop would).
 StepResult train_step(const Shape5& s, Device device, const nn::ActivationCheckpointing& ac) {
-  reset_checkpoint_stats();
-  const int64_t start = memory_allocated(device);
-  reset_peak_memory_stats(device);
-  StepResult r;
-  {
-    nn::GPTConfig cfg;
-    cfg.vocab_size = s.vocab;
-    cfg.block_size = s.seq;
-    cfg.n_layer = s.layers;
-    cfg.n_head = s.heads;
-    cfg.n_embd = s.embd;
-    cfg.options = TensorOptions().device(device);
-    nn::GPT model(cfg);
-    model.set_checkpointing(ac);
-    optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-3));
-    TensorOptions lo = TensorOptions().dtype(kLong).device(device);
-    Tensor idx, targets;
-    if (device.is_meta()) {
-      idx = empty({s.batch, s.seq}, lo);
-      targets = empty({s.batch, s.seq}, lo);
-    } else {
-      std::vector<double> a, b;
-      for (int64_t i = 0; i < s.batch * s.seq; ++i) {
-        a.push_back(static_cast<double>((i * 7 + 3) % s.vocab));
-        b.push_back(static_cast<double>((i * 5 + 1) % s.vocab));
-      }
-      idx = from_vector(a, {s.batch, s.seq}, lo);
-      targets = from_vector(b, {s.batch, s.seq}, lo);
-    }
-    nn::GPTOutput out = model.forward(idx, targets);
-    out.loss.backward();
-    opt.step();
-    if (!device.is_meta()) {
-      r.loss_and_grads.push_back(out.loss.item());
-      for (const Tensor& p : model.parameters())
-        for (double v : p.to_vector()) r.loss_and_grads.push_back(v);  // after the update: grads and moments agree
-    }
-  }
-  r.peak = max_memory_allocated(device) - start;
-  r.flops = checkpoint_stats().total.flops_recomputed;
-  return r;
+  return remat::testing::gpt_train_step(s, device, ac);
 }
 
-PlannedStep planned_step(const Shape5& s) {
-  return [s](const PolicyFn& policy, Device device) {
-    train_step(s, device, nn::ActivationCheckpointing::selective(policy));
-  };
-}
+PlannedStep planned_step(const Shape5& s) { return remat::testing::planned_gpt_step(s); }
 
 // The cost model on one fixed machine (FMA peak 490 GFLOP/s, copy bandwidth 12 GB/s: two AVX-512
 // cores) instead of the measured defaults, so that the plans these tests compare are the same on
@@ -89,14 +42,10 @@ PlannerOptions fixed_machine(int64_t budget_bytes) {
   return o;
 }
 
-bool bitwise_equal(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("planner: a sweep of budgets: each plan fits, is exact on the CPU, and costs less as budgets grow",
-          "[planner]") {
+          "[planner][slow]") {
   const Shape5 s = kActivationBound;
   PlannedStep step = planned_step(s);
   StepResult plain = train_step(s, Device{kCPU}, nn::ActivationCheckpointing::none());
@@ -142,7 +91,7 @@ TEST_CASE("planner: at full checkpointing's own peak, the plan recomputes no mor
 }
 
 TEST_CASE("planner: at a hand-made SAC policy's own peak, the plan costs no more than the policy's choice",
-          "[planner]") {
+          "[planner][slow]") {
   const Shape5 s = kActivationBound;
   PlannedStep step = planned_step(s);
   CheckpointPlan probe = plan_checkpointing(step, fixed_machine(int64_t{1} << 40));
@@ -175,7 +124,7 @@ TEST_CASE("planner: at a hand-made SAC policy's own peak, the plan costs no more
   }
 }
 
-TEST_CASE("planner: on one block, no keep-set that fits is cheaper than the plan by more than 5%", "[planner]") {
+TEST_CASE("planner: on one block, no keep-set that fits is cheaper than the plan by more than 5%", "[planner][slow]") {
   const Shape5 s = kOneBlock;
   PlannedStep step = planned_step(s);
   CheckpointPlan probe = plan_checkpointing(step, fixed_machine(int64_t{1} << 40));
@@ -250,7 +199,7 @@ TEST_CASE("planner: error paths name the budget, the minimum, and the call the p
 }
 
 TEST_CASE("planner: priced by a benchmark of each call, a plan is as exact; one estimator measures each call once",
-          "[planner][estimator]") {
+          "[planner][estimator][slow]") {
   const Shape5 s = kActivationBound;
   PlannedStep step = planned_step(s);
   StepResult plain = train_step(s, Device{kCPU}, nn::ActivationCheckpointing::none());
@@ -299,4 +248,154 @@ TEST_CASE("planner: planning for CUDA counts the CUDA allocator's blocks", "[pla
   CHECK(cuda.predicted_peak_bytes > cpu.predicted_peak_bytes);  // every tensor rounded up to 512 bytes
   CHECK(cuda.predicted_peak_bytes % 512 == 0);
   CHECK(meta_accounting() == kCPU);  // restored
+}
+
+TEST_CASE("planner: a step that is not the same step in every dry run is refused, naming the first differing call",
+          "[planner][errors]") {
+  // 2 layers on odd calls, 3 on even ones: the second dry run (keep-all) has a block more.
+  int calls = 0;
+  Shape5 two = kActivationBound, three = kActivationBound;  // activations matter: the planner searches
+  two.layers = 2;
+  three.layers = 3;
+  PlannedStep changing = [&](const PolicyFn& policy, Device device) {
+    ++calls;
+    train_step(calls % 2 == 1 ? two : three, device, nn::ActivationCheckpointing::selective(policy));
+  };
+  REQUIRE_THROWS_MATCHES(plan_checkpointing(changing, PlannerOptions{int64_t{1} << 40}), CheckpointError,
+                         What(Contains("plan_checkpointing: dry run 2 (keep-all): the step is not the same step as in "
+                                       "the profiling run (dry run 1)") &&
+                              Contains("is 'layers.2.") && Contains("in region 3 with arguments of shapes") &&
+                              Contains("where the profiling run made only") &&
+                              Contains("each call must run the same model on the same shapes")));
+  CHECK(calls == 2);
+
+  // The other way round: the dry run makes fewer calls than the profile.
+  calls = 0;
+  PlannedStep shrinking = [&](const PolicyFn& policy, Device device) {
+    ++calls;
+    train_step(calls % 2 == 1 ? three : two, device, nn::ActivationCheckpointing::selective(policy));
+  };
+  REQUIRE_THROWS_MATCHES(plan_checkpointing(shrinking, PlannerOptions{int64_t{1} << 40}), CheckpointError,
+                         What(Contains("dry run 2 (keep-all)") && Contains("the profiling run ") &&
+                              Contains("the first missing one is call") && Contains("'layers.2.")));
+
+  // The same calls on other shapes, from the third dry run on (the search's first).
+  calls = 0;
+  Shape5 longer = two;
+  longer.seq = 32;
+  PlannedStep reshaping = [&](const PolicyFn& policy, Device device) {
+    ++calls;
+    train_step(calls <= 2 ? two : longer, device, nn::ActivationCheckpointing::selective(policy));
+  };
+  CheckpointPlan probe = plan_checkpointing(planned_step(two), PlannerOptions{int64_t{1} << 40});
+  REQUIRE(probe.recompute_all_peak_bytes < probe.keep_all_peak_bytes);
+  REQUIRE_THROWS_MATCHES(plan_checkpointing(reshaping, PlannerOptions{probe.recompute_all_peak_bytes}), CheckpointError,
+                         What(Contains("dry run 3 (search at rung 1 of 5") && Contains("call 1 is 'layers.0") &&
+                              Contains("[4, 32, 32]") && Contains("where the profiling run's was 'layers.0") &&
+                              Contains("[4, 64, 32]")));
+
+  // with_kept's dry run is checked against the plan's profile too.
+  REQUIRE_THROWS_MATCHES(probe.with_kept(planned_step(longer), {}), CheckpointError,
+                         What(Contains("CheckpointPlan::with_kept: dry run 1 (the plan's final check): the step is not "
+                                       "the same step as in the profiling run of the plan: call 1 is 'layers.0")));
+}
+
+namespace {
+
+int g_leaked_events = 0;
+Tensor g_leaked_meta;  // a Meta tensor the failing step leaves alive
+
+struct Marker : DispatchMode {
+  std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
+    return op.call(args);
+  }
+};
+
+// A step that fails in its `fail_on`-th call, leaving behind all it can: a dispatch mode pushed
+// without a guard, grad mode off, a scope name, a storage observer, a live Meta tensor.
+PlannedStep failing_step(int* calls, int fail_on, std::function<void()> raise) {
+  return [=](const PolicyFn& policy, Device device) {
+    ++*calls;
+    train_step(kActivationBound, device, nn::ActivationCheckpointing::selective(policy));
+    if (*calls < fail_on) return;
+    DispatchModeTLS::push(std::make_shared<Marker>());
+    autograd::GradMode::set_enabled(false);
+    push_scope_name("left_behind");
+    add_storage_observer([](const StorageEvent&) { ++g_leaked_events; });
+    g_leaked_meta = empty({1000}, device);
+    reset_checkpoint_stats();
+    raise();
+  };
+}
+
+}  // namespace
+
+TEST_CASE("planner: a step that throws in a dry run: its error re-raised with the dry run's number and phase, "
+          "and nothing left behind", "[planner][errors]") {
+  const Device meta{kMeta};
+  Tensor outer_meta = empty({10}, meta);  // the caller's Meta counters, with something alive
+  reset_peak_memory_stats(meta);
+  const int64_t meta_allocated = memory_allocated(meta), meta_peak = max_memory_allocated(meta);
+  reset_checkpoint_stats();
+  train_step(kOneBlock, Device{kCPU}, nn::ActivationCheckpointing::full());
+  const CheckpointStats stats = checkpoint_stats();
+  REQUIRE(stats.total.recomputations > 0);
+  scope caller("caller");
+  const size_t modes = DispatchModeTLS::size();
+  MemoryTracker tracker(meta);
+  const bool observers = has_storage_observers();
+  CheckpointPlan probe = plan_checkpointing(planned_step(kActivationBound), PlannerOptions{int64_t{1} << 40});
+  const int64_t budget = (probe.recompute_all_peak_bytes + probe.keep_all_peak_bytes) / 2;  // the search runs
+
+  struct Case {
+    int fail_on;
+    std::function<void()> raise;
+    std::string phase;
+  };
+  const std::vector<Case> cases = {
+      {1, [] { throw Error("my step broke"); }, "dry run 1 (profile)"},
+      {2, [] { throw CheckpointError("my region broke"); }, "dry run 2 (keep-all)"},
+      {3, [] { throw std::runtime_error("my data loader broke"); },
+       "dry run 3 (search at rung 1 of 5"},
+  };
+  for (const Case& c : cases) {
+    INFO("fails on call " << c.fail_on);
+    int calls = 0;
+    PlannedStep step = failing_step(&calls, c.fail_on, c.raise);
+    try {
+      plan_checkpointing(step, PlannerOptions{budget});
+      FAIL("no exception");
+    } catch (const CheckpointError& e) {  // the user's type, with the context
+      CHECK(c.fail_on == 2);
+      CHECK_THAT(e.what(), Contains("plan_checkpointing: " + c.phase + ": the step threw: my region broke"));
+    } catch (const Error& e) {
+      CHECK(c.fail_on != 2);
+      CHECK_THAT(e.what(), Contains("plan_checkpointing: " + c.phase));
+      if (c.fail_on == 1) CHECK_THAT(e.what(), Contains("the step threw: my step broke"));
+      if (c.fail_on == 3) {
+        CHECK_THAT(e.what(), Contains("the step threw: my data loader broke"));
+        CHECK_THROWS_AS(std::rethrow_if_nested(e), std::runtime_error);  // the original, nested
+      }
+    }
+    CHECK(calls == c.fail_on);
+    // As before the call: the Meta counters, the storage observers, the dispatch modes, grad mode,
+    // the scope path, the recompute figures.
+    CHECK(memory_allocated(meta) == meta_allocated);
+    CHECK(max_memory_allocated(meta) == meta_peak);
+    CHECK(has_storage_observers() == observers);
+    const int leaked = g_leaked_events;
+    { Tensor t = empty({4}); }
+    CHECK(g_leaked_events == leaked);  // the observer the step added went with its dry run
+    CHECK(DispatchModeTLS::size() == modes);
+    CHECK(autograd::GradMode::is_enabled());
+    CHECK(current_scope() == "caller");
+    CHECK(stats_detail::planning_observer() == nullptr);
+    CHECK(meta_accounting() == kCPU);
+    const CheckpointStats after = checkpoint_stats();
+    CHECK(after.total.recomputations == stats.total.recomputations);
+    CHECK(after.regions.size() == stats.regions.size());
+    CHECK(tracker.timeline().empty());  // the caller's tracker saw none of the dry runs
+    g_leaked_meta = Tensor();
+    CHECK(memory_allocated(meta) == meta_allocated);  // its free counts in its own dry run
+  }
 }

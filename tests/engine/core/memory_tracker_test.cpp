@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <numeric>
+#include <thread>
 
 #include "remat.h"
 
@@ -154,6 +155,41 @@ TEST_CASE("MemoryTracker: bytes alive before it starts are known by category; on
   CHECK(tracker.at_peak()[MemoryCategory::Parameter] >= 40);
   CHECK(sum_of(tracker.at_peak()) == memory_allocated(Device{kMeta}));
   CHECK(tracker.peak() == memory_allocated(Device{kMeta}));
+}
+
+TEST_CASE("MemoryTracker: on Meta it sees only its own dry run, whatever other threads run at once",
+          "[memory_tracker][dry_run][threads]") {
+  auto summary = [](const MlpRun& r) {
+    std::vector<std::string> events;
+    for (const MemoryEvent& e : r.timeline)
+      events.push_back(std::to_string(e.allocated) + " " + std::to_string(e.delta) + " " + e.op + " " + e.scope + " " +
+                       toString(e.category) + " " + e.phase + (e.relabel ? " relabel" : ""));
+    return events;
+  };
+  MlpRun alone;
+  {
+    DryRun dry;
+    alone = train_mlp_two_steps(Device{kMeta});
+  }
+  REQUIRE(!alone.timeline.empty());
+  MemoryTracker outside(Device{kMeta});  // the process-wide state's: none of the dry runs below
+  constexpr int kThreads = 4;
+  std::vector<MlpRun> runs(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&runs, t] {
+      DryRun dry;
+      runs[t] = train_mlp_two_steps(Device{kMeta});
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t);
+    CHECK(runs[t].peak == alone.peak);
+    CHECK(runs[t].at_peak == alone.at_peak);
+    CHECK(summary(runs[t]) == summary(alone));
+  }
+  CHECK(outside.timeline().empty());
 }
 
 namespace {

@@ -162,7 +162,9 @@ TEST_CASE("emulated kernels: a block reduction missing __syncthreads is caught, 
   const auto saved = remat::cuda_emu::schedules();
   remat::cuda_emu::set_schedules(remat::cuda_emu::parse_schedules("forward,reverse"));
   REMAT_CUDA_LAUNCH(4, 256, 0, nullptr, block_sum<false>)(d_in, d_out);
-  REQUIRE(cudaGetLastError() == cudaSuccess);  // the launch itself is fine
+  // The launch itself is fine. Peek, not Get: the kernel runs asynchronously, and its own failure may
+  // already reach cudaGetLastError before the synchronize, as with cudart.
+  REQUIRE(cudaPeekAtLastError() == cudaSuccess);
   const cudaError_t err = cudaDeviceSynchronize();
   remat::cuda_emu::set_schedules(saved);
   REQUIRE(err == cudaErrorLaunchFailure);
