@@ -325,7 +325,8 @@ std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::ve
 }
 
 struct RunResult {
-  int64_t peak = 0;
+  int64_t peak = 0;  // of the plan's counter
+  int64_t allocated_peak = 0, reserved_peak = 0;
   double flops = 0, overhead = 0;
 };
 
@@ -350,13 +351,15 @@ class Planner {
       : step_(step),
         estimator_(o.estimator ? o.estimator
                                : std::make_shared<RuntimeEstimator>(o.estimate_mode, o.device, o.peak_flops, o.bandwidth)),
-        imitated_(o.device.is_cuda() ? kCUDA : kCPU) {
+        imitated_(o.device.is_cuda() ? kCUDA : kCPU),
+        counter_(o.counter.value_or(o.device.is_cuda() ? MemoryCounter::Reserved : MemoryCounter::Allocated)) {
     REMAT_CHECK(estimator_->device() == o.device, "plan_checkpointing: options.estimator prices calls on ",
                 toString(estimator_->device().type), ", but options.device is ", toString(o.device.type));
     data.options = o;
     data.options.estimator = estimator_;  // with_kept prices with the same measurements
   }
   EstimateMode estimate_mode() const { return estimator_->mode(); }
+  MemoryCounter counter() const { return counter_; }
 
   // One dry run with `keep` kept (profile: also records the calls), in a DryRun of its own: its
   // Meta counters, checkpoint_stats() and storage observers are its own, whatever other threads
@@ -406,7 +409,10 @@ class Planner {
         rethrow_with_context(where + ": the step threw: ");
       }
       stats_detail::set_planning_observer(previous);
-      r.peak = max_memory_allocated(Device{kMeta});  // counted from the step's start: the DryRun's
+      // Counted from the step's start (the DryRun's), reserved from an empty cache.
+      r.allocated_peak = max_memory_allocated(Device{kMeta});
+      r.reserved_peak = imitated_ == kCUDA ? max_memory_reserved(Device{kMeta}) : 0;
+      r.peak = counter_ == MemoryCounter::Reserved ? r.reserved_peak : r.allocated_peak;
       r.flops = checkpoint_stats().total.flops_recomputed;
       r.overhead = observer.overhead;
     }
@@ -456,6 +462,7 @@ class Planner {
   const PlannedStep& step_;
   std::shared_ptr<RuntimeEstimator> estimator_;
   DeviceType imitated_;
+  MemoryCounter counter_;
   std::map<std::vector<bool>, size_t> memo_;  // keep-set -> index into evaluated
 };
 
@@ -479,7 +486,10 @@ void finish_plan(Planner& planner, const std::vector<bool>& best, CheckpointPlan
   plan->replay_candidates.clear();
   for (size_t c : data.candidates) plan->candidates.push_back(data.calls[c].key);
   for (size_t c : data.replay_candidates) plan->replay_candidates.push_back(data.calls[c].key);
+  plan->counter = planner.counter();
   plan->predicted_peak_bytes = final_run.peak;
+  plan->predicted_allocated_peak_bytes = final_run.allocated_peak;
+  plan->predicted_reserved_peak_bytes = final_run.reserved_peak;
   plan->recompute_flops = final_run.flops;
   plan->predicted_overhead_seconds = final_run.overhead;
   plan->estimate_mode = planner.estimate_mode();
@@ -499,6 +509,13 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
               "not meta");
   REMAT_CHECK(options.max_dry_runs >= 3, "plan_checkpointing: max_dry_runs must be at least 3, got ",
               options.max_dry_runs);
+  if (options.counter == MemoryCounter::Reserved && !options.device.is_cuda()) {
+    throw CheckpointError(std::string("plan_checkpointing: a budget on reserved memory needs a CUDA device, but "
+                                      "options.device is ") +
+                          options.device.str() +
+                          " (only the CUDA caching allocator's reserved bytes are predicted; use "
+                          "MemoryCounter::Allocated)");
+  }
   Planner planner(step, options);
   Data& data = planner.data;
 
@@ -539,9 +556,15 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
   plan.recompute_all_peak_bytes = recompute_all.peak;
   plan.keep_all_peak_bytes = keep_all.peak;
   if (options.budget_bytes < recompute_all.peak) {
-    throw CheckpointError("plan_checkpointing: no plan fits a budget of " + std::to_string(options.budget_bytes) +
-                          " bytes: the minimum feasible peak is " + std::to_string(recompute_all.peak) +
-                          " bytes (" + mib(recompute_all.peak) + ", everything recomputable recomputed)");
+    const bool reserved = planner.counter() == MemoryCounter::Reserved;
+    throw CheckpointError(
+        "plan_checkpointing: no plan fits a budget of " + std::to_string(options.budget_bytes) + " bytes" +
+        (reserved ? " of reserved memory" : "") + ": the minimum feasible peak is " +
+        std::to_string(recompute_all.peak) + " bytes (" + mib(recompute_all.peak) +
+        ", everything recomputable recomputed)" +
+        (reserved ? "; its peak of allocated memory is " + std::to_string(recompute_all.allocated_peak) + " bytes (" +
+                        mib(recompute_all.allocated_peak) + "), reserved counted from an empty cache"
+                  : std::string()));
   }
 
   std::vector<std::vector<bool>> front;  // the knapsack's (analytic: no dry run), made if a search runs
@@ -716,6 +739,25 @@ CheckpointPlan CheckpointPlan::with_kept(const PlannedStep& step, const std::vec
   return plan;
 }
 
+const char* toString(MemoryCounter counter) {
+  return counter == MemoryCounter::Reserved ? "reserved" : "allocated";
+}
+
+std::string CheckpointPlan::check(Device device) const {
+  REMAT_CHECK(data != nullptr, "CheckpointPlan::check: an empty plan (make one with plan_checkpointing)");
+  const Device planned = data->options.device;
+  if (counter != MemoryCounter::Reserved) return "";
+  if (device.type != planned.type) {
+    return "the plan bounds reserved memory on " + planned.str() + ", not on " + device.str();
+  }
+  const int64_t reserved = memory_reserved(device), allocated = memory_allocated(device);
+  if (reserved == 0 && allocated == 0) return "";
+  return "the plan predicts reserved memory from an empty cache, but " + device.str() + " holds " +
+         std::to_string(reserved) + " bytes reserved in " + std::to_string(memory_segments(device)) + " segments (" +
+         std::to_string(allocated) + " allocated by live tensors): free those tensors and call empty_cache(" +
+         device.str() + ") first";
+}
+
 PolicyFn CheckpointPlan::policy() const {
   REMAT_CHECK(data != nullptr, "CheckpointPlan::policy: an empty plan (make one with plan_checkpointing)");
   std::shared_ptr<const Data> d = data;
@@ -750,6 +792,11 @@ std::string CheckpointPlan::summary() const {
                 mib(budget_bytes).c_str(), mib(predicted_peak_bytes).c_str(), mib(recompute_all_peak_bytes).c_str(),
                 mib(keep_all_peak_bytes).c_str(), kept.size());
   os << line;
+  if (counter == MemoryCounter::Reserved) {
+    std::snprintf(line, sizeof line, "bounds reserved memory, from an empty cache (peak allocated %s)\n",
+                  mib(predicted_allocated_peak_bytes).c_str());
+    os << line;
+  }
   std::snprintf(line, sizeof line, "recompute: %.4g GFLOP, %.4g ms predicted (%s); %lld dry runs in %.2f s\n",
                 recompute_flops / 1e9, predicted_overhead_seconds * 1e3, toString(estimate_mode),
                 static_cast<long long>(dry_runs), planning_seconds);

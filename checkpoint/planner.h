@@ -60,6 +60,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,8 +69,14 @@
 
 namespace remat {
 
+// Which statistic a budget bounds: the bytes live tensors hold (memory_allocated), or what the
+// allocator holds from the device (memory_reserved: on CUDA the caching allocator's segments,
+// which is what makes a real job run out of memory).
+enum class MemoryCounter { Allocated, Reserved };
+const char* toString(MemoryCounter counter);
+
 struct PlannerOptions {
-  int64_t budget_bytes = 0;      // bound on the step's peak memory_allocated, counted from its start
+  int64_t budget_bytes = 0;      // bound on the step's peak of `counter`, counted from its start
   Device device = Device{kCPU};  // the device whose speed the cost model assumes (and whose accounting: CUDA counts blocks)
   double peak_flops = 0;         // FLOP/s of the device; 0: default_machine_peaks (cost_model_defaults.h)
   double bandwidth = 0;          // bytes/s of the device; 0: likewise (on the CPU: measured once per process)
@@ -80,10 +87,17 @@ struct PlannerOptions {
   // The estimator to price calls with, instead of one made from the fields above: share one
   // across plans so that a benchmark times each distinct call once (the plans then agree).
   std::shared_ptr<RuntimeEstimator> estimator;
+  // The statistic budget_bytes bounds; default: Reserved on CUDA (max_memory_reserved, predicted
+  // from an empty cache by the caching allocator's own block logic), Allocated elsewhere.
+  // Reserved needs a CUDA device: the CPU allocator's reserved bytes are not predicted.
+  std::optional<MemoryCounter> counter;
 };
 
 struct CheckpointPlan {
+  MemoryCounter counter = MemoryCounter::Allocated;  // what the peaks below are peaks of
   int64_t predicted_peak_bytes = 0;      // the dry run's peak under this plan (what the real step will show)
+  int64_t predicted_allocated_peak_bytes = 0;  // its peak of memory_allocated (= the above for Allocated)
+  int64_t predicted_reserved_peak_bytes = 0;   // its peak of memory_reserved (CUDA only; 0 on the CPU)
   int64_t recompute_all_peak_bytes = 0;  // the lowest peak any plan reaches (everything recomputable recomputed)
   int64_t keep_all_peak_bytes = 0;       // the peak when every output backward needs is kept (nothing recomputed)
   double recompute_flops = 0;            // FLOPs recomputed in one call of `step`, counted as checkpoint_stats() counts them
@@ -102,6 +116,10 @@ struct CheckpointPlan {
   // the plan has never seen, or one whose argument shapes differ from what it was made for.
   PolicyFn policy() const;
   std::string summary() const;  // per region: bytes kept / recomputed, cost
+  // Whether what the prediction assumed holds on `device` now: for a plan of reserved bytes, an
+  // empty cache (no segment held, no tensor alive) on the device it was made for. "" when it
+  // holds, else what differs (then empty_cache() with no tensors alive, or plan for Allocated).
+  std::string check(Device device) const;
   // The same model, another keep-set (any subset of `candidates` and `replay_candidates`), priced by one dry run: for
   // comparing a hand-made choice with the planner's. Ignores the budget.
   CheckpointPlan with_kept(const std::function<void(const PolicyFn&, Device)>& step,

@@ -6,8 +6,10 @@
 #include <mutex>
 #include <new>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "engine/core/device_caching_allocator.h"
 #include "engine/core/dry_run.h"
 #include "engine/core/error.h"
 
@@ -126,18 +128,19 @@ bool free_block(void* p, size_t nbytes) {
   return true;
 }
 
-// Returns every cached large block to the system; the bytes released.
-int64_t release_large_blocks() {
+// Returns every cached large block to the system; the bytes and blocks released.
+std::pair<int64_t, int64_t> release_large_blocks() {
   LargeBlockCache& c = large_cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  int64_t released = 0;
+  int64_t released = 0, blocks = 0;
   for (auto& [size, list] : c.free) {
     for (void* p : list) std::free(p);
     released += static_cast<int64_t>(size * list.size());
+    blocks += static_cast<int64_t>(list.size());
   }
   c.free.clear();
   c.cached_bytes = 0;
-  return released;
+  return {released, blocks};
 }
 
 class CPUAllocator final : public Allocator {
@@ -148,19 +151,22 @@ class CPUAllocator final : public Allocator {
     void* p = aligned_block(nbytes, &from_system);
     REMAT_CHECK(p != nullptr, "CPU allocator: out of memory allocating ", nbytes, " bytes (",
                 stats_.allocated.load(), " bytes already allocated)");
-    if (from_system) stats_.reserved.fetch_add(static_cast<int64_t>(rounded_size(nbytes)));
+    if (from_system) stats_.on_reserve(static_cast<int64_t>(rounded_size(nbytes)), 1);
     stats_.on_alloc(static_cast<int64_t>(nbytes));
     notify_allocation(Device{kCPU}, static_cast<int64_t>(nbytes));
     return p;
   }
   void deallocate(Device, void* ptr, size_t nbytes) override {
     if (ptr == nullptr) return;
-    if (free_block(ptr, nbytes)) stats_.reserved.fetch_sub(static_cast<int64_t>(rounded_size(nbytes)));
+    if (free_block(ptr, nbytes)) stats_.on_reserve(-static_cast<int64_t>(rounded_size(nbytes)), -1);
     stats_.on_free(static_cast<int64_t>(nbytes));
     notify_allocation(Device{kCPU}, -static_cast<int64_t>(nbytes));
   }
   AllocatorStats& stats(Device) override { return stats_; }
-  void empty_cache(Device) override { stats_.reserved.fetch_sub(release_large_blocks()); }
+  void empty_cache(Device) override {
+    const auto [bytes, blocks] = release_large_blocks();
+    stats_.on_reserve(-bytes, -blocks);
+  }
 
  private:
   AllocatorStats stats_;
@@ -170,17 +176,25 @@ class CPUAllocator final : public Allocator {
 // counts what the allocator of the imitated device would count (set_meta_accounting), so a
 // step on Meta reports the peak the same step shows on that device. All of it in the calling
 // thread's current dry run (dry_run.h): a Meta storage is freed with its own made current.
+// Imitating CUDA, the dry run's copy of the caching allocator's block logic counts (and returns
+// a block address, which StorageImpl keeps for the free but never shows: a Meta data() is null).
 class MetaAllocator final : public Allocator {
  public:
   void* allocate(Device device, size_t nbytes) override {
-    int64_t n = counted_bytes(device, nbytes);
-    if (n > 0) current_dry_run().stats.on_alloc(n);
+    if (nbytes == 0) return nullptr;
+    DryRunState& state = current_dry_run();
+    if (state.accounting.load(std::memory_order_relaxed) == kCUDA) return state.cuda_blocks().malloc(nbytes, nullptr);
+    state.stats.on_alloc(counted_bytes(device, nbytes));
     return nullptr;
   }
-  // Meta storages all have a null pointer: the count comes from the size alone.
-  void deallocate(Device device, void*, size_t nbytes) override {
-    int64_t n = counted_bytes(device, nbytes);
-    if (n > 0) current_dry_run().stats.on_free(n);
+  void deallocate(Device, void* block, size_t nbytes) override {
+    if (nbytes == 0) return;
+    DryRunState& state = current_dry_run();
+    if (block != nullptr) {
+      state.cuda_blocks().free(block);
+    } else {
+      state.stats.on_free(static_cast<int64_t>(nbytes));
+    }
   }
   int64_t counted_bytes(Device, size_t nbytes) const override {
     if (nbytes == 0) return 0;
@@ -189,6 +203,7 @@ class MetaAllocator final : public Allocator {
                                     : nbytes);
   }
   AllocatorStats& stats(Device) override { return current_dry_run().stats; }
+  void empty_cache(Device) override { current_dry_run().empty_cache(); }
   void copy_from_host(void*, const void*, size_t) override {}
   void copy_to_host(void*, const void*, size_t) override {}
   void copy_within(void*, const void*, size_t) override {}
@@ -308,6 +323,8 @@ void set_meta_accounting(DeviceType imitated) {
   REMAT_CHECK(live == 0 || imitated == state.accounting.load(),
               "set_meta_accounting: cannot change what the Meta device counts while Meta tensors are alive (", live,
               " bytes allocated on meta)");
+  // The imitated cache of a run that counted like CUDA goes with that setting.
+  if (imitated != state.accounting.load()) state.empty_cache();
   state.accounting.store(imitated);
 }
 
@@ -319,12 +336,16 @@ MetaAccountingGuard::MetaAccountingGuard(DeviceType imitated)
 }
 MetaAccountingGuard::~MetaAccountingGuard() {
   // Restoring with Meta tensors still alive would unbalance the counts: keep the setting then.
-  if (state_->stats.allocated.load() == 0) state_->accounting.store(prev_);
+  if (state_->stats.allocated.load() != 0 || state_->accounting.load() == prev_) return;
+  state_->empty_cache();
+  state_->accounting.store(prev_);
 }
 
 int64_t memory_allocated(Device device) { return get_allocator(device)->stats(device).allocated.load(); }
 int64_t max_memory_allocated(Device device) { return get_allocator(device)->stats(device).peak.load(); }
 int64_t memory_reserved(Device device) { return get_allocator(device)->stats(device).reserved.load(); }
+int64_t max_memory_reserved(Device device) { return get_allocator(device)->stats(device).peak_reserved.load(); }
+int64_t memory_segments(Device device) { return get_allocator(device)->stats(device).segments.load(); }
 void empty_cache(Device device) { get_allocator(device)->empty_cache(device); }
 void reset_peak_memory_stats(Device device) { get_allocator(device)->stats(device).reset_peak(); }
 

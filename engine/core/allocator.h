@@ -21,6 +21,8 @@ struct AllocatorStats {
   std::atomic<int64_t> allocated{0};
   std::atomic<int64_t> peak{0};
   std::atomic<int64_t> reserved{0};  // live + cached blocks, in the allocator's rounded sizes
+  std::atomic<int64_t> peak_reserved{0};
+  std::atomic<int64_t> segments{0};  // blocks held from the system (the CUDA allocator's segments)
   // `allocated`, split by what the bytes are (memory_context.h); kept by StorageImpl, so that a
   // MemoryTracker made in the middle of a run knows what the live bytes already are.
   std::atomic<int64_t> by_category[kNumMemoryCategories] = {};
@@ -32,7 +34,19 @@ struct AllocatorStats {
     }
   }
   void on_free(int64_t nbytes) { allocated.fetch_sub(nbytes, std::memory_order_relaxed); }
-  void reset_peak() { peak.store(allocated.load(std::memory_order_relaxed)); }
+  // Bytes and segments taken from the system (> 0) or given back (< 0).
+  void on_reserve(int64_t nbytes, int64_t nsegments) {
+    segments.fetch_add(nsegments, std::memory_order_relaxed);
+    int64_t now = reserved.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
+    int64_t old = peak_reserved.load(std::memory_order_relaxed);
+    while (now > old && !peak_reserved.compare_exchange_weak(old, now, std::memory_order_relaxed)) {
+    }
+  }
+  // Both peaks, as torch.cuda.reset_peak_memory_stats.
+  void reset_peak() {
+    peak.store(allocated.load(std::memory_order_relaxed));
+    peak_reserved.store(reserved.load(std::memory_order_relaxed));
+  }
 };
 
 class Allocator {
@@ -120,6 +134,8 @@ constexpr size_t cuda_round_size(size_t nbytes) {
 int64_t memory_allocated(Device device = Device{kCPU});      // bytes held by live tensors
 int64_t max_memory_allocated(Device device = Device{kCPU});  // peak since last reset
 int64_t memory_reserved(Device device = Device{kCPU});       // bytes held from the system
+int64_t max_memory_reserved(Device device = Device{kCPU});   // their peak since last reset
+int64_t memory_segments(Device device = Device{kCPU});       // blocks held from the system (CUDA: segments)
 void empty_cache(Device device = Device{kCPU});              // return cached blocks to the system
 void reset_peak_memory_stats(Device device = Device{kCPU});
 

@@ -1,6 +1,7 @@
 // Dry runs that own their counters (see dry_run.h).
 #include "engine/core/dry_run.h"
 
+#include "engine/core/device_caching_allocator.h"
 #include "engine/core/error.h"
 
 namespace remat {
@@ -51,10 +52,49 @@ Hooks& hooks() {
   return *h;
 }
 
+namespace cca = cuda::CUDACachingAllocator;
+
+// The device a dry run's imitation of the CUDA caching allocator runs over: segments are address
+// ranges that nothing backs (data() of a Meta storage is null whatever its allocator returned),
+// events are done as soon as they are recorded, and memory never runs out.
+class NoMemoryBackend final : public cca::DeviceBackend {
+ public:
+  void* raw_alloc(size_t nbytes) override {
+    void* p = reinterpret_cast<void*>(next_);
+    next_ += (nbytes + cca::kRoundLarge - 1) / cca::kRoundLarge * cca::kRoundLarge;
+    return p;
+  }
+  void raw_free(void*) override {}
+  void* create_event() override { return this; }
+  void destroy_event(void*) override {}
+  void record_event(void*, cca::StreamHandle) override {}
+  bool query_event(void*) override { return true; }
+  void synchronize_event(void*) override {}
+
+ private:
+  uintptr_t next_ = uintptr_t{1} << 40;
+};
+
 }  // namespace
 
 DryRunState::DryRunState(uint64_t id_, DeviceType imitated) : id(id_), accounting(imitated) {}
 DryRunState::~DryRunState() = default;
+
+cca::DeviceCachingAllocator& DryRunState::cuda_blocks() {
+  std::lock_guard<std::mutex> lock(cuda_blocks_mutex_);
+  if (!cuda_blocks_) cuda_blocks_ = std::make_unique<cca::DeviceCachingAllocator>(
+                         Device{kMeta}, std::make_unique<NoMemoryBackend>(), &stats);
+  return *cuda_blocks_;
+}
+
+void DryRunState::empty_cache() {
+  cca::DeviceCachingAllocator* blocks = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(cuda_blocks_mutex_);
+    blocks = cuda_blocks_.get();
+  }
+  if (blocks != nullptr) blocks->empty_cache();
+}
 
 DryRunState& process_dry_run() {
   // One reference that is never dropped: storages made outside every DryRun may outlive statics.

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -32,6 +33,10 @@
 #include "engine/core/intrusive_ptr.h"
 
 namespace remat {
+
+namespace cuda::CUDACachingAllocator {
+class DeviceCachingAllocator;  // engine/core/device_caching_allocator.h
+}
 
 // One list of storage observers with its lock (the real devices' list, or one dry run's).
 class StorageObserverList {
@@ -58,6 +63,17 @@ struct DryRunState : intrusive_ptr_target {
   std::atomic<DeviceType> accounting;  // what Meta counts: kCPU (the bytes asked) or kCUDA (512-byte blocks)
   AllocatorStats stats;              // memory_allocated / max_memory_allocated / memory_reserved of Meta
   StorageObserverList observers;     // observers of its Meta storages
+
+  // While it imitates CUDA: the CUDA caching allocator's own block logic over a backend that
+  // allocates nothing (made on first use), so that memory_reserved, max_memory_reserved and
+  // memory_segments of Meta are what the device's allocator shows for the same step, started
+  // from an empty cache. Every block is on one stream (the device's current stream).
+  cuda::CUDACachingAllocator::DeviceCachingAllocator& cuda_blocks();
+  void empty_cache();  // the imitation's empty_cache (nothing while it has none)
+
+ private:
+  std::mutex cuda_blocks_mutex_;
+  std::unique_ptr<cuda::CUDACachingAllocator::DeviceCachingAllocator> cuda_blocks_;
 };
 
 // The calling thread's current state (never null).

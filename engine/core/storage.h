@@ -30,7 +30,9 @@ class StorageImpl : public intrusive_ptr_target {
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
 
-  void* data() const { return data_; }
+  // Null on Meta, whatever the allocator returned (a dry run imitating CUDA gets a block address
+  // that only its own free uses).
+  void* data() const { return device_.is_meta() ? nullptr : data_; }
   // Unique among all storages this process ever makes (an address is reused once a storage is
   // freed): what bookkeeping that outlives a storage keys on, so that a later storage at the same
   // address is not taken for it.

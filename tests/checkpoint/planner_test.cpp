@@ -399,3 +399,20 @@ TEST_CASE("planner: a step that throws in a dry run: its error re-raised with th
     CHECK(memory_allocated(meta) == meta_allocated);  // its free counts in its own dry run
   }
 }
+
+TEST_CASE("planner: a budget on reserved memory needs a CUDA device", "[planner]") {
+  PlannerOptions o{int64_t{1} << 40};
+  o.counter = MemoryCounter::Reserved;
+  REQUIRE_THROWS_MATCHES(plan_checkpointing(planned_step(kOneBlock), o), CheckpointError,
+                         Catch::Matchers::Message(
+                             "plan_checkpointing: a budget on reserved memory needs a CUDA device, but options.device "
+                             "is cpu (only the CUDA caching allocator's reserved bytes are predicted; use "
+                             "MemoryCounter::Allocated)"));
+  o.counter = MemoryCounter::Allocated;
+  const CheckpointPlan plan = plan_checkpointing(planned_step(kOneBlock), o);
+  CHECK(plan.counter == MemoryCounter::Allocated);
+  CHECK(plan.predicted_allocated_peak_bytes == plan.predicted_peak_bytes);
+  CHECK(plan.predicted_reserved_peak_bytes == 0);
+  CHECK(plan.check(Device{kCPU}).empty());  // nothing assumed of the CPU allocator's cache
+  CHECK(std::string(toString(MemoryCounter::Reserved)) == "reserved");
+}
