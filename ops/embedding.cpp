@@ -6,6 +6,7 @@
 #include "engine/dispatch/library.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
+#include "ops/cuda_temporaries.h"
 #include "ops/meta.h"
 #include "ops/op_utils.h"
 
@@ -78,7 +79,9 @@ Tensor embedding_cpu(const Tensor& weight, const Tensor& indices) {
 Tensor embedding_meta_kernel(const Tensor& weight, const Tensor& indices) {
   TensorMeta m = embedding_meta(weight, indices);
   m.device = Device{kMeta};
-  return empty_from(m);
+  Tensor out = empty_from(m);
+  if (cuda_temporaries::imitating()) cuda_temporaries::embedding(weight, indices);
+  return out;
 }
 
 Tensor embedding_dense_backward_cpu(const Tensor& grad_output, const Tensor& indices, int64_t num_weights) {
@@ -101,7 +104,9 @@ Tensor embedding_dense_backward_cpu(const Tensor& grad_output, const Tensor& ind
 Tensor embedding_dense_backward_meta(const Tensor& grad_output, const Tensor& indices, int64_t num_weights) {
   TensorMeta m = embedding_backward_meta(grad_output, indices, num_weights);
   m.device = Device{kMeta};
-  return empty_from(m);
+  Tensor out = empty_from(m);
+  if (cuda_temporaries::imitating()) cuda_temporaries::embedding_backward(grad_output, indices, num_weights);
+  return out;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "ops/composite.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
+#include "ops/cuda_temporaries.h"
 #include "ops/meta.h"
 #include "ops/functions.h"
 #include "ops/op_utils.h"
@@ -184,7 +185,9 @@ Tensor addmm_cpu(const Tensor& bias, const Tensor& a, const Tensor& b) {
 // What batched_gemm copies on the CPU (an operand neither row- nor column-major, e.g. the
 // expanded gradient of a sum), a Meta dry run allocates too, while the output is alive: the
 // same allocations in the same order.
+// Imitating CUDA, what the CUDA GEMM copies instead (cuda_temporaries.h).
 void meta_gemm_copies(const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (cuda_temporaries::imitating()) return cuda_temporaries::gemm(out, a, b);
   if (out.numel() == 0) return;
   const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1], k = a.sizes()[a.dim() - 1];
   auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };

@@ -9,6 +9,7 @@
 #include "kernels/cpu/embedding.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
+#include "ops/cuda_temporaries.h"
 #include "ops/meta.h"
 #include "ops/op_utils.h"
 
@@ -69,6 +70,7 @@ Tensor cross_entropy_cpu(const Tensor& logits, const Tensor& targets) {
 
 Tensor cross_entropy_meta(const Tensor& logits, const Tensor& targets) {
   check_cross_entropy_args("aten::cross_entropy", logits, targets);
+  if (cuda_temporaries::imitating()) return cuda_temporaries::cross_entropy(logits, targets);
   return make_empty({}, logits.dtype(), Device{kMeta});
 }
 
@@ -95,7 +97,9 @@ Tensor cross_entropy_backward_cpu(const Tensor& grad_output, const Tensor& logit
 Tensor cross_entropy_backward_meta(const Tensor& grad_output, const Tensor& logits, const Tensor& targets) {
   check_cross_entropy_args("aten::cross_entropy_backward", logits, targets);
   check_grad_loss("aten::cross_entropy_backward", grad_output, logits);
-  return make_empty(logits.sizes(), logits.dtype(), Device{kMeta});
+  Tensor grad_logits = make_empty(logits.sizes(), logits.dtype(), Device{kMeta});
+  if (cuda_temporaries::imitating()) cuda_temporaries::cross_entropy_backward(grad_output, logits, targets);
+  return grad_logits;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
 #include "ops/functions.h"
+#include "ops/cuda_temporaries.h"
 #include "ops/meta.h"
 #include "ops/op_utils.h"
 
@@ -200,9 +201,12 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_meta(const Tensor&
                                                                    const Shape& normalized_shape, const Tensor& mean,
                                                                    const Tensor& rstd, const Tensor& weight,
                                                                    const Tensor& bias) {
-  layer_norm_backward_meta(grad_out, input, normalized_shape, mean, rstd, weight, bias);
+  NormGeometry g = layer_norm_backward_meta(grad_out, input, normalized_shape, mean, rstd, weight, bias);
   auto like = [](const Tensor& t) { return t.defined() ? make_empty(t.sizes(), t.dtype(), meta_device()) : Tensor(); };
-  return {like(input), like(weight), like(bias)};
+  Tensor grad_input = like(input), grad_weight = like(weight), grad_bias = like(bias);
+  if (cuda_temporaries::imitating())
+    cuda_temporaries::layer_norm_backward(grad_out, input, mean, rstd, weight, bias, g.stat_dtype, g.M, g.N);
+  return {grad_input, grad_weight, grad_bias};
 }
 
 Tensor layer_norm_composite(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,

@@ -8,6 +8,7 @@
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
 #include "ops/functions.h"
+#include "ops/cuda_temporaries.h"
 #include "ops/meta.h"
 #include "ops/op_utils.h"
 
@@ -108,20 +109,23 @@ Tensor amax_cpu(const Tensor& self, int64_t dim, bool keepdim) {
   check_amax_nonempty(self, dim);
   return reduce_cpu<cpu::MaxReducer>("aten::amax", self, Shape{dim}, keepdim, false);
 }
-Tensor sum_meta(const Tensor& self, const std::optional<Shape>& dims, bool keepdim) {
-  TensorMeta m = reduce_meta("aten::sum", self, dims, keepdim, false);
+// Imitating CUDA, a reduction also makes the CUDA reduction's copy and workspace (cuda_temporaries.h).
+Tensor reduce_meta_kernel(const char* op, const Tensor& self, const std::optional<Shape>& dims, bool keepdim,
+                          bool floating_only) {
+  TensorMeta m = reduce_meta(op, self, dims, keepdim, floating_only);
   m.device = Device{kMeta};
-  return empty_from(m);
+  Tensor out = empty_from(m);
+  if (cuda_temporaries::imitating()) cuda_temporaries::reduce(self, reduced_mask(op, self, dims), m.dtype, out);
+  return out;
+}
+Tensor sum_meta(const Tensor& self, const std::optional<Shape>& dims, bool keepdim) {
+  return reduce_meta_kernel("aten::sum", self, dims, keepdim, false);
 }
 Tensor mean_meta(const Tensor& self, const std::optional<Shape>& dims, bool keepdim) {
-  TensorMeta m = reduce_meta("aten::mean", self, dims, keepdim, true);
-  m.device = Device{kMeta};
-  return empty_from(m);
+  return reduce_meta_kernel("aten::mean", self, dims, keepdim, true);
 }
 Tensor amax_meta(const Tensor& self, int64_t dim, bool keepdim) {
-  TensorMeta m = reduce_meta("aten::amax", self, Shape{dim}, keepdim, false);
-  m.device = Device{kMeta};
-  return empty_from(m);
+  return reduce_meta_kernel("aten::amax", self, Shape{dim}, keepdim, false);
 }
 
 // Sums a broadcast result back to size (the gradient of expand).

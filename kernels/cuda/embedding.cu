@@ -133,7 +133,6 @@ int64_t warp_grid(int64_t items) {
   return g < 1 ? 1 : g;
 }
 
-size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
 
 }  // namespace
 
@@ -156,17 +155,12 @@ void embedding_forward(ScalarType dtype, const void* weight, const int64_t* indi
   REMAT_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-size_t embedding_backward_workspace_bytes(int64_t n, int64_t num_weights) {
-  // counts, offsets, cursor: [num_weights] ints; positions: [n] ints
-  return 3 * align_up(static_cast<size_t>(num_weights) * sizeof(int)) + align_up(static_cast<size_t>(n) * sizeof(int));
-}
-
 void embedding_backward(ScalarType dtype, const void* grad, const int64_t* indices, void* grad_weight, int64_t n,
                         int64_t num_weights, int64_t dim, void* workspace, IndexError* error, cudaStream_t stream) {
   REMAT_CHECK(n < static_cast<int64_t>(INT32_MAX), "aten::embedding_dense_backward: more than 2^31 indices (", n,
               ") are not supported on CUDA");
   char* ws = static_cast<char*>(workspace);
-  const size_t vbytes = align_up(static_cast<size_t>(num_weights) * sizeof(int));
+  const size_t vbytes = workspace_align_up(static_cast<size_t>(num_weights) * sizeof(int));
   int* counts = reinterpret_cast<int*>(ws);
   int* offsets = reinterpret_cast<int*>(ws + vbytes);
   int* cursor = reinterpret_cast<int*>(ws + 2 * vbytes);

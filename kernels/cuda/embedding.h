@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "engine/core/scalar_type.h"
+#include "kernels/cuda/workspace_sizes.h"  // the workspace sizes
 
 namespace remat::kernels::cuda {
 
@@ -29,7 +30,6 @@ constexpr unsigned long long kNoIndexError = 0x7F7F7F7F7F7F7F7FULL;
 void embedding_forward(ScalarType dtype, const void* weight, const int64_t* indices, void* out, int64_t n,
                        int64_t num_weights, int64_t dim, IndexError* error, cudaStream_t stream);
 
-size_t embedding_backward_workspace_bytes(int64_t n, int64_t num_weights);
 
 // grad_weight[v, :] = sum over i with indices[i] == v of grad[i, :] (in increasing i);
 // grad [n, dim], grad_weight [num_weights, dim], contiguous. Out-of-range indices are reported

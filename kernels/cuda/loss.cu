@@ -86,10 +86,6 @@ int64_t row_grid(int64_t rows, int tpr) {
 
 }  // namespace
 
-size_t cross_entropy_workspace_bytes(ScalarType dtype, int64_t n) {
-  return static_cast<size_t>(n) * (dtype == ScalarType::Double ? 8 : 4);
-}
-
 void cross_entropy_forward(ScalarType dtype, const void* logits, const int64_t* targets, void* loss, int64_t n,
                            int64_t c, void* workspace, IndexError* error, cudaStream_t stream) {
   REMAT_CUDA_DISPATCH_FLOATING(dtype, "aten::cross_entropy", [&] {

@@ -9,11 +9,11 @@
 #include <cstdint>
 
 #include "engine/core/scalar_type.h"
+#include "kernels/cuda/workspace_sizes.h"  // the workspace sizes
 #include "kernels/cuda/embedding.h"
 
 namespace remat::kernels::cuda {
 
-size_t cross_entropy_workspace_bytes(ScalarType dtype, int64_t n);
 
 // loss (one element of dtype) = mean_i (logsumexp(logits[i, :]) - logits[i, targets[i]]);
 // logits [n, c] contiguous. Per-row losses go to the workspace and are summed in row order

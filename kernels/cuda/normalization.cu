@@ -189,17 +189,6 @@ int64_t row_grid(int64_t rows, int tpr) {
   return needed < cap ? needed : cap;
 }
 
-constexpr int64_t kRowsPerChunk = 32;
-constexpr int64_t kMaxChunks = 1024;
-
-int64_t rows_per_chunk(int64_t rows) {
-  int64_t per = kRowsPerChunk;
-  if ((rows + per - 1) / per > kMaxChunks) per = (rows + kMaxChunks - 1) / kMaxChunks;
-  return per;
-}
-
-size_t acc_bytes(ScalarType dtype) { return dtype == ScalarType::Double ? 8 : 4; }
-
 template <bool RMS>
 void forward_impl(ScalarType dtype, const void* x, const void* weight, const void* bias, void* y, void* mean,
                   void* rstd, int64_t rows, int64_t cols, double eps, cudaStream_t stream) {
@@ -244,7 +233,7 @@ void backward_impl(ScalarType dtype, const void* grad_out, const void* x, const 
       REMAT_CUDA_KERNEL_LAUNCH_CHECK();
     }
     if (grad_weight == nullptr && grad_bias == nullptr) return;
-    const int64_t per = rows_per_chunk(rows);
+    const int64_t per = norm_rows_per_chunk(rows);
     const int64_t nchunks = rows == 0 ? 1 : (rows + per - 1) / per;
     A* pw = static_cast<A*>(workspace);
     A* pb = pw + nchunks * cols;
@@ -277,12 +266,6 @@ void layer_norm_forward(ScalarType dtype, const void* x, const void* weight, con
 void rms_norm_forward(ScalarType dtype, const void* x, const void* weight, void* y, void* rstd, int64_t rows,
                       int64_t cols, double eps, cudaStream_t stream) {
   forward_impl<true>(dtype, x, weight, nullptr, y, nullptr, rstd, rows, cols, eps, stream);
-}
-
-size_t norm_backward_workspace_bytes(ScalarType dtype, int64_t rows, int64_t cols) {
-  const int64_t per = rows_per_chunk(rows);
-  const int64_t nchunks = rows == 0 ? 1 : (rows + per - 1) / per;
-  return 2 * static_cast<size_t>(nchunks * cols) * acc_bytes(dtype);
 }
 
 void layer_norm_backward(ScalarType dtype, const void* grad_out, const void* x, const void* mean, const void* rstd,

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "engine/core/scalar_type.h"
+#include "kernels/cuda/workspace_sizes.h"  // the workspace sizes
 
 namespace remat::kernels::cuda {
 
@@ -18,7 +19,6 @@ namespace remat::kernels::cuda {
 void layer_norm_forward(ScalarType dtype, const void* x, const void* weight, const void* bias, void* y, void* mean,
                         void* rstd, int64_t rows, int64_t cols, double eps, cudaStream_t stream);
 
-size_t norm_backward_workspace_bytes(ScalarType dtype, int64_t rows, int64_t cols);
 
 // Given dy, x and the forward's mean/rstd, with xhat = (x - mean) * rstd and g = dy * w:
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat));  dw = sum_rows(dy * xhat);  db = sum_rows(dy).

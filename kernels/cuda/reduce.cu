@@ -113,55 +113,16 @@ __global__ void reduce_cols_kernel(const In* in, Out* out, int64_t outer, int64_
   }
 }
 
-constexpr int64_t kRowChunkTarget = 16384;    // elements per chunk when rows are split
-constexpr int64_t kRowParallelism = 2048;     // virtual rows wanted when rows are few
-constexpr int64_t kColParallelism = 1 << 18;  // output-element threads wanted
-constexpr int64_t kColMinChunk = 64;
-
 RowPlan plan_rows(int64_t rows, int64_t len, size_t elem_size) {
-  RowPlan p{rows, len, len, 1, 32, 1};
-  if (rows < kRowParallelism && len > 2 * kRowChunkTarget) {
-    int64_t want = (kRowParallelism + rows - 1) / rows;
-    int64_t by_len = (len + kRowChunkTarget - 1) / kRowChunkTarget;
-    int64_t nchunks = want < by_len ? want : by_len;
-    if (nchunks > 1) {
-      int64_t chunk = (len + nchunks - 1) / nchunks;
-      chunk = (chunk + 15) / 16 * 16;  // keeps every chunk start 16-element aligned
-      p.chunk = chunk;
-      p.nchunks = (len + chunk - 1) / chunk;
-    }
-  }
+  const ReduceChunks c = reduce_row_chunks(rows, len);  // workspace_sizes.h: the ops size the workspace by it
+  RowPlan p{rows, len, c.chunk, c.nchunks, 32, 1};
   p.tpr = p.chunk <= 1024 ? 32 : kBlockSize;
   (void)elem_size;
   return p;
 }
 
-struct ColPlan {
-  int64_t chunk, nchunks;
-};
-ColPlan plan_cols(int64_t outer, int64_t red, int64_t inner) {
-  const int64_t nout = outer * inner;
-  ColPlan p{red, 1};
-  if (nout < kColParallelism && red >= 2 * kColMinChunk) {
-    int64_t want = (kColParallelism + nout - 1) / nout;
-    int64_t by_len = red / kColMinChunk;
-    int64_t nchunks = want < by_len ? want : by_len;
-    if (nchunks > 65535) nchunks = 65535;
-    if (nchunks > 1) {
-      p.chunk = (red + nchunks - 1) / nchunks;
-      p.nchunks = (red + p.chunk - 1) / p.chunk;
-    }
-  }
-  return p;
-}
-
-size_t acc_bytes(ScalarType dtype) {
-  switch (dtype) {
-    case ScalarType::Double: return 8;
-    case ScalarType::Long: return 8;
-    default: return 4;
-  }
-}
+using ColPlan = ReduceChunks;
+ColPlan plan_cols(int64_t outer, int64_t red, int64_t inner) { return reduce_col_chunks(outer, red, inner); }
 
 template <int TPR, int VEC, ReduceOp OP, class In, class Out, class A>
 void launch_rows(const In* in, Out* out, const RowPlan& p, A scale, bool apply_scale, cudaStream_t stream) {
@@ -232,15 +193,6 @@ void reduce_typed(const T* in, T* out, int64_t outer, int64_t red, int64_t inner
 }
 
 }  // namespace
-
-size_t reduce_workspace_bytes(ScalarType dtype, int64_t outer, int64_t reduced, int64_t inner) {
-  if (inner == 1) {
-    RowPlan p = plan_rows(outer, reduced, 1);
-    return p.nchunks == 1 ? 0 : static_cast<size_t>(outer * p.nchunks) * acc_bytes(dtype);
-  }
-  ColPlan p = plan_cols(outer, reduced, inner);
-  return p.nchunks == 1 ? 0 : static_cast<size_t>(p.nchunks * outer * inner) * acc_bytes(dtype);
-}
 
 void reduce(ReduceOp op, ScalarType dtype, const void* in, void* out, int64_t outer, int64_t reduced, int64_t inner,
             double scale, void* workspace, cudaStream_t stream) {

@@ -14,13 +14,11 @@
 #include <cstdint>
 
 #include "engine/core/scalar_type.h"
+#include "kernels/cuda/workspace_sizes.h"  // reduce_workspace_bytes: the scratch reduce() needs
 
 namespace remat::kernels::cuda {
 
 enum class ReduceOp { Sum, Max };
-
-// Scratch bytes reduce() needs for these sizes (0 when it needs none).
-size_t reduce_workspace_bytes(ScalarType dtype, int64_t outer, int64_t reduced, int64_t inner);
 
 // out[o, i] = scale * sum_r in[o, r, i] (Sum) or max_r in[o, r, i] (Max; scale ignored).
 // in and out contiguous, of dtype (numeric); reduced >= 1; workspace of

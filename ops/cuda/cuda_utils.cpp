@@ -1,5 +1,6 @@
 // Raw conversions and copies for the CUDA kernels of ops (no dispatch).
 #include "ops/cuda/cuda_utils.h"
+#include "ops/cuda_temporaries.h"
 
 #include "engine/cuda/cuda_exception.h"
 #include "engine/cuda/cuda_stream.h"
@@ -54,11 +55,10 @@ void fill_cuda(const Tensor& t, double value) {
 }
 
 Tensor cuda_workspace(size_t nbytes, const Device& device) {
-  const int64_t words = static_cast<int64_t>((nbytes + 7) / 8);
-  return make_empty({words}, kLong, device);
+  return make_empty({cuda_temporaries::workspace_words(nbytes)}, kLong, device);
 }
 
-CUDAIndexError::CUDAIndexError(const Device& device) : device_(device), flag_(make_empty({1}, kLong, device)) {
+CUDAIndexError::CUDAIndexError(const Device& device) : device_(device), flag_(make_empty({cuda_temporaries::kIndexErrorWords}, kLong, device)) {
   cuda::CUDAGuard guard(device_);
   static_assert(sizeof(kc::IndexError) == sizeof(int64_t), "IndexError is one 64-bit position");
   REMAT_CUDA_CHECK(cudaMemsetAsync(flag_.data_ptr(), 0x7F, sizeof(kc::IndexError), cuda_stream(device_)));

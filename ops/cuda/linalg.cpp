@@ -6,28 +6,13 @@
 #include "engine/dispatch/library.h"
 #include "kernels/cuda/blas.h"
 #include "ops/cuda/cuda_utils.h"
+#include "ops/cuda_temporaries.h"
 #include "ops/meta.h"
 
 namespace remat::ops {
 namespace {
 
 namespace kc = kernels::cuda;
-
-// The one stride between consecutive batch entries of t's batch dims (all but the last two), or
-// -1 when they do not collapse into one (then the operand is copied). Size-1 dims are skipped.
-int64_t collapsed_batch_stride(const Tensor& t, int64_t matrix_elems) {
-  int64_t stride = -1, expected = -1;
-  for (int64_t d = t.dim() - 3; d >= 0; --d) {
-    if (t.sizes()[d] == 1) continue;
-    if (stride < 0) {
-      stride = t.strides()[d];
-    } else if (t.strides()[d] != expected) {
-      return -1;
-    }
-    expected = t.strides()[d] * t.sizes()[d];
-  }
-  return stride < 0 ? matrix_elems : stride;
-}
 
 // out[i] (+)= a[i] @ b[i] for each batch entry (one batch dim, or several that collapse into one
 // stride; an operand whose batch dims do not is copied); out is contiguous.
@@ -40,27 +25,17 @@ void batched_gemm_cuda(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
     if (!accumulate) fill_cuda(out, 0.0);
     return;
   }
+  // The copies (cuda_temporaries.h: the rule a Meta dry run imitating CUDA follows too).
+  const cuda_temporaries::GemmCopies copies = cuda_temporaries::gemm_copies(out, a, b);
+  if (copies.a_layout) a = contiguous_cuda(a);  // neither row- nor column-major (e.g. expanded)
+  if (copies.b_layout) b = contiguous_cuda(b);
+  if (copies.a_batch) a = contiguous_cuda(a);  // batch dims that no one stride steps through
+  if (copies.b_batch) b = contiguous_cuda(b);
   auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
-  // The copy is made before its strides are read (argument evaluation order is unspecified).
-  GemmOperand ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
-  if (!ga.t.defined()) {
-    a = contiguous_cuda(a);  // neither row- nor column-major (e.g. expanded): copy
-    ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
-  }
-  GemmOperand gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
-  if (!gb.t.defined()) {
-    b = contiguous_cuda(b);
-    gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
-  }
+  const GemmOperand ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
+  const GemmOperand gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
   REMAT_INTERNAL_ASSERT(ga.t.defined() && gb.t.defined());
-  if (a.dim() > 2 && collapsed_batch_stride(a, m * k) < 0) {
-    a = contiguous_cuda(a);
-    ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
-  }
-  if (b.dim() > 2 && collapsed_batch_stride(b, k * n) < 0) {
-    b = contiguous_cuda(b);
-    gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
-  }
+  using cuda_temporaries::collapsed_batch_stride;
   const int64_t sa = a.dim() > 2 ? collapsed_batch_stride(a, m * k) : 0;
   const int64_t sb = b.dim() > 2 ? collapsed_batch_stride(b, k * n) : 0;
   kc::gemm_strided_batched(out.dtype(), ga.trans, gb.trans, m, n, k, 1.0, a.data_ptr(), ga.ld, sa, b.data_ptr(), gb.ld,

@@ -8,6 +8,7 @@
 #include "engine/dispatch/library.h"
 #include "kernels/cuda/reduce.h"
 #include "ops/cuda/cuda_utils.h"
+#include "ops/cuda_temporaries.h"
 #include "ops/meta.h"
 
 namespace remat::ops {
@@ -28,50 +29,20 @@ Tensor reduce_cuda(const char* op, kc::ReduceOp rop, const Tensor& self, const s
   const std::vector<bool> mask = reduced_mask(op, self, dims);
   Tensor in = contiguous_cuda(cast_cuda(self, m.dtype));
 
-  // Dims of size 1 do not matter; the others are kept (K) or reduced (R), in order.
-  std::vector<int64_t> kept, reduced;
-  std::vector<char> kinds;  // 'K' / 'R' over non-size-1 dims
-  for (int64_t d = 0; d < self.dim(); ++d) {
-    if (self.sizes()[d] == 1) continue;
-    (mask[d] ? reduced : kept).push_back(d);
-    kinds.push_back(mask[d] ? 'R' : 'K');
-  }
-  int64_t red_n = 1;
-  for (int64_t d : reduced) red_n *= self.sizes()[d];
+  // [outer, reduced, inner], or a copy with the reduced dims last (cuda_temporaries.h: the rule a
+  // Meta dry run imitating CUDA follows too).
+  const cuda_temporaries::ReduceLayout layout = cuda_temporaries::reduce_layout(self, mask, out.numel());
+  const int64_t outer = layout.outer, red_n = layout.red_n, inner = layout.inner;
   const double scale = mean ? 1.0 / static_cast<double>(red_n) : 1.0;
-
-  // One run of reduced dims: [before, run, after] of the contiguous input.
-  int64_t outer = 1, inner = 1;
-  size_t first_r = kinds.size(), last_r = 0;
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    if (kinds[i] == 'R') {
-      first_r = std::min(first_r, i);
-      last_r = i;
-    }
-  }
-  bool one_run = true;
-  for (size_t i = first_r; i < kinds.size() && i <= last_r; ++i) one_run = one_run && kinds[i] == 'R';
-  if (!one_run) {
-    // Move the reduced dims last (a permuted copy), keeping both groups in order.
+  if (layout.permuted_copy) {
     Shape sizes, strides;
-    for (int64_t d : kept) {
-      sizes.push_back(in.sizes()[d]);
-      strides.push_back(in.strides()[d]);
-    }
-    for (int64_t d : reduced) {
-      sizes.push_back(in.sizes()[d]);
-      strides.push_back(in.strides()[d]);
+    for (const std::vector<int64_t>* group : {&layout.kept, &layout.reduced}) {
+      for (int64_t d : *group) {
+        sizes.push_back(in.sizes()[d]);
+        strides.push_back(in.strides()[d]);
+      }
     }
     in = contiguous_cuda(make_alias(in, sizes, strides, in.storage_offset()));
-    outer = out.numel();
-  } else {
-    size_t pos = 0;
-    for (int64_t d = 0; d < self.dim(); ++d) {
-      if (self.sizes()[d] == 1) continue;
-      if (pos < first_r) outer *= self.sizes()[d];
-      else if (pos > last_r) inner *= self.sizes()[d];
-      ++pos;
-    }
   }
   const size_t ws_bytes = kc::reduce_workspace_bytes(m.dtype, outer, red_n, inner);
   Tensor ws = ws_bytes > 0 ? cuda_workspace(ws_bytes, m.device) : Tensor();

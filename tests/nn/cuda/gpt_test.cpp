@@ -33,6 +33,7 @@ struct Run {
   std::vector<StepMemory> steps;
   std::vector<double> losses;
   std::vector<double> params;  // after the last step
+  std::vector<int64_t> deltas;  // every allocation (+) and free (-) of the steps, in order
 };
 
 constexpr int64_t kBatch = 2, kVocab = 65;
@@ -53,6 +54,7 @@ Run train(const bench::Strategy& strategy, Device device) {
   model.set_checkpointing(strategy.checkpointing);
   optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-3));
   const TensorOptions lo = TensorOptions().dtype(kLong).device(device);
+  MemoryTracker tracker(device);
   for (size_t step = 0; step < kSeqs.size(); ++step) {
     const int64_t seq = kSeqs[step];
     Tensor idx, targets;
@@ -77,6 +79,7 @@ Run train(const bench::Strategy& strategy, Device device) {
                                    memory_segments(device), memory_allocated(device)});
     if (!device.is_meta()) run.losses.push_back(out.loss.item());  // after the figures: item() copies
   }
+  for (const MemoryEvent& e : tracker.timeline()) run.deltas.push_back(e.delta);
   if (!device.is_meta())
     for (const Tensor& p : model.parameters())
       for (double v : p.to_vector()) run.params.push_back(v);
@@ -109,6 +112,9 @@ TEST_CASE("GPT on CUDA: every strategy's allocated and reserved memory, step by 
       CHECK(measured.steps[s] == predicted.steps[s]);
       CHECK(measured.steps[s].reserved > 0);
     }
+    // Not only the peaks: the same allocations and frees, in the same order.
+    CHECK(measured.deltas.size() == predicted.deltas.size());
+    CHECK(measured.deltas == predicted.deltas);
     // The CPU's losses, in f32 (TF32 is off by default).
     REQUIRE(measured.losses.size() == cpu.losses.size());
     for (size_t s = 0; s < cpu.losses.size(); ++s)

@@ -1,0 +1,146 @@
+// The CUDA ops' temporaries, and a Meta dry run's imitation of them (see cuda_temporaries.h).
+#include "ops/cuda_temporaries.h"
+
+#include <algorithm>
+
+#include "engine/core/allocator.h"
+#include "kernels/cuda/workspace_sizes.h"
+#include "ops/meta.h"
+
+namespace remat::ops::cuda_temporaries {
+
+namespace kc = kernels::cuda;
+
+bool imitating() { return meta_accounting() == kCUDA; }
+
+int64_t collapsed_batch_stride(const Tensor& t, int64_t matrix_elems) {
+  int64_t stride = -1, expected = -1;
+  for (int64_t d = t.dim() - 3; d >= 0; --d) {
+    if (t.sizes()[d] == 1) continue;  // size-1 dims are never stepped
+    if (stride < 0) {
+      stride = t.strides()[d];
+    } else if (t.strides()[d] != expected) {
+      return -1;
+    }
+    expected = t.strides()[d] * t.sizes()[d];
+  }
+  return stride < 0 ? matrix_elems : stride;
+}
+
+GemmCopies gemm_copies(const Tensor& out, const Tensor& a, const Tensor& b) {
+  GemmCopies c;
+  const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1], k = a.sizes()[a.dim() - 1];
+  auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
+  c.a_layout = !gemm_operand(a, stride(a, 2), stride(a, 1), m, k).t.defined();
+  c.b_layout = !gemm_operand(b, stride(b, 2), stride(b, 1), k, n).t.defined();
+  // A layout copy is contiguous, so its batch dims collapse.
+  c.a_batch = !c.a_layout && a.dim() > 2 && collapsed_batch_stride(a, m * k) < 0;
+  c.b_batch = !c.b_layout && b.dim() > 2 && collapsed_batch_stride(b, k * n) < 0;
+  return c;
+}
+
+ReduceLayout reduce_layout(const Tensor& self, const std::vector<bool>& mask, int64_t out_numel) {
+  ReduceLayout l;
+  std::vector<char> kinds;  // 'K' / 'R' over non-size-1 dims
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (self.sizes()[d] == 1) continue;
+    (mask[static_cast<size_t>(d)] ? l.reduced : l.kept).push_back(d);
+    kinds.push_back(mask[static_cast<size_t>(d)] ? 'R' : 'K');
+  }
+  for (int64_t d : l.reduced) l.red_n *= self.sizes()[d];
+  size_t first_r = kinds.size(), last_r = 0;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (kinds[i] == 'R') {
+      first_r = std::min(first_r, i);
+      last_r = i;
+    }
+  }
+  bool one_run = true;
+  for (size_t i = first_r; i < kinds.size() && i <= last_r; ++i) one_run = one_run && kinds[i] == 'R';
+  if (!one_run) {
+    l.permuted_copy = true;
+    l.outer = out_numel;
+    return l;
+  }
+  size_t pos = 0;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (self.sizes()[d] == 1) continue;
+    if (pos < first_r) l.outer *= self.sizes()[d];
+    else if (pos > last_r) l.inner *= self.sizes()[d];
+    ++pos;
+  }
+  return l;
+}
+
+namespace {
+
+Tensor meta_empty(const Shape& sizes, ScalarType dtype) { return make_empty(sizes, dtype, Device{kMeta}); }
+// contiguous_cuda(t): a copy when t is not contiguous (undefined: none).
+Tensor contiguous_copy(const Tensor& t) { return t.is_contiguous() ? Tensor() : meta_empty(t.sizes(), t.dtype()); }
+// contiguous_cuda(cast_cuda(t, dtype)): a converted copy (contiguous), else as contiguous_copy.
+Tensor cast_contiguous_copy(const Tensor& t, ScalarType dtype) {
+  return t.dtype() != dtype ? meta_empty(t.sizes(), dtype) : contiguous_copy(t);
+}
+Tensor workspace(size_t nbytes) { return meta_empty({workspace_words(nbytes)}, kLong); }
+Tensor index_error_flag() { return meta_empty({kIndexErrorWords}, kLong); }
+
+}  // namespace
+
+void gemm(const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (out.numel() == 0 || a.sizes()[a.dim() - 1] == 0) return;  // no GEMM runs
+  const GemmCopies c = gemm_copies(out, a, b);
+  Tensor copy_a, copy_b;  // freed together when the GEMM returns
+  if (c.a_layout) copy_a = meta_empty(a.sizes(), a.dtype());
+  if (c.b_layout) copy_b = meta_empty(b.sizes(), b.dtype());
+  if (c.a_batch) copy_a = meta_empty(a.sizes(), a.dtype());
+  if (c.b_batch) copy_b = meta_empty(b.sizes(), b.dtype());
+}
+
+void reduce(const Tensor& self, const std::vector<bool>& mask, ScalarType dtype, const Tensor& out) {
+  if (out.numel() == 0 || self.numel() == 0) return;  // filled, no kernel
+  Tensor in = cast_contiguous_copy(self, dtype);
+  const ReduceLayout l = reduce_layout(self, mask, out.numel());
+  if (l.permuted_copy) in = meta_empty(self.sizes(), dtype);  // the copy with reduced dims last; then the old one goes
+  const size_t ws_bytes = kc::reduce_workspace_bytes(dtype, l.outer, l.red_n, l.inner);
+  Tensor ws = ws_bytes > 0 ? workspace(ws_bytes) : Tensor();
+}
+
+void layer_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& weight, const Tensor& bias, ScalarType stat_dtype, int64_t rows, int64_t cols) {
+  Tensor dy = contiguous_copy(grad_out), x = contiguous_copy(input);
+  auto as_stat = [&](const Tensor& t) { return t.defined() ? cast_contiguous_copy(t, stat_dtype) : Tensor(); };
+  Tensor mu = as_stat(mean), r = as_stat(rstd), w = as_stat(weight);
+  Tensor ws = weight.defined() || bias.defined()
+                  ? workspace(kc::norm_backward_workspace_bytes(input.dtype(), rows, cols))
+                  : Tensor();
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+  Tensor x = contiguous_copy(logits), t = contiguous_copy(targets);
+  Tensor loss = meta_empty({}, logits.dtype());
+  Tensor ws = workspace(std::max<size_t>(kc::cross_entropy_workspace_bytes(logits.dtype(), logits.sizes()[0]), 8));
+  Tensor flag = index_error_flag();
+  return loss;
+}
+
+void cross_entropy_backward(const Tensor& grad_output, const Tensor& logits, const Tensor& targets) {
+  if (logits.numel() == 0) return;
+  Tensor g = cast_contiguous_copy(grad_output, logits.dtype() == kDouble ? kDouble : kFloat);
+  Tensor x = contiguous_copy(logits), t = contiguous_copy(targets);
+  Tensor flag = index_error_flag();
+}
+
+void embedding(const Tensor& weight, const Tensor& indices) {
+  Tensor idx = contiguous_copy(indices);
+  if (indices.numel() == 0) return;
+  Tensor w = contiguous_copy(weight);
+  Tensor flag = index_error_flag();
+}
+
+void embedding_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights) {
+  Tensor idx = contiguous_copy(indices), dy = contiguous_copy(grad_output);
+  Tensor ws = workspace(kc::embedding_backward_workspace_bytes(indices.numel(), num_weights));
+  Tensor flag = index_error_flag();
+}
+
+}  // namespace remat::ops::cuda_temporaries

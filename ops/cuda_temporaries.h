@@ -1,0 +1,64 @@
+// What the CUDA ops allocate besides their outputs (no PyTorch counterpart: FakeTensorMode does not
+// count memory, and MemTracker measures it on the device): copies of operands the kernels cannot
+// read as they are, workspaces, the index-error flag. The rules are declared here once: the CUDA
+// ops (ops/cuda/) decide by them, and a Meta dry run that imitates CUDA (meta_accounting() == kCUDA)
+// makes the same allocations, in the same order, from its Meta kernels, so that it predicts a CUDA
+// step's memory_allocated and memory_reserved to the byte. Workspace sizes come from
+// kernels/cuda/workspace_sizes.h, which the kernels plan their launches by.
+//
+//   Tensor bmm_meta_kernel(a, b) {
+//     Tensor out = ...;                                     // what every backend allocates
+//     if (cuda_temporaries::imitating()) cuda_temporaries::gemm(out, a, b);  // what CUDA adds
+//   }
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/core/tensor.h"
+
+namespace remat::ops::cuda_temporaries {
+
+// True inside a Meta dry run that counts like CUDA.
+bool imitating();
+
+// ---- the rules, shared with ops/cuda/ ----
+
+// cuda_workspace(nbytes) and the index-error flag are int64 tensors of these sizes.
+inline int64_t workspace_words(size_t nbytes) { return static_cast<int64_t>((nbytes + 7) / 8); }
+constexpr int64_t kIndexErrorWords = 1;
+
+// Which GEMM operands the CUDA GEMM copies, in this order: a, then b, when neither row- nor
+// column-major; then a, then b, when a batched operand's batch dims do not collapse into one
+// stride (cuBLAS's strided-batched GEMM takes one). At most one copy per operand.
+struct GemmCopies {
+  bool a_layout = false, b_layout = false, a_batch = false, b_batch = false;
+};
+GemmCopies gemm_copies(const Tensor& out, const Tensor& a, const Tensor& b);
+// The one stride between consecutive batch entries of t's batch dims, or -1 when they do not collapse.
+int64_t collapsed_batch_stride(const Tensor& t, int64_t matrix_elems);
+
+// How the CUDA reduction reads `self` reduced over `mask` (after making it contiguous): as
+// [outer, reduced, inner], or (reduced dims not one run) through a copy with them moved last.
+struct ReduceLayout {
+  std::vector<int64_t> kept, reduced;  // non-size-1 dims of self
+  bool permuted_copy = false;
+  int64_t outer = 1, red_n = 1, inner = 1;
+};
+ReduceLayout reduce_layout(const Tensor& self, const std::vector<bool>& mask, int64_t out_numel);
+
+// ---- a Meta dry run's imitation: each allocates, then frees, what the CUDA op does ----
+// (called by the Meta kernel once it has allocated the outputs the CUDA op makes first)
+
+void gemm(const Tensor& out, const Tensor& a, const Tensor& b);
+void reduce(const Tensor& self, const std::vector<bool>& mask, ScalarType dtype, const Tensor& out);
+void layer_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& weight, const Tensor& bias, ScalarType stat_dtype, int64_t rows, int64_t cols);
+// cross_entropy copies its operands before it allocates its output: this returns the loss.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+void cross_entropy_backward(const Tensor& grad_output, const Tensor& logits, const Tensor& targets);
+void embedding(const Tensor& weight, const Tensor& indices);
+void embedding_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights);
+
+}  // namespace remat::ops::cuda_temporaries
