@@ -64,6 +64,8 @@ nlohmann::json result_json(const StrategyResult& r) {
   if (r.measured.known) {
     e["peak_bytes"] = r.measured.peak_bytes;
     e["activation_bytes"] = r.measured.activation_bytes;
+    e["peak_reserved_bytes"] = r.measured.peak_reserved_bytes;
+    e["segments"] = r.measured.segments;
     e["at_peak"] = by_category_json(r.measured.at_peak);
     e["step_ms"] = r.step_ms;
     e["median_ms"] = r.median_ms;
@@ -75,6 +77,8 @@ nlohmann::json result_json(const StrategyResult& r) {
   if (r.predicted.known) {
     e["predicted_peak_bytes"] = r.predicted.peak_bytes;
     e["predicted_activation_bytes"] = r.predicted.activation_bytes;
+    e["predicted_peak_reserved_bytes"] = r.predicted.peak_reserved_bytes;
+    e["predicted_segments"] = r.predicted.segments;
     e["predicted_at_peak"] = by_category_json(r.predicted.at_peak);
     e["dry_run_seconds"] = r.dry_run_seconds;
     if (!r.measured.known && !r.predicted.timeline.empty())
@@ -157,10 +161,16 @@ Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& resu
   const std::string fits_note =
       "fits: the planned row's peak is within its budget (--budget; planned by plan_checkpointing on dry runs).";
   const std::string steps = "steps " + std::to_string(cfg.warmup + 1) + "-" + std::to_string(cfg.warmup + cfg.steps);
+  // Counting like CUDA, the caching allocator's reserved bytes and segments (the dry run runs its block logic).
+  const bool reserved = cfg.meta_accounting == "cuda";
+  const std::string reserved_note =
+      "reserved: max_memory_reserved over a step (the CUDA caching allocator's segments, from an empty cache at the "
+      "first step); segments: held after a step, the most.";
   if (any_measured(results)) {
     t.header = {"strategy", "peak MiB", "predicted", "ratio",     "act MiB",  "predicted",
                 "ratio",    "step ms",  "overhead",  "recomp GF", "replayed", "final loss"};
     if (planned) t.header.push_back("fits");
+    if (reserved) t.header.insert(t.header.begin() + 4, {"reserved MiB", "predicted", "ratio", "segments", "predicted"});
     const StrategyResult* none = find(results, "none");
     for (const StrategyResult& r : results) {
       double overhead = none != nullptr && none->median_ms > 0 ? r.median_ms / none->median_ms - 1.0 : 0.0;
@@ -173,6 +183,13 @@ Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& resu
            fmt("%.0f%%", std::round(overhead * 100.0) + 0.0), fmt("%.3f", r.recomputed_flops_per_step / 1e9),
            fmt("%.0f", r.replayed_per_step), fmt("%.6f", r.final_loss)});
       if (planned) t.rows.back().push_back(fits_text(r));
+      if (reserved)
+        t.rows.back().insert(t.rows.back().begin() + 4,
+                             {fmt("%.1f", r.measured.peak_reserved_bytes / kMiB),
+                              r.predicted.known ? fmt("%.1f", r.predicted.peak_reserved_bytes / kMiB) : "-",
+                              ratio_text(r.measured.peak_reserved_bytes, r.predicted.peak_reserved_bytes),
+                              std::to_string(r.measured.segments),
+                              r.predicted.known ? std::to_string(r.predicted.segments) : "-"});
     }
     t.notes = {
         "peak: max_memory_allocated over a step, the highest of " + steps + " (after " + std::to_string(cfg.warmup) +
@@ -181,6 +198,7 @@ Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& resu
         "equal to the byte); recomp GF: GFLOP recomputed per step (matmuls 2mnk, others 1/element); replayed: op calls",
         "answered from the selective-checkpoint cache per step; overhead: median step time against 'none'.",
     };
+    if (reserved) t.notes.push_back(reserved_note);
     if (planned) t.notes.push_back(fits_note);
     return t;
   }
@@ -199,6 +217,7 @@ Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& resu
                                      [&](const StrategyResult& r) { return fmt(f, other(r) / unit) != zero; });
   t.header = {"strategy", std::string("peak ") + u, std::string("act ") + u, "params", "optim", "grads", "saved",
               "temps"};
+  if (reserved) t.header.insert(t.header.begin() + 2, {std::string("reserved ") + u, "segments"});
   if (any_other) t.header.push_back("other");
   t.header.insert(t.header.end(), {"recomp GF", "replayed"});
   if (planned) t.header.push_back("fits");
@@ -212,6 +231,8 @@ Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& resu
                                     fmt(f, category(p, MemoryCategory::Gradient) / unit),
                                     fmt(f, category(p, MemoryCategory::Activation) / unit),
                                     fmt(f, category(p, MemoryCategory::Temporary) / unit)};
+    if (reserved)
+      row.insert(row.begin() + 2, {fmt(f, r.predicted.peak_reserved_bytes / unit), std::to_string(r.predicted.segments)});
     if (any_other) row.push_back(fmt(f, other(r) / unit));
     row.insert(row.end(), {fmt("%.3f", r.recomputed_flops_per_step / 1e9), fmt("%.0f", r.replayed_per_step)});
     if (planned) row.push_back(fits_text(r));
@@ -224,6 +245,7 @@ Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& resu
           ": the bytes at the peak (" + u + ") by category;",
       "recomp GF: GFLOP recomputed per step; replayed: op calls answered from the selective-checkpoint cache per step.",
   };
+  if (reserved) t.notes.push_back(reserved_note);
   if (planned) t.notes.push_back(fits_note);
   return t;
 }
@@ -433,11 +455,15 @@ void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResu
     s.measured.known = r.contains("peak_bytes") || r.contains("activation_bytes");
     s.measured.peak_bytes = r.value("peak_bytes", int64_t{0});
     s.measured.activation_bytes = r.value("activation_bytes", int64_t{0});
+    s.measured.peak_reserved_bytes = r.value("peak_reserved_bytes", int64_t{0});
+    s.measured.segments = r.value("segments", int64_t{0});
     s.median_ms = r.value("median_ms", 0.0);
     s.final_loss = r.value("final_loss", 0.0);
     s.predicted.known = r.contains("predicted_peak_bytes");
     s.predicted.peak_bytes = r.value("predicted_peak_bytes", int64_t{0});
     s.predicted.activation_bytes = r.value("predicted_activation_bytes", int64_t{0});
+    s.predicted.peak_reserved_bytes = r.value("predicted_peak_reserved_bytes", int64_t{0});
+    s.predicted.segments = r.value("predicted_segments", int64_t{0});
     s.dry_run_seconds = r.value("dry_run_seconds", 0.0);
     s.recomputed_flops_per_step = r.value("recomputed_flops_per_step", 0.0);
     s.replayed_per_step = r.value("replayed_per_step", 0.0);
@@ -455,7 +481,7 @@ std::string report_html(const RunConfig& cfg, const std::vector<StrategyResult>&
   const bool measured = any_measured(results);
   s << "<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n"
     << "<title>remat: memory against recompute</title>\n<style>\n"
-    << "body { font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; margin: 24px auto; max-width: 960px; "
+    << "body { font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; margin: 24px auto; max-width: 1360px; "
        "color: #222; }\n"
     << "h1 { font-size: 22px; } h2 { font-size: 17px; margin-top: 28px; }\n"
     << "table { border-collapse: collapse; font-size: 13px; font-variant-numeric: tabular-nums; }\n"

@@ -25,6 +25,8 @@ StepsMemory summarize(const std::vector<StepRecord>& steps, int64_t warmup, Reco
       m.at_peak = st.at_peak;
     }
     m.activation_bytes = std::max(m.activation_bytes, st.activation_bytes);
+    m.peak_reserved_bytes = std::max(m.peak_reserved_bytes, st.peak_reserved_bytes);
+    m.segments = std::max(m.segments, st.segments);
     recompute->flops += st.checkpoint.total.flops_recomputed / counted;
     recompute->replayed += static_cast<double>(st.checkpoint.total.ops_replayed) / counted;
     recompute->recomputed += static_cast<double>(st.checkpoint.total.ops_recomputed) / counted;

@@ -28,6 +28,8 @@ struct StepsMemory {
   bool known = false;                         // false: not run (a dry run leaves `measured` unknown)
   int64_t peak_bytes = 0;                     // max_memory_allocated over a step, the highest of the steps
   int64_t activation_bytes = 0;               // allocated after forward minus before forward, the highest
+  int64_t peak_reserved_bytes = 0;            // max_memory_reserved over a step, the highest of the steps
+  int64_t segments = 0;                       // memory_segments after a step, the most
   std::map<MemoryCategory, int64_t> at_peak;  // bytes by category at the highest peak
   StepTimeline timeline;                      // the last step (when timelines are kept)
 };

@@ -101,12 +101,16 @@ StepRecord TrainingSession::step() {
   r.loss = device.is_meta() ? std::numeric_limits<double>::quiet_NaN() : loss.item();
   r.seconds = now_seconds(s.options.cpu_clock) - t0;
   r.peak_bytes = max_memory_allocated(device);
+  r.peak_reserved_bytes = max_memory_reserved(device);
+  r.segments = memory_segments(device);
   r.checkpoint = checkpoint_stats();
   return r;
 }
 
 std::vector<StepRecord> run_training_steps(const Strategy& strategy, const ModelShape& shape, Device device,
                                            int64_t steps, const TrainingOptions& options) {
+  // A CUDA run starts from an empty cache, as its dry run does (the reserved bytes are compared).
+  if (device.is_cuda()) empty_cache(device);
   TrainingSession session(strategy, shape, device, options);
   std::vector<StepRecord> records;
   for (int64_t step = 0; step < steps; ++step) records.push_back(session.step());

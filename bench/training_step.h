@@ -24,6 +24,8 @@ namespace remat::bench {
 struct StepRecord {
   int64_t start_bytes = 0;       // memory_allocated when the step began
   int64_t peak_bytes = 0;        // max_memory_allocated over the step (counted from zero, as torch does)
+  int64_t peak_reserved_bytes = 0;  // max_memory_reserved over the step (the cache carried from earlier steps included)
+  int64_t segments = 0;             // memory_segments after the step
   int64_t activation_bytes = 0;  // allocated after forward minus allocated before it
   std::vector<int64_t> allocation_sizes;      // every allocation of the step, in order
   std::vector<MemoryEvent> timeline;          // the tracker's events (when asked for)

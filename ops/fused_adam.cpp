@@ -8,9 +8,6 @@
 #include "ops/op_utils.h"
 
 namespace remat::ops {
-namespace {
-
-namespace cpu = kernels::cpu;
 
 void fused_adamw_meta(const Tensor& self, const Tensor& exp_avg, const Tensor& exp_avg_sq, const Tensor& grad) {
   const char* op = "aten::_fused_adamw_";
@@ -31,9 +28,17 @@ void fused_adamw_meta(const Tensor& self, const Tensor& exp_avg, const Tensor& e
                 t == &self ? "self" : t == &exp_avg ? "exp_avg" : "exp_avg_sq", " has strides ", t->strides(), ")");
 }
 
+void fused_adamw_check_step(int64_t step) {
+  REMAT_CHECK(step >= 1, "aten::_fused_adamw_: step must be at least 1 (got ", step, ")");
+}
+
+namespace {
+
+namespace cpu = kernels::cpu;
+
 cpu::AdamWStep step_of(double lr, double beta1, double beta2, double weight_decay, double eps, int64_t step,
                        bool maximize) {
-  REMAT_CHECK(step >= 1, "aten::_fused_adamw_: step must be at least 1 (got ", step, ")");
+  fused_adamw_check_step(step);
   return {lr, beta1, beta2, weight_decay, eps, step, maximize};
 }
 

@@ -42,6 +42,12 @@ TensorMeta reduce_meta(const char* op, const Tensor& self, const std::optional<S
                        bool floating_only);
 void check_amax_nonempty(const Tensor& self, int64_t dim);
 
+// ---- ops/fused_adam.cpp ----
+// _fused_adamw_'s checks (every backend): the parameter Float, Double or BFloat16; moments and
+// gradient of its size and dtype, on its device; parameter and moments contiguous; step >= 1.
+void fused_adamw_meta(const Tensor& self, const Tensor& exp_avg, const Tensor& exp_avg_sq, const Tensor& grad);
+void fused_adamw_check_step(int64_t step);
+
 // ---- ops/linalg.cpp ----
 // How a strided 2-D operand [rows, cols] is passed to GEMM: row-major (trans=false, ld = stride
 // of rows) or as the transpose of a row-major matrix (trans=true, ld = stride of cols); an

@@ -56,8 +56,13 @@ void AdamW::step() {
       }
       s.step += 1;
 
-      if (o.fused() && !o.amsgrad() && (p.device().is_cpu() || p.device().is_meta()) && p.is_contiguous() &&
-          (p.dtype() == kFloat || p.dtype() == kDouble || p.dtype() == kBFloat16)) {
+      // The fused kernel: on the CPU for Float, Double and BFloat16; on CUDA for Float and Double
+      // without maximize. A Meta dry run takes the path of the device it counts like.
+      const DeviceType where = p.device().is_meta() ? meta_accounting() : p.device().type;
+      const bool fusable = where == kCPU ? (p.dtype() == kFloat || p.dtype() == kDouble || p.dtype() == kBFloat16)
+                                         : where == kCUDA && (p.dtype() == kFloat || p.dtype() == kDouble) &&
+                                               !o.maximize();
+      if (o.fused() && !o.amsgrad() && fusable && p.is_contiguous()) {
         auto [b1, b2] = o.betas();
         _fused_adamw_(p, s.exp_avg, s.exp_avg_sq, p.grad(), lr, b1, b2, o.weight_decay(), o.eps(), s.step,
                       o.maximize());

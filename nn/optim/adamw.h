@@ -33,7 +33,8 @@ struct AdamWOptions : public OptimizerOptions {
   REMAT_ARG(bool, maximize) = false;
   // One _fused_adamw_ per parameter (one pass, no temporaries) instead of the single-tensor
   // sequence of ops: PyTorch's fused=True. Same rule; the bits may differ in the last place
-  // (different rounding order). CPU parameters without amsgrad; others take the op sequence.
+  // (different rounding order). Without amsgrad: CPU parameters (Float, Double, BFloat16) and CUDA
+  // ones (Float, Double, without maximize); others take the op sequence.
   REMAT_ARG(bool, fused) = false;
 };
 

@@ -149,6 +149,40 @@ TEST_CASE("report: after --dry-run the table holds the predictions and what the 
   CHECK(r.predicted.peak_bytes > 0);
 }
 
+TEST_CASE("report: counting like CUDA, reserved bytes and segments beside allocated, measured and predicted",
+          "[report]") {
+  std::vector<StrategyResult> rs = synthetic_results();
+  for (StrategyResult& r : rs) {
+    r.measured.peak_reserved_bytes = r.predicted.peak_reserved_bytes = 4 * 2097152;
+    r.measured.segments = r.predicted.segments = 4;
+  }
+  rs[1].measured.peak_reserved_bytes += 2097152;  // one segment more than predicted
+  RunConfig cfg = tiny_config();
+  CHECK(result_table(cfg, rs).header.size() == 12);  // the CPU's: no reserved columns
+  cfg.meta_accounting = "cuda";
+  const Table t = result_table(cfg, rs);
+  REQUIRE(t.header.size() == 17);
+  CHECK(t.header[4] == "reserved MiB");
+  CHECK(t.header[7] == "segments");
+  CHECK(t.rows[0][4] == "8.0");
+  CHECK(t.rows[0][6] == "1.000");
+  CHECK(t.rows[1][6] == "1.250");
+  CHECK(t.rows[0][7] == "4");
+  CHECK(t.notes.back().find("reserved: max_memory_reserved") == 0);
+  // After --dry-run: the predictions only.
+  for (StrategyResult& r : rs) r.measured = StepsMemory{};
+  const Table dry = result_table(cfg, rs);
+  CHECK(dry.header[2] == "reserved MiB");
+  CHECK(dry.header[3] == "segments");
+  CHECK(dry.rows[0][2] == "8.0");
+  RunConfig back_cfg;
+  std::vector<StrategyResult> back;
+  rs[0].predicted.segments = 7;
+  from_json(to_json(cfg, rs), &back_cfg, &back);
+  CHECK(back[0].predicted.peak_reserved_bytes == 4 * 2097152);
+  CHECK(back[0].predicted.segments == 7);
+}
+
 TEST_CASE("report: the JSON keeps the predicted and measured figures", "[report]") {
   std::vector<StrategyResult> rs = synthetic_results();
   rs[2].predicted.activation_bytes = 12345;
