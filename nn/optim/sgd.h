@@ -32,7 +32,8 @@ struct SGDOptions : public OptimizerOptions {
   // One _fused_sgd_ per parameter (one pass, no temporaries) instead of the single-tensor
   // sequence of ops: PyTorch's fused=True. Same rule and, for float and double, the same bits
   // (bfloat16 computes in float, rounding once per step instead of once per op). Contiguous
-  // CPU (and Meta) parameters of those dtypes; others take the op sequence.
+  // CPU parameters of those dtypes (and Meta ones in a dry run counting like the CPU); others,
+  // CUDA's included (no CUDA kernel yet), take the op sequence.
   REMAT_ARG(bool, fused) = false;
 };
 

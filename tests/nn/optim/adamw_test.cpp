@@ -177,3 +177,22 @@ TEST_CASE("AdamW with fused(true) follows the same rule in one op per parameter"
   CHECK(opt.state(p)->step == 1);
   CHECK(opt.state(p)->exp_avg._version() == 1);
 }
+
+TEST_CASE("AdamW(fused) in a dry run takes the path of the device it counts like", "[optim][adamw]") {
+  // Allocations in a second step (the first makes the moments): none for the fused op, the op
+  // sequence's temporaries otherwise. On CUDA the fused op takes Float and Double, not BFloat16.
+  auto second_step_events = [](DeviceType imitated, ScalarType dtype) {
+    DryRun dry(imitated);
+    Tensor p = empty({1000}, TensorOptions().dtype(dtype).device(kMeta)).requires_grad_(true);
+    optim::AdamW opt({p}, optim::AdamWOptions(1e-3).fused(true));
+    sum(mul(p, p)).backward();
+    opt.step();
+    MemoryTracker tracker(Device{kMeta});
+    opt.step();
+    return tracker.timeline().size();
+  };
+  CHECK(second_step_events(kCPU, kFloat) == 0);
+  CHECK(second_step_events(kCPU, kBFloat16) == 0);
+  CHECK(second_step_events(kCUDA, kFloat) == 0);
+  CHECK(second_step_events(kCUDA, kBFloat16) > 0);
+}

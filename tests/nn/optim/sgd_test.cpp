@@ -259,3 +259,20 @@ TEST_CASE("SGD with fused(true) on the Meta device: the CPU step's memory, and f
   CHECK(counter->count("aten::_fused_sgd_") == 0);
   check_values(t, {-0.5, -0.5, -0.5, -0.5, -0.5, -0.5});
 }
+
+TEST_CASE("SGD(fused) in a dry run takes the path of the device it counts like", "[optim][sgd]") {
+  // Allocations in a second step (the first makes the momentum buffer): none for the fused op,
+  // the op sequence's temporaries otherwise. _fused_sgd_ has a CPU kernel only.
+  auto second_step_events = [](DeviceType imitated) {
+    DryRun dry(imitated);
+    Tensor p = empty({1000}, TensorOptions().device(kMeta)).requires_grad_(true);
+    optim::SGD opt({p}, optim::SGDOptions(0.1).momentum(0.9).weight_decay(0.01).fused(true));
+    sum(mul(p, p)).backward();
+    opt.step();
+    MemoryTracker tracker(Device{kMeta});
+    opt.step();
+    return tracker.timeline().size();
+  };
+  CHECK(second_step_events(kCPU) == 0);
+  CHECK(second_step_events(kCUDA) > 0);
+}
