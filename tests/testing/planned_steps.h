@@ -18,6 +18,7 @@ struct GptShape {
 
 struct StepResult {
   int64_t peak = 0;  // counted from the step's start
+  int64_t reserved_peak = 0;  // max_memory_reserved over the step (the cache it started with included)
   double flops = 0;  // recomputed, as checkpoint_stats() counts them
   std::vector<double> loss_and_grads;
 };
@@ -57,6 +58,7 @@ inline StepResult gpt_train_step(const GptShape& s, Device device, const nn::Act
     out.loss.backward();
     opt.step();
     r.peak = max_memory_allocated(device) - start;  // before reading values (which copies)
+    r.reserved_peak = max_memory_reserved(device);
     if (!device.is_meta()) {
       r.loss_and_grads.push_back(out.loss.item());
       for (const Tensor& p : model.parameters())

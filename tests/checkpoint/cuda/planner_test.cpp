@@ -8,53 +8,19 @@
 
 #include "remat.h"
 #include "tests/testing/cuda.h"
+#include "tests/testing/planned_steps.h"
 
 using namespace remat;
 
 namespace {
 
-struct Measured {
-  int64_t reserved_peak = 0, allocated_peak = 0;
-};
+using remat::testing::gpt_train_step;
+using remat::testing::planned_gpt_step;
 
-// A training step of a 4-layer GPT with AdamW, built on `device`; on a real device it reports
-// its peaks (read before any value is copied back). Large enough that its activations take several
-// of the caching allocator's segments, so that budgets on reserved bytes lead to different plans.
-constexpr int64_t kBatch = 8, kSeq = 64;
-PlannedStep gpt_step(Measured* measured) {
-  return [measured](const PolicyFn& policy, Device device) {
-    nn::GPTConfig cfg;
-    cfg.vocab_size = 65;
-    cfg.block_size = kSeq;
-    cfg.n_layer = 4;
-    cfg.n_head = 4;
-    cfg.n_embd = 64;
-    cfg.options = TensorOptions().device(device);
-    nn::GPT model(cfg);
-    model.set_checkpointing(nn::ActivationCheckpointing::selective(policy));
-    optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-3));
-    const TensorOptions lo = TensorOptions().dtype(kLong).device(device);
-    Tensor idx, targets;
-    if (device.is_meta()) {
-      idx = empty({kBatch, kSeq}, lo);
-      targets = empty({kBatch, kSeq}, lo);
-    } else {
-      std::vector<double> a, b;
-      for (int64_t i = 0; i < kBatch * kSeq; ++i) {
-        a.push_back(static_cast<double>((i * 7 + 3) % 65));
-        b.push_back(static_cast<double>((i * 5 + 1) % 65));
-      }
-      idx = from_vector(a, {kBatch, kSeq}, lo);
-      targets = from_vector(b, {kBatch, kSeq}, lo);
-    }
-    model.forward(idx, targets).loss.backward();
-    opt.step();
-    if (!device.is_meta() && measured != nullptr) {
-      measured->reserved_peak = max_memory_reserved(device);
-      measured->allocated_peak = max_memory_allocated(device);
-    }
-  };
-}
+// A 4-layer GPT trained with AdamW (tests/testing/planned_steps.h), large enough that its
+// activations take several of the caching allocator's segments, so that budgets on reserved
+// bytes lead to different plans.
+const remat::testing::GptShape kShape{/*batch=*/8, /*seq=*/64, /*embd=*/64, /*heads=*/4, /*vocab=*/65, /*layers=*/4};
 
 PlannerOptions on_cuda(int64_t budget) {
   PlannerOptions o{budget};
@@ -70,8 +36,7 @@ TEST_CASE("planner on CUDA: a budget on reserved memory, met to the byte across 
           "[planner][cuda_memory]") {
   REMAT_REQUIRE_CUDA_DEVICE();
   const Device cuda = testing::cuda0();
-  Measured measured;
-  const PlannedStep step = gpt_step(&measured);
+  const PlannedStep step = planned_gpt_step(kShape);
   const CheckpointPlan probe = plan_checkpointing(step, on_cuda(int64_t{1} << 40));
   CHECK(probe.counter == MemoryCounter::Reserved);  // the default on CUDA
   const int64_t lo = probe.recompute_all_peak_bytes, hi = probe.keep_all_peak_bytes;
@@ -93,11 +58,12 @@ TEST_CASE("planner on CUDA: a budget on reserved memory, met to the byte across 
     empty_cache(cuda);
     reset_peak_memory_stats(cuda);
     CHECK(plan.check(cuda).empty());
-    step(plan.policy(), cuda);
+    const remat::testing::StepResult measured =
+        gpt_train_step(kShape, cuda, nn::ActivationCheckpointing::selective(plan.policy()));
     CHECK(measured.reserved_peak == plan.predicted_reserved_peak_bytes);
-    CHECK(measured.allocated_peak == plan.predicted_allocated_peak_bytes);
+    CHECK(measured.peak == plan.predicted_allocated_peak_bytes);
     CHECK(measured.reserved_peak <= budget);
-    WARN("measured reserved peak " << measured.reserved_peak << ", allocated peak " << measured.allocated_peak);
+    WARN("measured reserved peak " << measured.reserved_peak << ", allocated peak " << measured.peak);
     if (plan.predicted_peak_bytes != previous_peak) ++distinct;
     previous_peak = plan.predicted_peak_bytes;
   }
@@ -108,7 +74,7 @@ TEST_CASE("planner on CUDA: a budget on reserved memory, met to the byte across 
 TEST_CASE("planner on CUDA: a plan of reserved bytes says when the cache is not empty", "[planner][cuda_memory]") {
   REMAT_REQUIRE_CUDA_DEVICE();
   const Device cuda = testing::cuda0();
-  const CheckpointPlan plan = plan_checkpointing(gpt_step(nullptr), on_cuda(int64_t{1} << 40));
+  const CheckpointPlan plan = plan_checkpointing(planned_gpt_step(kShape), on_cuda(int64_t{1} << 40));
   cuda_synchronize();
   empty_cache(cuda);
   CHECK(plan.check(cuda).empty());
@@ -125,7 +91,7 @@ TEST_CASE("planner on CUDA: a plan of reserved bytes says when the cache is not 
 
 TEST_CASE("planner on CUDA: a budget below the minimum names it in both counters", "[planner][cuda_memory]") {
   REMAT_REQUIRE_CUDA_DEVICE();
-  const PlannedStep step = gpt_step(nullptr);
+  const PlannedStep step = planned_gpt_step(kShape);
   const CheckpointPlan probe = plan_checkpointing(step, on_cuda(int64_t{1} << 40));
   PlannerOptions allocated = on_cuda(int64_t{1} << 40);
   allocated.counter = MemoryCounter::Allocated;

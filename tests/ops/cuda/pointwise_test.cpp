@@ -63,6 +63,19 @@ std::vector<Unary> unary_ops() {
 
 const ScalarType kFloatingTypes[] = {kFloat, kDouble, kBFloat16, kHalf};
 
+// The fused backward kernels, each as grad(g, saved): the two CUDA-against-CPU cases below.
+using GradFn = std::function<Tensor(const Tensor&, const Tensor&)>;
+std::vector<std::pair<const char*, GradFn>> fused_backward_ops() {
+  return {
+      {"threshold_backward", [](const Tensor& g, const Tensor& x) { return threshold_backward(g, x, 0.25); }},
+      {"sigmoid_backward", [](const Tensor& g, const Tensor& y) { return sigmoid_backward(g, y); }},
+      {"tanh_backward", [](const Tensor& g, const Tensor& y) { return tanh_backward(g, y); }},
+      {"silu_backward", [](const Tensor& g, const Tensor& x) { return silu_backward(g, x); }},
+      {"gelu_backward", [](const Tensor& g, const Tensor& x) { return gelu_backward(g, x); }},
+      {"gelu_backward_tanh", [](const Tensor& g, const Tensor& x) { return gelu_backward(g, x, "tanh"); }},
+  };
+}
+
 }  // namespace
 
 TEST_CASE("unary and tensor-scalar ops on CUDA match the CPU, forward and backward, on every shape and layout",
@@ -198,15 +211,7 @@ TEST_CASE("large contiguous tensors take the vector path and still match", "[poi
 
 TEST_CASE("fused backward kernels on CUDA match the CPU", "[pointwise][gpu]") {
   REMAT_REQUIRE_CUDA_DEVICE();
-  using GradFn = std::function<Tensor(const Tensor&, const Tensor&)>;
-  const std::vector<std::pair<const char*, GradFn>> ops = {
-      {"threshold_backward", [](const Tensor& g, const Tensor& x) { return threshold_backward(g, x, 0.25); }},
-      {"sigmoid_backward", [](const Tensor& g, const Tensor& y) { return sigmoid_backward(g, y); }},
-      {"tanh_backward", [](const Tensor& g, const Tensor& y) { return tanh_backward(g, y); }},
-      {"silu_backward", [](const Tensor& g, const Tensor& x) { return silu_backward(g, x); }},
-      {"gelu_backward", [](const Tensor& g, const Tensor& x) { return gelu_backward(g, x); }},
-      {"gelu_backward_tanh", [](const Tensor& g, const Tensor& x) { return gelu_backward(g, x, "tanh"); }},
-  };
+  const auto ops = fused_backward_ops();
   uint64_t seed = 900;
   for (ScalarType dt : kFloatingTypes) {
     Tensor g = random_cpu({kRows * kCols + 1}, dt, ++seed), x = random_cpu({kRows * kCols + 1}, dt, ++seed, -3, 3);
@@ -222,15 +227,7 @@ TEST_CASE("fused backward kernels on CUDA match the CPU", "[pointwise][gpu]") {
 
 TEST_CASE("fused backward kernels on CUDA match the CPU on every shape and layout", "[pointwise][gpu]") {
   REMAT_REQUIRE_CUDA_DEVICE();
-  using GradFn = std::function<Tensor(const Tensor&, const Tensor&)>;
-  const std::vector<std::pair<const char*, GradFn>> ops = {
-      {"threshold_backward", [](const Tensor& g, const Tensor& x) { return threshold_backward(g, x, 0.25); }},
-      {"sigmoid_backward", [](const Tensor& g, const Tensor& y) { return sigmoid_backward(g, y); }},
-      {"tanh_backward", [](const Tensor& g, const Tensor& y) { return tanh_backward(g, y); }},
-      {"silu_backward", [](const Tensor& g, const Tensor& x) { return silu_backward(g, x); }},
-      {"gelu_backward", [](const Tensor& g, const Tensor& x) { return gelu_backward(g, x); }},
-      {"gelu_backward_tanh", [](const Tensor& g, const Tensor& x) { return gelu_backward(g, x, "tanh"); }},
-  };
+  const auto ops = fused_backward_ops();
   const std::vector<Case> cs = cases(floating_types(), element_shapes());
   for (const auto& [name, fn] : ops) {
     // the gradient in the case's layout, the saved tensor contiguous (and the other way round)
