@@ -1,9 +1,8 @@
 // Mirrors aten/src/ATen/native/FusedSGD.cpp (_fused_sgd_kernel_cpu_): SGD's update of one
 // parameter and its momentum buffer as one op (kernels/cpu/fused_sgd.h), for optim::SGD with
 // fused(true). One tensor per call, not PyTorch's tensor lists (the loop over parameters stays in
-// nn/optim), and no grad_scale / found_inf (remat has no GradScaler). CPU and Meta kernels only:
-// on CUDA the dispatcher's "Could not run 'aten::_fused_sgd_' with arguments from the 'CUDA'
-// backend" error is thrown, and optim::SGD runs the op sequence there.
+// nn/optim), and no grad_scale / found_inf (remat has no GradScaler). The checks every backend
+// runs, and the CPU and Meta kernels; the CUDA kernel is ops/cuda/fused_sgd.cpp.
 #include "engine/dispatch/library.h"
 #include "kernels/cpu/fused_sgd.h"
 #include "ops/cpu_utils.h"
@@ -11,11 +10,10 @@
 #include "ops/op_utils.h"
 
 namespace remat::ops {
+
 namespace {
-
-namespace cpu = kernels::cpu;
-
 constexpr const char* kOp = "aten::_fused_sgd_";
+}  // namespace
 
 // momentum_buffer: defined exactly when momentum != 0 (PyTorch: an empty momentum_buffer_list
 // for momentum 0).
@@ -44,6 +42,10 @@ void fused_sgd_meta(const Tensor& self, const Tensor& grad, const Tensor& moment
   REMAT_CHECK(!momentum_buffer.defined() || momentum_buffer.is_contiguous(), kOp,
               ": expected momentum_buffer to be contiguous (it has strides ", momentum_buffer.strides(), ")");
 }
+
+namespace {
+
+namespace cpu = kernels::cpu;
 
 void bump_versions(const Tensor& self, const Tensor& momentum_buffer) {
   self.impl()->bump_version();

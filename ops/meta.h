@@ -48,6 +48,11 @@ void check_amax_nonempty(const Tensor& self, int64_t dim);
 void fused_adamw_meta(const Tensor& self, const Tensor& exp_avg, const Tensor& exp_avg_sq, const Tensor& grad);
 void fused_adamw_check_step(int64_t step);
 
+// ---- ops/fused_sgd.cpp ----
+// _fused_sgd_'s checks (every backend): the parameter contiguous, Float, Double or BFloat16; grad
+// and momentum_buffer matching it; momentum_buffer defined exactly when momentum != 0.
+void fused_sgd_meta(const Tensor& self, const Tensor& grad, const Tensor& momentum_buffer, double momentum);
+
 // ---- ops/linalg.cpp ----
 // How a strided 2-D operand [rows, cols] is passed to GEMM: row-major (trans=false, ld = stride
 // of rows) or as the transpose of a row-major matrix (trans=true, ld = stride of cols); an

@@ -34,10 +34,10 @@ Tensor SGD::momentum_buffer(const Tensor& p) const {
 }
 
 bool SGD::fused_step(const SGDOptions& o, Tensor& p) {
-  // _fused_sgd_ has a CPU kernel only: elsewhere the op sequence runs, and so does a dry run that
-  // counts like such a device (it must make the same allocations).
+  // _fused_sgd_ has CPU and CUDA kernels: elsewhere the op sequence runs, and so does a dry run
+  // that counts like such a device (it must make the same allocations).
   const DeviceType where = p.device().is_meta() ? meta_accounting() : p.device().type;
-  if (where != kCPU || !p.is_contiguous() ||
+  if ((where != kCPU && where != kCUDA) || !p.is_contiguous() ||
       !(p.dtype() == kFloat || p.dtype() == kDouble || p.dtype() == kBFloat16))
     return false;
   Tensor buf = o.momentum() != 0 ? momentum_buffer(p) : Tensor();  // None without momentum

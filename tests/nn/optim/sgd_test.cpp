@@ -262,10 +262,11 @@ TEST_CASE("SGD with fused(true) on the Meta device: the CPU step's memory, and f
 
 TEST_CASE("SGD(fused) in a dry run takes the path of the device it counts like", "[optim][sgd]") {
   // Allocations in a second step (the first makes the momentum buffer): none for the fused op,
-  // the op sequence's temporaries otherwise. _fused_sgd_ has a CPU kernel only.
-  auto second_step_events = [](DeviceType imitated) {
+  // the op sequence's temporaries otherwise. _fused_sgd_ has CPU and CUDA kernels, for Float,
+  // Double and BFloat16 parameters; a Half one takes the op sequence on either.
+  auto second_step_events = [](DeviceType imitated, ScalarType dtype) {
     DryRun dry(imitated);
-    Tensor p = empty({1000}, TensorOptions().device(kMeta)).requires_grad_(true);
+    Tensor p = empty({1000}, TensorOptions().dtype(dtype).device(kMeta)).requires_grad_(true);
     optim::SGD opt({p}, optim::SGDOptions(0.1).momentum(0.9).weight_decay(0.01).fused(true));
     sum(mul(p, p)).backward();
     opt.step();
@@ -273,6 +274,9 @@ TEST_CASE("SGD(fused) in a dry run takes the path of the device it counts like",
     opt.step();
     return tracker.timeline().size();
   };
-  CHECK(second_step_events(kCPU) == 0);
-  CHECK(second_step_events(kCUDA) > 0);
+  CHECK(second_step_events(kCPU, kFloat) == 0);
+  CHECK(second_step_events(kCUDA, kFloat) == 0);
+  CHECK(second_step_events(kCUDA, kBFloat16) == 0);
+  CHECK(second_step_events(kCPU, kHalf) > 0);
+  CHECK(second_step_events(kCUDA, kHalf) > 0);
 }

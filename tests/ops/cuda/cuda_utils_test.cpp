@@ -16,11 +16,9 @@ using namespace remat::testing;
 
 TEST_CASE("every op with a CPU kernel has a CUDA kernel, but the CPU-only ones named here", "[cuda_utils]") {
   // CPU only by design: PyTorch's _for_cpu flash attention (its CUDA flash op is another op).
-  // CPU only in remat: the fused SGD step (optim::SGD with fused(true) takes the single-tensor op
-  // sequence for CUDA parameters: nn/optim/sgd.cpp). _fused_adamw_ has a CUDA kernel (ops/cuda/fused_adam.cpp).
+  // The fused optimizer steps have CUDA kernels (ops/cuda/fused_adam.cpp, ops/cuda/fused_sgd.cpp).
   const std::set<std::string> cpu_only = {"aten::_scaled_dot_product_flash_attention_for_cpu",
-                                          "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
-                                          "aten::_fused_sgd_"};
+                                          "aten::_scaled_dot_product_flash_attention_for_cpu_backward"};
   std::set<std::string> missing;
   for (const std::string& name : registered_ops()) {
     const OperatorEntry* e = find_op(name).entry();
@@ -37,7 +35,8 @@ TEST_CASE("every op with a CPU kernel has a CUDA kernel, but the CPU-only ones n
                            "aten::_log_softmax_backward_data", "aten::native_layer_norm",
                            "aten::native_layer_norm_backward", "aten::_fused_rms_norm", "aten::_fused_rms_norm_backward",
                            "aten::native_dropout", "aten::native_dropout_backward", "aten::embedding",
-                           "aten::embedding_dense_backward", "aten::cross_entropy", "aten::cross_entropy_backward"}) {
+                           "aten::embedding_dense_backward", "aten::cross_entropy", "aten::cross_entropy_backward",
+                           "aten::_fused_adamw_", "aten::_fused_sgd_"}) {
     INFO(name);
     CHECK(find_op(name).entry()->hasKernelForKey(DispatchKey::CUDA));
   }
