@@ -266,6 +266,7 @@ CategoryStack stack_by_category(const StepTimeline& t) {
     s.event.push_back(i);
     s.bytes.push_back(live);
     s.allocated.push_back(e.allocated);
+    s.reserved.push_back(e.reserved);
   }
   return s;
 }
@@ -410,9 +411,14 @@ std::string timeline_svg(const RunConfig& cfg, const StrategyResult& r) {
   const CategoryStack predicted = dashed ? stack_by_category(r.predicted.timeline) : CategoryStack{};
   const size_t events = std::max(shown.events.size(), r.predicted.timeline.events.size());
 
+  // Counting like CUDA, the caching allocator's reserved bytes are drawn over the allocated ones.
+  const bool reserved = cfg.meta_accounting == "cuda";
   double top = 0;
-  for (int64_t v : stack.allocated) top = std::max(top, static_cast<double>(v));
-  for (int64_t v : predicted.allocated) top = std::max(top, static_cast<double>(v));
+  for (const CategoryStack* st : {&stack, &predicted}) {
+    for (int64_t v : st->allocated) top = std::max(top, static_cast<double>(v));
+    if (reserved)
+      for (int64_t v : st->reserved) top = std::max(top, static_cast<double>(v));
+  }
   const Unit u = unit_for(top);
   const Axis xa = make_axis(0, static_cast<double>(std::max<size_t>(events, 2) - 1), 6, /*exact=*/true);
   const Axis ya = axis_from_zero(top / u.bytes);
@@ -430,6 +436,8 @@ std::string timeline_svg(const RunConfig& cfg, const StrategyResult& r) {
         << (dashed ? ", " + bytes_text(r.predicted.peak_bytes, u) + " predicted by the dry run" : "");
   else
     sub << bytes_text(r.predicted.peak_bytes, u) << ", predicted by a dry run on meta (nothing measured)";
+  if (reserved)
+    sub << "; reserved " << bytes_text(measured ? r.measured.peak_reserved_bytes : r.predicted.peak_reserved_bytes, u);
   s << text(area.x, 41, model_text(cfg), "fill='#555'");
   s << text(area.x, 57, sub.str(), "fill='#555'");
 
@@ -469,18 +477,24 @@ std::string timeline_svg(const RunConfig& cfg, const StrategyResult& r) {
       s << num(px(static_cast<double>(stack.event[keep[k]]))) << "," << num(py(tops[c][k])) << " ";
     s << num(px(static_cast<double>(stack.event[keep.back()]))) << "," << num(py(0)) << "'/>\n";
   }
-  auto total_line = [&](const CategoryStack& st, const std::string& attrs) {
+  auto total_line = [&](const CategoryStack& st, const std::vector<int64_t>& series, const std::string& attrs) {
     std::ostringstream l;
     l << "<polyline fill='none' " << attrs << " points='";
     for (size_t k : samples_to_draw(st, events, area.w))
-      l << num(px(static_cast<double>(st.event[k]))) << "," << num(py(st.allocated[k] / u.bytes)) << " ";
+      l << num(px(static_cast<double>(st.event[k]))) << "," << num(py(series[k] / u.bytes)) << " ";
     l << "'/>\n";
     return l.str();
   };
   const std::string measured_style = "stroke='#222' stroke-width='2'";
   const std::string predicted_style = "stroke='#00b4ff' stroke-width='1.6' stroke-dasharray='7,5'";
-  s << total_line(stack, measured ? measured_style : predicted_style);
-  if (dashed) s << total_line(predicted, predicted_style);
+  const std::string reserved_style = "stroke='#e6550d' stroke-width='2'";
+  const std::string reserved_predicted_style = "stroke='#fdae6b' stroke-width='1.6' stroke-dasharray='7,5'";
+  if (reserved) {
+    s << total_line(stack, stack.reserved, measured ? reserved_style : reserved_predicted_style);
+    if (dashed) s << total_line(predicted, predicted.reserved, reserved_predicted_style);
+  }
+  s << total_line(stack, stack.allocated, measured ? measured_style : predicted_style);
+  if (dashed) s << total_line(predicted, predicted.allocated, predicted_style);
 
   // The peak, dotted, labelled at the left (where a step's memory is lowest).
   const double peak_y = py(peak / u.bytes);
@@ -488,7 +502,7 @@ std::string timeline_svg(const RunConfig& cfg, const StrategyResult& r) {
   s << text(area.x + 6, peak_y - 5, "peak " + bytes_text(peak, u), "font-size='11' fill='#222'");
 
   s << axes(area, xa, ya, "memory event (every allocation and free of the step, in order)",
-            std::string("allocated (") + u.name + ")");
+            std::string(reserved ? "allocated and reserved (" : "allocated (") + u.name + ")");
 
   // Legend: the stack top-down as drawn, the lines, the phases.
   double lx = area.x + area.w + 22, ly = area.y + 4;
@@ -512,6 +526,21 @@ std::string timeline_svg(const RunConfig& cfg, const StrategyResult& r) {
     s << line(lx, ly + 6, lx + 22, ly + 6, predicted_style);
     s << text(lx + 28, ly + 10.5, "dry-run prediction");
     ly += 18;
+  }
+  if (reserved) {
+    ly += 8;
+    s << text(lx, ly + 4, "reserved (CUDA cache)", "font-weight='bold'");
+    ly += 12;
+    if (measured) {
+      s << line(lx, ly + 6, lx + 22, ly + 6, reserved_style);
+      s << text(lx + 28, ly + 10.5, "measured");
+      ly += 18;
+    }
+    if (dashed || !measured) {
+      s << line(lx, ly + 6, lx + 22, ly + 6, reserved_predicted_style);
+      s << text(lx + 28, ly + 10.5, "dry-run prediction");
+      ly += 18;
+    }
   }
   ly += 8;
   s << text(lx, ly + 4, "phase (shaded)", "font-weight='bold'");

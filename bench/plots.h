@@ -61,6 +61,7 @@ struct CategoryStack {
   std::vector<size_t> event;                                     // index into the events
   std::vector<std::array<int64_t, kNumMemoryCategories>> bytes;  // by MemoryCategory
   std::vector<int64_t> allocated;                                // memory_allocated then
+  std::vector<int64_t> reserved;                                 // memory_reserved then
 };
 CategoryStack stack_by_category(const StepTimeline& t);
 

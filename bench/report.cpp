@@ -37,8 +37,11 @@ nlohmann::json by_category_json(const std::map<MemoryCategory, int64_t>& m) {
   return j;
 }
 
-// memory_allocated after each event (a relabel's halves as one).
-std::vector<int64_t> allocated_series(const StepTimeline& t) { return stack_by_category(t).allocated; }
+// memory_allocated and memory_reserved after each event (a relabel's halves as one).
+nlohmann::json timeline_json(const StepTimeline& t) {
+  const CategoryStack s = stack_by_category(t);
+  return {{"step", t.step}, {"allocated", s.allocated}, {"reserved", s.reserved}};
+}
 
 int64_t category(const std::map<MemoryCategory, int64_t>& m, MemoryCategory c) {
   auto it = m.find(c);
@@ -72,7 +75,7 @@ nlohmann::json result_json(const StrategyResult& r) {
     if (r.interleaved_ms > 0) e["interleaved_ms"] = r.interleaved_ms;
     e["final_loss"] = r.final_loss;
     if (!r.measured.timeline.empty())
-      e["timeline"] = {{"step", r.measured.timeline.step}, {"allocated", allocated_series(r.measured.timeline)}};
+      e["timeline"] = timeline_json(r.measured.timeline);
   }
   if (r.predicted.known) {
     e["predicted_peak_bytes"] = r.predicted.peak_bytes;
@@ -82,8 +85,7 @@ nlohmann::json result_json(const StrategyResult& r) {
     e["predicted_at_peak"] = by_category_json(r.predicted.at_peak);
     e["dry_run_seconds"] = r.dry_run_seconds;
     if (!r.measured.known && !r.predicted.timeline.empty())
-      e["predicted_timeline"] = {{"step", r.predicted.timeline.step},
-                                 {"allocated", allocated_series(r.predicted.timeline)}};
+      e["predicted_timeline"] = timeline_json(r.predicted.timeline);
   }
   if (r.planned()) {
     e["budget_bytes"] = r.budget_bytes;

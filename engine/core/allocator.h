@@ -90,6 +90,7 @@ struct StorageEvent {
   MemoryCategory category;  // the category the delta belongs to
   int64_t allocated;        // memory_allocated(device) after the event
   bool relabel;             // part of a change of category, not an allocation or free
+  int64_t reserved = 0;     // memory_reserved(device) after the event (a new segment comes first)
 };
 using StorageObserver = std::function<void(const StorageEvent&)>;
 // Observes the real devices and the Meta storages of the calling thread's current dry run.

@@ -16,13 +16,16 @@ MemoryTracker::MemoryTracker(Device device) : device_(device) {
   }
   // Not under mutex_: an event notified meanwhile holds the observers' lock, then takes mutex_.
   observer_id_ = add_storage_observer(device, [this](const StorageEvent& e) {
-    if (e.device == device_) on_event(e.relabel, e.delta, e.category, e.allocated);
+    if (e.device == device_) on_event(e);
   });
 }
 
 MemoryTracker::~MemoryTracker() { remove_storage_observer(observer_id_); }
 
-void MemoryTracker::on_event(bool relabel, int64_t delta, MemoryCategory category, int64_t allocated) {
+void MemoryTracker::on_event(const StorageEvent& e) {
+  const bool relabel = e.relabel;
+  const int64_t delta = e.delta, allocated = e.allocated;
+  const MemoryCategory category = e.category;
   std::lock_guard<std::mutex> lock(mutex_);
   live_[static_cast<int>(category)] += delta;
   if (!relabel) at_peak_is_now_ = false;
@@ -32,7 +35,7 @@ void MemoryTracker::on_event(bool relabel, int64_t delta, MemoryCategory categor
     at_peak_is_now_ = true;
   }
   timeline_.push_back(MemoryEvent{allocated, delta, current_memory_op(), scope_path(), category,
-                                  toString(current_memory_phase()), relabel});
+                                  toString(current_memory_phase()), relabel, e.reserved});
 }
 
 int64_t MemoryTracker::peak() const {

@@ -24,6 +24,8 @@
 
 namespace remat {
 
+struct StorageEvent;  // engine/core/allocator.h
+
 struct MemoryEvent {
   int64_t allocated;        // memory_allocated(device) right after this event
   int64_t delta;            // bytes: + allocated, - freed (a change of category is a pair, -n then +n)
@@ -32,6 +34,7 @@ struct MemoryEvent {
   MemoryCategory category;  // what the bytes are (as far as known when they were allocated)
   std::string phase;        // "forward", "backward", "recompute", "optimizer" or "other"
   bool relabel = false;     // half of a change of category (claim_memory), not an allocation or free
+  int64_t reserved = 0;     // memory_reserved(device) right after this event
 };
 
 class MemoryTracker {
@@ -51,7 +54,7 @@ class MemoryTracker {
   std::vector<int64_t> allocation_sizes() const;
 
  private:
-  void on_event(bool relabel, int64_t delta, MemoryCategory category, int64_t allocated);
+  void on_event(const StorageEvent& e);
 
   Device device_;
   int observer_id_ = -1;

@@ -78,7 +78,8 @@ class StorageImpl : public intrusive_ptr_target {
     AllocatorStats& s = allocator_->stats(device_);
     s.by_category[static_cast<int>(c)].fetch_add(delta, std::memory_order_relaxed);
     if (has_storage_observers(device_))
-      notify_storage_event(StorageEvent{device_, this, delta, c, s.allocated.load(std::memory_order_relaxed), relabel});
+      notify_storage_event(StorageEvent{device_, this, delta, c, s.allocated.load(std::memory_order_relaxed), relabel,
+                                        s.reserved.load(std::memory_order_relaxed)});
   }
 };
 

@@ -277,6 +277,46 @@ TEST_CASE("plots: the timeline draws each category, the phases and the dashed pr
   CHECK(dry_svg.find("predicted by a dry run") != std::string::npos);
 }
 
+TEST_CASE("plots: counting like CUDA, the timeline draws reserved over allocated; the JSON keeps both", "[report]") {
+  TrainingOptions o;
+  o.keep_timeline = true;
+  StrategyResult r;
+  r.name = "none";
+  {
+    MetaAccountingGuard accounting(kCUDA);
+    record_predicted(run_training_steps(all_strategies().front(), kTiny, Device{kMeta}, 3, o), 1, 0.01, &r);
+  }
+  REQUIRE_FALSE(r.predicted.timeline.empty());
+  // Each sample's reserved bytes are the cache's after that event: at least the allocated ones, a
+  // whole number of 2 MiB small segments and 20 MiB large ones here, and their peak the step's.
+  const CategoryStack stack = stack_by_category(r.predicted.timeline);
+  REQUIRE(stack.reserved.size() == stack.allocated.size());
+  int64_t highest = 0;
+  for (size_t i = 0; i < stack.reserved.size(); ++i) {
+    REQUIRE(stack.reserved[i] >= stack.allocated[i]);
+    REQUIRE(stack.reserved[i] % (2 << 20) == 0);
+    highest = std::max(highest, stack.reserved[i]);
+  }
+  CHECK(highest == r.predicted.peak_reserved_bytes);
+  RunConfig cfg = tiny_config();
+  cfg.meta_accounting = "cuda";
+  const std::string svg = timeline_svg(cfg, r);
+  for (const char* label : {"reserved (CUDA cache)", "dry-run prediction", "allocated and reserved (MiB)"}) {
+    INFO("label " << label);
+    CHECK(svg.find(std::string(">") + label + "<") != std::string::npos);
+  }
+  CHECK(count(svg, "stroke='#fdae6b'") == 2);  // the reserved line and its legend
+  CHECK(svg.find("; reserved ") != std::string::npos);
+  // Counting like the CPU, no reserved line.
+  const std::string cpu_svg = timeline_svg(tiny_config(), r);
+  CHECK(cpu_svg.find("reserved") == std::string::npos);
+  // results.json: the predicted timeline's reserved series, sample for sample.
+  const nlohmann::json j = nlohmann::json::parse(to_json(cfg, {r}));
+  const auto& t = j.at("results").at(0).at("predicted_timeline");
+  CHECK(t.at("reserved").get<std::vector<int64_t>>() == stack.reserved);
+  CHECK(t.at("allocated").get<std::vector<int64_t>>() == stack.allocated);
+}
+
 TEST_CASE("plots: labels placed greedily do not overlap each other or the points", "[report]") {
   const Box area{50, 50, 400, 300};
   std::vector<PointLabel> labels;

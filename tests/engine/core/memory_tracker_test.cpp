@@ -99,6 +99,29 @@ TEST_CASE("MemoryTracker: the CPU and Meta runs record the same events", "[memor
   }
 }
 
+TEST_CASE("MemoryTracker: each event carries memory_reserved after it (a dry run counting like CUDA)",
+          "[memory_tracker]") {
+  DryRun dry(kCUDA);
+  const Device meta{kMeta};
+  std::vector<MemoryEvent> events;
+  {
+    MemoryTracker tracker(meta);
+    Tensor small = empty({1000}, TensorOptions().device(meta));       // 4000 B: a new 2 MiB small segment
+    Tensor large = empty({393216}, TensorOptions().device(meta));     // 1.5 MiB: a new 20 MiB large segment
+    Tensor again = empty({1000}, TensorOptions().device(meta));       // fits in the small segment
+    small = Tensor();                                                 // back to the cache: still reserved
+    events = tracker.timeline();
+  }
+  const int64_t MiB = 1 << 20;
+  REQUIRE(events.size() == 4);
+  CHECK(events[0].reserved == 2 * MiB);
+  CHECK(events[1].reserved == 22 * MiB);
+  CHECK(events[2].reserved == 22 * MiB);
+  CHECK(events[3].delta == -4096);  // allocated counts the block, 512-byte rounded, as CUDA does
+  CHECK(events[3].reserved == 22 * MiB);
+  CHECK(memory_reserved(meta) == 22 * MiB);
+}
+
 TEST_CASE("MemoryTracker: events name the op, the scope, the phase and the category", "[memory_tracker]") {
   Tensor w = randn({8, 8}).requires_grad_();
   claim_memory(w, MemoryCategory::Parameter);  // as nn::Module does: saving it leaves it a parameter

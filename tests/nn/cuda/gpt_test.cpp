@@ -34,6 +34,7 @@ struct Run {
   std::vector<double> losses;
   std::vector<double> params;  // after the last step
   std::vector<int64_t> deltas;  // every allocation (+) and free (-) of the steps, in order
+  std::vector<int64_t> reserved;  // memory_reserved after each of them
 };
 
 constexpr int64_t kBatch = 2, kVocab = 65;
@@ -79,7 +80,10 @@ Run train(const bench::Strategy& strategy, Device device) {
                                    memory_segments(device), memory_allocated(device)});
     if (!device.is_meta()) run.losses.push_back(out.loss.item());  // after the figures: item() copies
   }
-  for (const MemoryEvent& e : tracker.timeline()) run.deltas.push_back(e.delta);
+  for (const MemoryEvent& e : tracker.timeline()) {
+    run.deltas.push_back(e.delta);
+    run.reserved.push_back(e.reserved);
+  }
   if (!device.is_meta())
     for (const Tensor& p : model.parameters())
       for (double v : p.to_vector()) run.params.push_back(v);
@@ -115,6 +119,7 @@ TEST_CASE("GPT on CUDA: every strategy's allocated and reserved memory, step by 
     // Not only the peaks: the same allocations and frees, in the same order.
     CHECK(measured.deltas.size() == predicted.deltas.size());
     CHECK(measured.deltas == predicted.deltas);
+    CHECK(measured.reserved == predicted.reserved);  // and the cache's segments taken at the same events
     // The CPU's losses, in f32 (TF32 is off by default).
     REQUIRE(measured.losses.size() == cpu.losses.size());
     for (size_t s = 0; s < cpu.losses.size(); ++s)
