@@ -89,6 +89,7 @@ Strategy planned_strategy(const CheckpointPlan& plan, const std::string& name) {
 void record_plan(const CheckpointPlan& plan, StrategyResult* r) {
   r->budget_bytes = plan.budget_bytes;
   r->plan_predicted_peak_bytes = plan.predicted_peak_bytes;
+  r->plan_counter = toString(plan.counter);
   r->plan_recompute_flops = plan.recompute_flops;
   r->plan_overhead_seconds = plan.predicted_overhead_seconds;
   r->planning_seconds = plan.planning_seconds;

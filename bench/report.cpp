@@ -91,6 +91,7 @@ nlohmann::json result_json(const StrategyResult& r) {
     e["budget_bytes"] = r.budget_bytes;
     e["fits"] = r.fits();
     e["plan_predicted_peak_bytes"] = r.plan_predicted_peak_bytes;
+    e["plan_counter"] = r.plan_counter;
     e["plan_recompute_flops"] = r.plan_recompute_flops;
     e["plan_overhead_seconds"] = r.plan_overhead_seconds;
     e["planning_seconds"] = r.planning_seconds;
@@ -334,10 +335,10 @@ Table interleaved_table(const std::vector<StrategyResult>& results) {
 std::string planning_line(const StrategyResult& p) {
   char buf[320];
   std::snprintf(buf, sizeof buf,
-                "%s: planned for a budget of %s MiB (%lld bytes) in %.2f s, %lld dry runs: predicted peak %s MiB, "
-                "%.3f GFLOP recomputed per step",
-                p.name.c_str(), mib(p.budget_bytes, "%.2f").c_str(), (long long)p.budget_bytes, p.planning_seconds,
-                (long long)p.planning_dry_runs, mib(p.plan_predicted_peak_bytes, "%.2f").c_str(),
+                "%s: planned for a budget of %s MiB (%lld bytes) of %s memory in %.2f s, %lld dry runs: predicted "
+                "peak %s MiB, %.3f GFLOP recomputed per step",
+                p.name.c_str(), mib(p.budget_bytes, "%.2f").c_str(), (long long)p.budget_bytes, p.plan_counter.c_str(),
+                p.planning_seconds, (long long)p.planning_dry_runs, mib(p.plan_predicted_peak_bytes, "%.2f").c_str(),
                 p.plan_recompute_flops / 1e9);
   return buf;
 }
@@ -471,6 +472,7 @@ void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResu
     s.replayed_per_step = r.value("replayed_per_step", 0.0);
     s.budget_bytes = r.value("budget_bytes", int64_t{0});
     s.plan_predicted_peak_bytes = r.value("plan_predicted_peak_bytes", int64_t{0});
+    s.plan_counter = r.value("plan_counter", std::string("allocated"));
     s.plan_recompute_flops = r.value("plan_recompute_flops", 0.0);
     s.planning_seconds = r.value("planning_seconds", 0.0);
     results->push_back(s);

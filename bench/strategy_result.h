@@ -59,6 +59,7 @@ struct StrategyResult {
   // what the planner said; 0 for the fixed strategies.
   int64_t budget_bytes = 0;
   int64_t plan_predicted_peak_bytes = 0;  // CheckpointPlan::predicted_peak_bytes
+  std::string plan_counter = "allocated";  // what that peak and the budget bound (CheckpointPlan::counter)
   double plan_recompute_flops = 0;        // CheckpointPlan::recompute_flops (per step)
   double plan_overhead_seconds = 0;       // CheckpointPlan::predicted_overhead_seconds (per step)
   double planning_seconds = 0;            // wall time of plan_checkpointing

@@ -8,10 +8,12 @@ and writes:
     table per comparison, each timing the median over the rounds with its spread (min-max);
   - docs/memory_vs_flops.svg and docs/timeline_{none,full,sac-mm}.svg: round 1's charts (memory and
     recomputed FLOPs only: they do not move from round to round);
-  - README.md: the table between its `benchmark-table` markers.
+  - README.md: the table between its `benchmark-table` markers, and GPT-2 XL on a GPU predicted
+    (gpt2xl-cuda/, gpt2xl-cuda-80GB/, gpt2xl-cuda-141GB/) between its `gpu-dry-run` markers.
 Standard library only.
 
   python3 tools/benchmark_report.py WORK --docs docs --readme README.md
+  python3 tools/benchmark_report.py WORK --readme README.md --only gpu-dry-run
 """
 import argparse
 import json
@@ -20,6 +22,7 @@ import re
 import shutil
 import statistics
 import sys
+import textwrap
 
 MIB = 2**20
 GIB = 2**30
@@ -28,6 +31,9 @@ README_STRATEGIES = ["none", "full", "every2", "sac-mm", "sac-titan"]
 BF16_STRATEGIES = "none, full, sac-mm"
 BEGIN = "<!-- benchmark-table: written by tools/benchmark_report.sh from docs/benchmarks.md's run -->"
 END = "<!-- /benchmark-table -->"
+GPU_BEGIN = "<!-- gpu-dry-run: written by tools/benchmark_report.sh -->"
+GPU_END = "<!-- /gpu-dry-run -->"
+GPU_BUDGETS = ["80GB", "141GB"]
 
 
 def read_kv(path):
@@ -224,6 +230,45 @@ def gpt2xl_table(doc):
                   "gradients", "activations", "temporaries", "recomputed GFLOP"], rows)
 
 
+def gpu_dry_run_block(work):
+    """GPT-2 XL at batch 8 on a GPU, from the dry runs that count like CUDA: a sentence and a table."""
+    machine = read_kv(os.path.join(work, "machine.txt"))
+    fixed = load(os.path.join(work, "gpt2xl-cuda", "results.json"))
+    if fixed is None:
+        sys.exit(f"benchmark_report.py: {work} has no gpt2xl-cuda/results.json")
+    c = fixed["config"]
+    rows = [(r, "") for r in fixed["results"]]
+    for budget in GPU_BUDGETS:
+        doc = load(os.path.join(work, f"gpt2xl-cuda-{budget}", "results.json"))
+        if doc is None:
+            sys.exit(f"benchmark_report.py: {work} has no gpt2xl-cuda-{budget}/results.json")
+        p = next(r for r in doc["results"] if r["strategy"] == "planned")
+        rows.append((p, f"   --budget {budget}: {p['planning_dry_runs']} dry runs, {p['planning_seconds']:.1f} s"))
+    seconds = sum(r["dry_run_seconds"] for r in fixed["results"])
+    flags = (f"--dry-run --device cuda --layers {c['layers']} --embd {c['embd']} --heads {c['heads']} "
+             f"--seq {c['seq']} --vocab {c['vocab']} --batch {c['batch']}")
+    intro = (f"GPT-2 XL at batch {c['batch']} on a GPU, predicted in a build without CUDA "
+             f"({machine.get('model', '?')}, {machine.get('cores', '?')} cores, {seconds:.1f} s for all strategies; "
+             f"`{flags}`):")
+    lines = textwrap.wrap(intro, width=100, break_on_hyphens=False, break_long_words=False) + ["", "```",
+             f"{'strategy':<14}  {'peak GiB':>8}  {'reserved GiB':>12}  {'segments':>8}  {'recomp GF':>10}"]
+    for r, note in rows:
+        lines.append(f"{r['strategy']:<14}  {r['predicted_peak_bytes'] / GIB:>8.2f}  "
+                     f"{r['predicted_peak_reserved_bytes'] / GIB:>12.2f}  {r['predicted_segments']:>8}  "
+                     f"{r['recomputed_flops_per_step'] / 1e9:>10.3f}{note}")
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def replace_between(path, begin, end, body):
+    text = open(path).read()
+    start, stop = text.find(begin), text.find(end)
+    if start < 0 or stop < start:
+        sys.exit(f"benchmark_report.py: {path} has no '{begin}' ... '{end}' markers")
+    with open(path, "w") as f:
+        f.write(text[:start] + begin + "\n" + body + "\n" + text[stop:])
+
+
 def commands_text(run):
     home = os.path.expanduser("~")
     out = [f"export OMP_NUM_THREADS={run.machine.get('threads', '1')}"]
@@ -398,13 +443,8 @@ def write_docs(run, docs):
 
 
 def write_readme(run, path):
-    text = open(path).read()
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < start:
-        sys.exit(f"benchmark_report.py: {path} has no '{BEGIN}' ... '{END}' markers")
-    text = text[:start] + BEGIN + "\n" + readme_table(run) + "\n" + text[end:]
-    with open(path, "w") as f:
-        f.write(text)
+    replace_between(path, BEGIN, END, readme_table(run))
+    replace_between(path, GPU_BEGIN, GPU_END, gpu_dry_run_block(run.work))
 
 
 def main():
@@ -412,7 +452,11 @@ def main():
     p.add_argument("work")
     p.add_argument("--docs", default="docs")
     p.add_argument("--readme", default="README.md")
+    p.add_argument("--only", choices=["gpu-dry-run"], help="write only the README's GPU prediction")
     a = p.parse_args()
+    if a.only == "gpu-dry-run":
+        replace_between(a.readme, GPU_BEGIN, GPU_END, gpu_dry_run_block(a.work))
+        return
     run = Run(a.work)
     os.makedirs(a.docs, exist_ok=True)
     write_docs(run, a.docs)

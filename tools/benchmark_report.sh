@@ -11,10 +11,13 @@
 #      sweep with the plans at each strategy's peak) and bench/torch_reference.py on the same GPT,
 #      f32, then both again in bf16 (none, full, sac-mm); odd rounds run PyTorch first, even rounds
 #      remat first, so that a slow spell of a shared machine does not always hit the same side;
-#   4. one dry run of a GPT-2 XL step (predictions only, on the Meta device);
+#   4. one dry run of a GPT-2 XL step (predictions only, on the Meta device), and GPT-2 XL at batch
+#      8 on a GPU: dry runs counting like CUDA (allocated and reserved bytes, segments) for five
+#      strategies, and plans for an 80 GB and a 141 GB device;
 #   5. tools/benchmark_report.py: medians over the rounds with their spread (min-max), one timing
 #      table per comparison, into docs/benchmarks.md; round 1's charts into docs/; the README's
-#      table between its `benchmark-table` markers.
+#      table between its `benchmark-table` markers, and its GPU prediction between its
+#      `gpu-dry-run` markers.
 # Every command it runs is logged and listed in docs/benchmarks.md.
 #
 # PyTorch: from PyPI, in a virtual environment of its own (created when missing; CI never needs
@@ -24,6 +27,8 @@
 #   env: REMAT_BENCH_ROUNDS=3  REMAT_BENCH_THREADS=1  REMAT_BENCH_CLOCK=cpu|wall
 #        REMAT_TORCH_VENV=~/.cache/remat/torch-venv  REMAT_BENCH_WORK=<a fresh temporary folder>
 #        REMAT_BENCH_SWEEP=6  REMAT_BENCH_NO_TORCH=1 (remat only)
+#        REMAT_BENCH_ONLY=gpu-dry-run (only step 4's GPU prediction, and only the README's block of it:
+#        about a minute)
 #        REMAT_BENCH_MODEL="--layers 1 --embd 32 --heads 2 --seq 16 --batch 2" (another model, both sides;
 #        default: the benchmark's GPT)
 # Time: about 10 minutes a round on a 2-core machine under load (one thread), plus the PyTorch
@@ -38,6 +43,8 @@ SWEEP="${REMAT_BENCH_SWEEP:-6}"
 VENV="${REMAT_TORCH_VENV:-$HOME/.cache/remat/torch-venv}"
 WORK="${REMAT_BENCH_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/remat-bench.XXXXXX")}"
 BF16_STRATEGIES="none,full,sac-mm"
+ONLY="${REMAT_BENCH_ONLY:-}"
+[[ -z "$ONLY" || "$ONLY" == gpu-dry-run ]] || { echo "benchmark_report: REMAT_BENCH_ONLY must be gpu-dry-run, got '$ONLY'" >&2; exit 2; }
 read -r -a MODEL <<<"${REMAT_BENCH_MODEL:-}"
 mkdir -p "$WORK"
 COMMANDS="$WORK/commands.txt"
@@ -90,6 +97,7 @@ run() {
 
 # --- 2. PyTorch and the build ----------------------------------------------------------------
 TORCH=""
+[[ -n "$ONLY" ]] && REMAT_BENCH_NO_TORCH=1
 if [[ -z "${REMAT_BENCH_NO_TORCH:-}" ]]; then
   if [[ ! -x "$VENV/bin/python" ]] || ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
     say "installing PyTorch from PyPI into $VENV (once)"
@@ -128,6 +136,7 @@ torch_bf16() {
   run "r$1/torch-bf16.txt" "$TORCH" bench/torch_reference.py ${MODEL[@]+"${MODEL[@]}"} --threads "$THREADS" --clock "$CLOCK" --dtype bf16 \
     --strategies "$BF16_STRATEGIES" --out "$WORK/r$1/torch-bf16.json"
 }
+[[ -n "$ONLY" ]] && ROUNDS=0
 for ((r = 1; r <= ROUNDS; ++r)); do
   mkdir -p "$WORK/r$r"
   if ((r % 2 == 1)); then
@@ -138,11 +147,24 @@ for ((r = 1; r <= ROUNDS; ++r)); do
 done
 
 # --- 4. a model too large to run here, predicted --------------------------------------------
-run gpt2xl.txt "$BENCH" --dry-run --no-timeline --layers 48 --embd 1600 --heads 25 --seq 1024 --batch 4 --vocab 50257 \
-  --out "$WORK/gpt2xl"
+if [[ -z "$ONLY" ]]; then
+  run gpt2xl.txt "$BENCH" --dry-run --no-timeline --layers 48 --embd 1600 --heads 25 --seq 1024 --batch 4 --vocab 50257 \
+    --out "$WORK/gpt2xl"
+fi
+# On a GPU: the same model at batch 8, counted like CUDA's caching allocator, and two budgets.
+GPU_XL=(--dry-run --device cuda --no-timeline --layers 48 --embd 1600 --heads 25 --seq 1024 --vocab 50257 --batch 8)
+run gpt2xl-cuda.txt "$BENCH" "${GPU_XL[@]}" --strategies none,full,every2,sac-titan,sac-megatron --out "$WORK/gpt2xl-cuda"
+for budget in 80GB 141GB; do
+  run "gpt2xl-cuda-$budget.txt" "$BENCH" "${GPU_XL[@]}" --strategies none --budget "$budget" --out "$WORK/gpt2xl-cuda-$budget"
+done
 
 # --- 5. the report ---------------------------------------------------------------------------
 echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$WORK/machine.txt"
 echo "seconds=$(( $(date +%s) - T0 ))" >>"$WORK/machine.txt"
-python3 tools/benchmark_report.py "$WORK" --docs docs --readme README.md
-say "wrote docs/benchmarks.md, docs/*.svg and README.md's table in $(( $(date +%s) - T0 )) s (results in $WORK)"
+if [[ -n "$ONLY" ]]; then
+  python3 tools/benchmark_report.py "$WORK" --readme README.md --only gpu-dry-run
+  say "wrote README.md's GPU prediction in $(( $(date +%s) - T0 )) s (results in $WORK)"
+else
+  python3 tools/benchmark_report.py "$WORK" --docs docs --readme README.md
+  say "wrote docs/benchmarks.md, docs/*.svg and README.md's table in $(( $(date +%s) - T0 )) s (results in $WORK)"
+fi
