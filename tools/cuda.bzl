@@ -96,8 +96,13 @@ def _nvcc_compile_impl(ctx):
     args.add("-c", src.path)
     args.add("-o", out.path)
 
-    ctx.actions.run(
-        executable = NVCC,
+    # nvcc names its intermediate files (tmpxft_<pid>_...) by its PID in TMPDIR. Sandboxed actions
+    # share /tmp and can each run in a PID namespace of their own, so two nvcc at once may have the
+    # same PID and overwrite each other's .ptx ("ptxas fatal: Input file ... could not be opened"):
+    # each action gets a temporary directory of its own, made with mkdir's exclusive create.
+    ctx.actions.run_shell(
+        command = ('tmp="$(mktemp -d "${TMPDIR:-/tmp}/remat-nvcc.XXXXXXXX")" && ' +
+                   'trap \'rm -rf "$tmp"\' EXIT && TMPDIR="$tmp" "%s" "$@"') % NVCC,
         arguments = [args],
         inputs = depset(inputs, transitive = transitive),
         outputs = [out],
