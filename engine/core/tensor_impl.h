@@ -9,7 +9,7 @@
 #include "engine/core/intrusive_ptr.h"
 #include "engine/core/scalar_type.h"
 #include "engine/core/storage.h"
-#include "engine/dispatch/dispatch_key_set.h"
+#include "engine/core/dispatch_key_set.h"
 
 namespace remat {
 

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "engine/dispatch/boxing.h"
-#include "engine/dispatch/dispatch_key_set.h"
+#include "engine/core/dispatch_key_set.h"
 
 namespace remat {
 

@@ -2,7 +2,7 @@
 // call's key set, with RAII guards.
 #pragma once
 
-#include "engine/dispatch/dispatch_key_set.h"
+#include "engine/core/dispatch_key_set.h"
 
 namespace remat {
 

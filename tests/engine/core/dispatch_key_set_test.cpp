@@ -1,5 +1,5 @@
 // Mirrors c10/test/core/DispatchKeySet_test.cpp.
-// Tests engine/dispatch/dispatch_key_set.h and dispatch_key.h (key order, sets, priority).
+// Tests engine/core/dispatch_key_set.h and dispatch_key.h (key order, sets, priority).
 #include <catch2/catch.hpp>
 
 #include "remat.h"

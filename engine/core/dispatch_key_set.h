@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/dispatch/dispatch_key.h"
+#include "engine/core/dispatch_key.h"
 
 namespace remat {
 
