@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "checkpoint/stats_detail.h"
 #include "engine/core/scope_path.h"
 #include "remat.h"
 #include "tests/testing/matchers.h"
