@@ -22,6 +22,15 @@ std::string describe(const std::string& key, size_t region, const std::vector<Sh
 
 }  // namespace
 
+std::string common_scope(const std::string& a, const std::string& b) {
+  size_t k = 0;
+  while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+  if ((k == a.size() || a[k] == '.') && (k == b.size() || b[k] == '.')) return a.substr(0, k);
+  // Back to the last '.' before k: there both are at the end of the same whole name.
+  const size_t dot = k == 0 ? std::string::npos : a.rfind('.', k - 1);
+  return dot == std::string::npos ? std::string() : a.substr(0, dot);
+}
+
 void DryRunObserver::forward_call(int64_t region, const std::string& scope, const OperatorHandle& op, int64_t index,
                                   const std::vector<IValue>& args, const std::vector<IValue>& outputs, bool) {
   const size_t n = calls_seen_++;
@@ -120,14 +129,7 @@ Data::Region& DryRunObserver::region_of(int64_t region, const std::string& scope
                           std::to_string(data_->regions.size()) + " regions");
   }
   Data::Region& r = data_->regions[it->second];
-  if (profile_ && !fresh) {  // a region's scope is what its calls' scopes share
-    size_t k = 0;
-    while (k < r.scope.size() && k < scope.size() && r.scope[k] == scope[k]) ++k;
-    if (k < r.scope.size()) {
-      while (k > 0 && !(k == scope.size() || scope[k] == '.')) --k;  // back to a whole name
-      r.scope.resize(k);
-    }
-  }
+  if (profile_ && !fresh) r.scope = common_scope(r.scope, scope);
   return r;
 }
 

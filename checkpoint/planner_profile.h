@@ -59,4 +59,9 @@ class DryRunObserver : public stats_detail::PlanningObserver {
   std::string mismatch_;
 };
 
+// The scope a region's calls share, cut on whole names: of "layers.1.mlp" and "layers.1.attn",
+// "layers.1"; of "layers.10" and "layers.1" (either first), "layers": "layers.1" is not a prefix
+// of "layers.10".
+std::string common_scope(const std::string& a, const std::string& b);
+
 }  // namespace remat::planner_detail
