@@ -64,6 +64,7 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
   }
   Planner planner(step, options);
   const RunResult recompute_all = profile(planner);
+  check_feasible(planner, options.budget_bytes, recompute_all);  // before any other dry run
   SearchSpace space = order_by_value(&planner.data);
   planner.set_phase("keep-all");
   const RunResult keep_all = planner.run(space.all);
@@ -72,7 +73,6 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
   plan.budget_bytes = options.budget_bytes;
   plan.recompute_all_peak_bytes = recompute_all.peak;
   plan.keep_all_peak_bytes = keep_all.peak;
-  check_feasible(planner, options.budget_bytes, recompute_all);
   const std::vector<bool> best =
       search_ladder(planner, &space, options.budget_bytes, recompute_all.peak, keep_all.peak);
   plan.dry_runs = planner.dry_runs();
