@@ -129,16 +129,20 @@ std::string CheckpointPlan::summary() const {
   std::vector<const Data::Region*> rows;
   for (const Data::Region& r : data->regions)
     if (repeats[r.scope]++ == 0) rows.push_back(&r);
+  // Every call is counted in one row, that of its first region's scope: the rows' kept calls add up
+  // to the header's.
+  std::unordered_set<size_t> counted;
   for (const Data::Region* rp : rows) {
     const Data::Region& r = *rp;
     int64_t kept_n = 0, kept_b = 0, drop_n = 0, drop_b = 0;
-    std::unordered_set<size_t> seen;
-    for (size_t c : r.calls) {
-      if (!seen.insert(c).second) continue;
-      const Data::Call& call = data->calls[c];
-      if (!call.needed || call.bytes == 0) continue;
-      if (call.kept) ++kept_n, kept_b += call.bytes;
-      else ++drop_n, drop_b += call.bytes;
+    for (const Data::Region& same : data->regions) {
+      if (same.scope != r.scope) continue;
+      for (size_t c : same.calls) {
+        if (!counted.insert(c).second) continue;
+        const Data::Call& call = data->calls[c];
+        if (call.kept) ++kept_n, kept_b += call.bytes;
+        else if (call.needed && call.bytes > 0) ++drop_n, drop_b += call.bytes;
+      }
     }
     std::string name = r.scope.empty() ? std::string("<top>") : r.scope;
     if (repeats[r.scope] > 1) name += " (x" + std::to_string(repeats[r.scope]) + ")";
@@ -148,8 +152,9 @@ std::string CheckpointPlan::summary() const {
                   static_cast<long long>(r.recomputed), r.overhead * 1e3);
     os << line;
   }
-  os << "(kept / dropped: calls whose outputs backward needs; a region repeated in the step, e.g. by a second\n"
-        " training step, is one row with the figures of one instance)\n";
+  os << "(kept: every output the plan keeps, also those kept only to be replayed in a rerun; dropped: outputs\n"
+        " backward needs that a rerun recomputes; a region repeated in the step, e.g. by a second training step,\n"
+        " is one row with the figures of one instance)\n";
   return os.str();
 }
 
