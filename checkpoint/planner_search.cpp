@@ -168,24 +168,34 @@ void search_swaps(Search& s) {
   }
 }
 
+namespace {
+
+// The search's moves at one budget, in order, with the names errors give them: the longest prefix,
+// keep-sets by op, the knapsack's front, then local improvement, each move priced by a dry run.
+struct Phase {
+  const char* name;
+  void (*run)(Search&);
+};
+constexpr Phase kPhases[] = {
+    {"the longest prefix of the candidates that fits", search_prefix},
+    {"keep-sets by op", search_by_op},
+    {"the knapsack's front", search_front},
+    {"whole regions", search_whole_regions},
+    {"first fit", search_first_fit},
+    {"swaps", search_swaps},
+};
+
+}  // namespace
+
 void search_at(Planner& planner, const SearchSpace& space, int64_t budget, int64_t allowance,
                const std::string& rung_name) {
   const size_t start = planner.cheapest_fitting(budget);  // nothing kept fits: the budget is >= its peak
   Search s{planner.data, space, planner, budget, planner.dry_runs() + allowance, planner.evaluated.at(start).first,
            planner.evaluated.at(start).second};
-  planner.set_phase(rung_name + ": the longest prefix of the candidates that fits");
-  search_prefix(s);
-  planner.set_phase(rung_name + ": keep-sets by op");
-  search_by_op(s);
-  planner.set_phase(rung_name + ": the knapsack's front");
-  search_front(s);
-  // Local improvement, each move priced by a dry run.
-  planner.set_phase(rung_name + ": whole regions");
-  search_whole_regions(s);
-  planner.set_phase(rung_name + ": first fit");
-  search_first_fit(s);
-  planner.set_phase(rung_name + ": swaps");
-  search_swaps(s);
+  for (const Phase& phase : kPhases) {
+    planner.set_phase(rung_name + ": " + phase.name);
+    phase.run(s);
+  }
 }
 
 // The ladder: a larger budget never costs more. The plan for a budget is the cheapest keep-set

@@ -31,19 +31,22 @@ std::vector<std::string> summary_regions(const CheckpointPlan& plan) {
 }  // namespace
 
 TEST_CASE("planner profile: common_scope cuts on whole names", "[planner]") {
-  CHECK(common_scope("layers.1.mlp", "layers.1.attn") == "layers.1");
-  CHECK(common_scope("layers.1.mlp.fc1", "layers.1.mlp.fc2") == "layers.1.mlp");
-  CHECK(common_scope("layers.1", "layers.1.mlp") == "layers.1");
-  CHECK(common_scope("layers.1.mlp", "layers.1") == "layers.1");
-  CHECK(common_scope("layers.1", "layers.1") == "layers.1");
-  CHECK(common_scope("layers.10", "layers.1") == "layers");
-  CHECK(common_scope("layers.1", "layers.10") == "layers");
-  CHECK(common_scope("layers.10.mlp", "layers.1.mlp") == "layers");
-  CHECK(common_scope("layers.1", "layers.10.mlp") == "layers");
-  CHECK(common_scope("h.0", "head") == "");
-  CHECK(common_scope("head", "h.0") == "");
-  CHECK(common_scope("", "layers.1") == "");
-  CHECK(common_scope("layers.1", "") == "");
+  struct Case {
+    const char *a, *b, *shared;
+  };
+  const Case cases[] = {
+      {"layers.1.mlp", "layers.1.attn", "layers.1"}, {"layers.1.mlp.fc1", "layers.1.mlp.fc2", "layers.1.mlp"},
+      {"layers.1", "layers.1.mlp", "layers.1"},      {"layers.1.mlp", "layers.1", "layers.1"},
+      {"layers.1", "layers.1", "layers.1"},          {"layers.10", "layers.1", "layers"},
+      {"layers.1", "layers.10", "layers"},           {"layers.10.mlp", "layers.1.mlp", "layers"},
+      {"layers.1", "layers.10.mlp", "layers"},       {"h.0", "head", ""},
+      {"head", "h.0", ""},                           {"", "layers.1", ""},
+      {"layers.1", "", ""},
+  };
+  for (const Case& c : cases) {
+    INFO("'" << c.a << "' and '" << c.b << "'");
+    CHECK(common_scope(c.a, c.b) == c.shared);
+  }
 }
 
 TEST_CASE("planner profile: a region's scope in the summary is a whole-name prefix of its calls' scopes",
