@@ -9,7 +9,7 @@
 #include "checkpoint/device_state.h"
 #include "checkpoint/scope.h"
 #include "checkpoint/selective.h"
-#include "checkpoint/stats.h"
+#include "checkpoint/stats_detail.h"
 #include "checkpoint/trace.h"
 #include "engine/autograd/engine.h"
 #include "engine/autograd/grad_mode.h"

@@ -125,7 +125,7 @@ struct CheckpointPlan {
   CheckpointPlan with_kept(const std::function<void(const PolicyFn&, Device)>& step,
                            const std::vector<std::string>& kept) const;
 
-  struct Data;  // the calls and regions seen when planning (planner.cpp)
+  struct Data;  // the calls and regions seen when planning (checkpoint/plan_data.h, internal)
   std::shared_ptr<const Data> data;
 };
 

@@ -3,7 +3,7 @@
 
 #include "checkpoint/device_state.h"
 #include "checkpoint/frame.h"
-#include "checkpoint/stats.h"
+#include "checkpoint/stats_detail.h"
 #include "checkpoint/trace.h"
 #include "engine/autograd/autograd.h"
 #include "engine/autograd/engine.h"

@@ -5,7 +5,8 @@
 #include <chrono>
 #include <sstream>
 
-#include "checkpoint/stats.h"
+#include "checkpoint/output_storage.h"
+#include "checkpoint/stats_detail.h"
 #include "engine/autograd/grad_mode.h"
 #include "engine/core/cuda_hooks.h"
 #include "engine/core/generator.h"
@@ -52,20 +53,6 @@ double now_seconds() {
 }
 
 }  // namespace
-
-bool shares_storage_with(const Tensor& t, const std::vector<IValue>& args) {
-  auto storage_of = [](const Tensor& x) { return x.defined() ? x.impl()->storage().get() : nullptr; };
-  for (const IValue& a : args)
-    if (a.isTensor() && storage_of(a.toTensor()) == storage_of(t)) return true;
-  return false;
-}
-
-int64_t new_output_bytes(const std::vector<IValue>& args, const std::vector<IValue>& outputs) {
-  int64_t n = 0;
-  for (const IValue& v : outputs)
-    if (v.isTensor() && v.toTensor().defined() && !shares_storage_with(v.toTensor(), args)) n += v.toTensor().nbytes();
-  return n;
-}
 
 RuntimeEstimator::RuntimeEstimator(EstimateMode mode, Device device, double peak_flops, double bandwidth)
     : mode_(mode),

@@ -31,12 +31,6 @@ enum class EstimateMode {
 };
 const char* toString(EstimateMode mode);  // PyTorch's name
 
-// A call's output `t` shares the storage of one of its tensor arguments (a view, or an in-place
-// op's return): it allocates nothing.
-bool shares_storage_with(const Tensor& t, const std::vector<IValue>& args);
-// Bytes of the outputs a call newly allocates (those that share no argument's storage).
-int64_t new_output_bytes(const std::vector<IValue>& args, const std::vector<IValue>& outputs);
-
 class RuntimeEstimator {
  public:
   // peak_flops, bandwidth: the roofline's machine; 0: default_machine_peaks(device)

@@ -5,7 +5,7 @@
 #include <unordered_map>
 
 #include "checkpoint/scope.h"
-#include "checkpoint/stats.h"
+#include "checkpoint/stats_detail.h"
 #include "checkpoint/trace.h"
 #include "ops/functions.h"
 

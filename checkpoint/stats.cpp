@@ -1,5 +1,6 @@
 // Recompute accounting (see stats.h).
 #include "checkpoint/stats.h"
+#include "checkpoint/stats_detail.h"
 
 #include <mutex>
 

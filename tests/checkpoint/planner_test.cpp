@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "checkpoint/stats_detail.h"
 #include "engine/core/scope_path.h"
 #include "remat.h"
 #include "tests/testing/matchers.h"
@@ -179,6 +180,14 @@ TEST_CASE("planner: error paths name the budget, the minimum, and the call the p
                          What(Contains("no plan fits a budget of " + std::to_string(minimum - 1) + " bytes") &&
                               Contains("the minimum feasible peak is " + std::to_string(minimum) + " bytes")));
   CHECK_NOTHROW(plan_checkpointing(step, PlannerOptions{minimum}));
+  // The budget is checked against the profile's peak before any other dry run (keep-all's).
+  int calls = 0;
+  PlannedStep counted = [&](const PolicyFn& policy, Device device) {
+    ++calls;
+    step(policy, device);
+  };
+  REQUIRE_THROWS_AS(plan_checkpointing(counted, PlannerOptions{minimum - 1}), CheckpointError);
+  CHECK(calls == 1);
 
   // Another model: a second block the plan never saw.
   Shape5 deeper = kOneBlock;

@@ -4,6 +4,7 @@
 // only checked to be positive.
 #include <catch2/catch.hpp>
 
+#include "checkpoint/output_storage.h"
 #include "remat.h"
 #include "tests/testing/matchers.h"
 

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,60 @@ inline std::string plan_fingerprint(const CheckpointPlan& p) {
   s += " candidates";
   for (const std::string& k : p.candidates) s += " {" + k + "}";
   return s;
+}
+
+// A small SAC step: one region whose calls (mm, then sin) run under each scope of `scopes` in turn,
+// and `extra_regions` more regions like it after it; then backward.
+inline void scoped_regions(const std::vector<std::string>& scopes, const PolicyFn& policy, Device device,
+                           int extra_regions = 0) {
+  const TensorOptions o = TensorOptions().device(device);
+  Tensor w = empty({8, 8}, o).requires_grad_();
+  Tensor h = empty({8, 8}, o);
+  CheckpointOptions c;
+  c.context_fn = [policy] { return create_selective_checkpoint_contexts(policy); };
+  auto body = [scopes, w](const Tensor& in) {
+    Tensor t = in;
+    for (const std::string& s : scopes) {
+      scope named(s);
+      t = sin(mm(t, w));
+    }
+    return t;
+  };
+  for (int i = 0; i <= extra_regions; ++i) h = checkpoint(body, h, c);
+  mean(h).backward();
+}
+
+// A row of CheckpointPlan::summary()'s table: the region's name, its kept and dropped calls.
+struct SummaryRow {
+  std::string name;
+  int64_t kept = 0, dropped = 0;
+};
+
+// The table's rows, and (header_kept) the count its first line gives.
+inline std::vector<SummaryRow> summary_rows(const CheckpointPlan& plan, int64_t* header_kept = nullptr) {
+  std::istringstream lines(plan.summary());
+  std::vector<SummaryRow> rows;
+  bool in_table = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (header_kept != nullptr && line.rfind("checkpoint plan:", 0) == 0) {
+      const size_t end = line.rfind(" kept");
+      *header_kept = std::stoll(line.substr(line.rfind(' ', end - 1) + 1));
+    }
+    if (line.rfind("(kept", 0) == 0) break;
+    if (in_table) {
+      // name (or "name (x2)"), kept, kept bytes ("0.04 MiB"), dropped, drop bytes, rerun ops, cost
+      std::istringstream words(line);
+      std::vector<std::string> w;
+      for (std::string word; words >> word;) w.push_back(word);
+      SummaryRow row;
+      row.name = w.at(0);
+      row.kept = std::stoll(w.at(w.size() - 8));
+      row.dropped = std::stoll(w.at(w.size() - 5));
+      rows.push_back(row);
+    }
+    if (line.rfind("region ", 0) == 0) in_table = true;
+  }
+  return rows;
 }
 
 // FNV-1a of a string: a short digest to print and compare across processes.

@@ -1,0 +1,161 @@
+// The methods of CheckpointPlan (see planner.h; no PyTorch counterpart: a plan is remat's own):
+// its policy, summary, check and with_kept, and how a plan names calls and prints bytes.
+#include "checkpoint/planner.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <unordered_set>
+
+#include "checkpoint/plan_data.h"
+#include "checkpoint/planner_dry_runs.h"
+#include "engine/core/allocator.h"
+
+namespace remat {
+
+namespace planner_detail {
+
+std::string call_key(const std::string& scope, const std::string& op, int64_t index) {
+  return (scope.empty() ? std::string("<top>") : scope) + " / " + op + " / #" + std::to_string(index);
+}
+
+std::vector<Shape> arg_shapes(const std::vector<IValue>& args) {
+  std::vector<Shape> shapes;
+  for (const IValue& a : args)
+    if (a.isTensor()) shapes.push_back(a.toTensor().defined() ? a.toTensor().sizes() : Shape{-1});
+  return shapes;
+}
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+}  // namespace planner_detail
+
+using namespace planner_detail;
+
+CheckpointPlan CheckpointPlan::with_kept(const PlannedStep& step, const std::vector<std::string>& keys) const {
+  REMAT_CHECK(data != nullptr, "CheckpointPlan::with_kept: an empty plan (make one with plan_checkpointing)");
+  Planner planner(step, data->options);
+  planner.data = *data;
+  planner.who = "CheckpointPlan::with_kept";
+  planner.profile_name = "the profiling run of the plan";
+  std::vector<bool> keep(planner.data.calls.size(), false);
+  for (const std::string& k : keys) {
+    auto it = planner.data.by_key.find(k);
+    const auto& replay = planner.data.replay_candidates;
+    if (it == planner.data.by_key.end() ||
+        (!planner.data.calls[it->second].needed && std::find(replay.begin(), replay.end(), it->second) == replay.end())) {
+      throw CheckpointError("CheckpointPlan::with_kept: '" + k + "' is not one of the plan's candidates");
+    }
+    keep[it->second] = true;
+  }
+  CheckpointPlan plan = *this;
+  plan.kept.clear();
+  finish_plan(planner, keep, &plan);
+  return plan;
+}
+
+const char* toString(MemoryCounter counter) {
+  return counter == MemoryCounter::Reserved ? "reserved" : "allocated";
+}
+
+std::string CheckpointPlan::check(Device device) const {
+  REMAT_CHECK(data != nullptr, "CheckpointPlan::check: an empty plan (make one with plan_checkpointing)");
+  const Device planned = data->options.device;
+  if (counter != MemoryCounter::Reserved) return "";
+  if (device.type != planned.type) {
+    return "the plan bounds reserved memory on " + planned.str() + ", not on " + device.str();
+  }
+  const int64_t reserved = memory_reserved(device), allocated = memory_allocated(device);
+  if (reserved == 0 && allocated == 0) return "";
+  return "the plan predicts reserved memory from an empty cache, but " + device.str() + " holds " +
+         std::to_string(reserved) + " bytes reserved in " + std::to_string(memory_segments(device)) + " segments (" +
+         std::to_string(allocated) + " allocated by live tensors): free those tensors and call empty_cache(" +
+         device.str() + ") first";
+}
+
+PolicyFn CheckpointPlan::policy() const {
+  REMAT_CHECK(data != nullptr, "CheckpointPlan::policy: an empty plan (make one with plan_checkpointing)");
+  std::shared_ptr<const Data> d = data;
+  return [d](const SelectiveCheckpointContext& ctx, const OperatorHandle& op, const std::vector<IValue>& args) {
+    std::string key = call_key(ctx.scope, op.name(), ctx.index);
+    auto it = d->by_key.find(key);
+    if (it == d->by_key.end()) {
+      throw CheckpointError("CheckpointPlan: the call '" + key +
+                            "' was never seen when this plan was made: the plan is for another model or "
+                            "configuration (plan again for this one)");
+    }
+    const Data::Call& c = d->calls[it->second];
+    std::vector<Shape> shapes = arg_shapes(args);
+    if (shapes != c.arg_shapes) {
+      std::ostringstream os;
+      os << "CheckpointPlan: the call '" << key << "' has arguments of shapes";
+      for (const Shape& s : shapes) os << " " << s;
+      os << ", but the plan was made for";
+      for (const Shape& s : c.arg_shapes) os << " " << s;
+      os << ": the plan is for another configuration (plan again for this one)";
+      throw CheckpointError(os.str());
+    }
+    return c.kept ? CheckpointPolicy::MUST_SAVE : CheckpointPolicy::PREFER_RECOMPUTE;
+  };
+}
+
+std::string CheckpointPlan::summary() const {
+  if (data == nullptr) return "(empty plan)\n";
+  std::ostringstream os;
+  char line[256];
+  std::snprintf(line, sizeof line, "checkpoint plan: budget %s, predicted peak %s (feasible %s .. %s), %zu kept\n",
+                mib(budget_bytes).c_str(), mib(predicted_peak_bytes).c_str(), mib(recompute_all_peak_bytes).c_str(),
+                mib(keep_all_peak_bytes).c_str(), kept.size());
+  os << line;
+  if (counter == MemoryCounter::Reserved) {
+    std::snprintf(line, sizeof line, "bounds reserved memory, from an empty cache (peak allocated %s)\n",
+                  mib(predicted_allocated_peak_bytes).c_str());
+    os << line;
+  }
+  std::snprintf(line, sizeof line, "recompute: %.4g GFLOP, %.4g ms predicted (%s); %lld dry runs in %.2f s\n",
+                recompute_flops / 1e9, predicted_overhead_seconds * 1e3, toString(estimate_mode),
+                static_cast<long long>(dry_runs), planning_seconds);
+  os << line;
+  std::snprintf(line, sizeof line, "%-28s %6s %12s %8s %12s %10s %12s\n", "region", "kept", "kept bytes", "dropped",
+                "drop bytes", "rerun ops", "cost ms");
+  os << line;
+  // Regions with the same scope (the same block in a step's second iteration) are one row.
+  std::map<std::string, int> repeats;
+  std::vector<const Data::Region*> rows;
+  for (const Data::Region& r : data->regions)
+    if (repeats[r.scope]++ == 0) rows.push_back(&r);
+  // Every call is counted in one row, that of its first region's scope: the rows' kept calls add up
+  // to the header's.
+  std::unordered_set<size_t> counted;
+  for (const Data::Region* rp : rows) {
+    const Data::Region& r = *rp;
+    int64_t kept_n = 0, kept_b = 0, drop_n = 0, drop_b = 0;
+    for (const Data::Region& same : data->regions) {
+      if (same.scope != r.scope) continue;
+      for (size_t c : same.calls) {
+        if (!counted.insert(c).second) continue;
+        const Data::Call& call = data->calls[c];
+        if (call.kept) ++kept_n, kept_b += call.bytes;
+        else if (call.needed && call.bytes > 0) ++drop_n, drop_b += call.bytes;
+      }
+    }
+    std::string name = r.scope.empty() ? std::string("<top>") : r.scope;
+    if (repeats[r.scope] > 1) name += " (x" + std::to_string(repeats[r.scope]) + ")";
+    std::snprintf(line, sizeof line, "%-28s %6lld %12s %8lld %12s %10lld %12.4f\n", name.c_str(),
+                  static_cast<long long>(kept_n),
+                  mib(kept_b).c_str(), static_cast<long long>(drop_n), mib(drop_b).c_str(),
+                  static_cast<long long>(r.recomputed), r.overhead * 1e3);
+    os << line;
+  }
+  os << "(kept: every output the plan keeps, also those kept only to be replayed in a rerun; dropped: outputs\n"
+        " backward needs that a rerun recomputes; a region repeated in the step, e.g. by a second training step,\n"
+        " is one row with the figures of one instance)\n";
+  return os.str();
+}
+
+}  // namespace remat

@@ -1,0 +1,61 @@
+// What a checkpointing plan was made from (no PyTorch counterpart; sac_estimator.py's SACStats
+// per module are the closest): every op call SAC saw in a checkpointed region, keyed
+// "scope / op / #index", with its bytes and recompute cost, the regions in order, and the
+// profiling run's call sequence that every later dry run must repeat. Internal: remat.h does not
+// reach it (checkpoint/planner.h declares CheckpointPlan::Data only).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "checkpoint/planner.h"
+
+namespace remat {
+
+struct CheckpointPlan::Data {
+  struct Call {
+    std::string key;
+    std::string op;                 // "aten::mm"
+    std::vector<Shape> arg_shapes;  // what the plan was made for
+    int64_t bytes = 0;              // new output bytes of one call
+    double cost = 0;                // recompute cost of one call
+    bool needed = false;            // backward saves (a view of) its output
+    bool mutated = false;           // an in-place op changes its output later: SAC cannot keep it
+    bool kept = false;
+  };
+  struct Region {
+    std::string scope;
+    std::vector<size_t> calls;  // in forward order
+    double overhead = 0, flops = 0;
+    int64_t recomputed = 0;
+  };
+  std::vector<Call> calls;
+  std::unordered_map<std::string, size_t> by_key;
+  std::vector<Region> regions;
+  std::vector<size_t> candidates;         // outputs backward needs, in the search's order
+  std::vector<size_t> replay_candidates;  // outputs only a rerun would recompute, likewise
+  PlannerOptions options;
+  // The profiling run's calls in order: every later dry run must make the same ones.
+  struct Seen {
+    size_t region;  // ordinal of its region in the run
+    size_t call;    // index into calls
+    std::vector<Shape> arg_shapes;
+  };
+  std::vector<Seen> sequence;
+};
+
+namespace planner_detail {
+
+using Data = CheckpointPlan::Data;
+
+// "layers.3.mlp.fc2 / aten::mm / #0" ("<top>" for the empty scope): how a plan names a call.
+std::string call_key(const std::string& scope, const std::string& op, int64_t index);
+// The shapes of a call's tensor arguments ([-1] for an undefined one): what a plan checks a call by.
+std::vector<Shape> arg_shapes(const std::vector<IValue>& args);
+// "1.25 MiB": how a plan prints bytes.
+std::string mib(int64_t bytes);
+
+}  // namespace planner_detail
+}  // namespace remat
