@@ -4,15 +4,15 @@
 // dry run counts like. tests/ops/cuda/attention_test.cpp tests the CUDA kernels.
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <string>
 
 #include "remat.h"
 #include "tests/testing/nn_ops.h"
-#include "tests/testing/op_counter.h"
 
 using namespace remat;
 using Catch::Contains;
-using remat::testing::CountOps;
+using remat::testing::OpCounter;
 using remat::testing::meta_empty;
 
 namespace {
@@ -73,10 +73,11 @@ TEST_CASE("sdpa under FLASH_ATTENTION on Meta runs the fused op of the device th
     DryRun dry(imitated);
     Tensor q = meta_empty({2, 3, 8, 4}).requires_grad_(true), k = meta_empty({2, 3, 8, 4}).requires_grad_(true);
     sdpa_kernel guard(SDPBackend::FLASH_ATTENTION);
-    CountOps ops;
+    auto counter = std::make_shared<OpCounter>();
+    DispatchModeGuard mode(counter);
     sum(scaled_dot_product_attention(q, k, k, true)).backward();
     CHECK(q.grad().sizes() == q.sizes());
-    return ops.counter;
+    return counter;
   };
   auto cpu = fused_calls(kCPU);
   CHECK(cpu->count(kCpuOp) == 1);
