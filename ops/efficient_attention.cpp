@@ -38,26 +38,11 @@ constexpr const char* kBackward = "aten::_scaled_dot_product_efficient_attention
 
 EfficientAttentionGeometry check_inputs(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
                                         const Tensor& attn_bias, double dropout_p, std::optional<double> scale) {
-  check_defined(op, q, "query");
-  check_defined(op, k, "key");
-  check_defined(op, v, "value");
-  common_device(op, {&q, &k, &v});
-  // (CPU tensors never get here: the op has CUDA and Meta kernels only, and the dispatcher says so.)
-  REMAT_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), op,
-              ": Expected query, key, and value to have the same dtype, but got query.dtype: ", toString(q.dtype()),
-              " key.dtype: ", toString(k.dtype()), " and value.dtype: ", toString(v.dtype()), " instead.");
+  check_attention_operands(op, q, k, v);  // CPU tensors never get here: the op has no CPU kernel
+  check_attention_layout(op, q, k, v);
   REMAT_CHECK(q.dtype() == kFloat || q.dtype() == kDouble, op,
               ": remat's fused CUDA attention supports Float and Double inputs, but got query.dtype: ",
               toString(q.dtype()));
-  REMAT_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, op,
-              ": expected query, key and value to be 4-D ([B, H, L, E]), but got shapes ", q.sizes(), ", ", k.sizes(),
-              " and ", v.sizes());
-  REMAT_CHECK(k.sizes() == v.sizes(), op, ": key and value must have the same shape [B, H, S, E], but got ",
-              k.sizes(), " and ", v.sizes());
-  REMAT_CHECK(q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3), op,
-              ": query [B, H, L, E] and key [B, H, S, E] must agree in B, H and E (Q/K/V should have the same head "
-              "size), but got ",
-              q.sizes(), " and ", k.sizes());
   REMAT_CHECK(q.size(3) >= 1 && q.size(3) <= kernels::cuda::kAttentionMaxHeadDim, op,
               ": the head dim E must be between 1 and ", kernels::cuda::kAttentionMaxHeadDim,
               " for remat's fused CUDA attention, but got E = ", q.size(3));
@@ -134,16 +119,7 @@ EfficientAttentionBackward efficient_attention_backward_outputs(const Tensor& gr
                                                                 std::optional<double> scale) {
   EfficientAttentionBackward b;
   b.g = check_inputs(kBackward, query, key, value, attn_bias, dropout_p, scale);
-  check_defined(kBackward, grad_out, "grad_out");
-  check_defined(kBackward, out, "out");
-  check_defined(kBackward, logsumexp, "logsumexp");
-  common_device(kBackward, {&query, &grad_out, &out, &logsumexp});
-  REMAT_CHECK(grad_out.sizes() == query.sizes() && out.sizes() == query.sizes(), kBackward,
-              ": grad_out and out must have query's shape ", query.sizes(), ", but got ", grad_out.sizes(), " and ",
-              out.sizes());
-  REMAT_CHECK(grad_out.dtype() == query.dtype() && out.dtype() == query.dtype(), kBackward,
-              ": grad_out and out must have query's dtype ", toString(query.dtype()), ", but got ",
-              toString(grad_out.dtype()), " and ", toString(out.dtype()));
+  check_attention_backward_operands(kBackward, grad_out, query, out, logsumexp);
   const Shape lse_shape{b.g.B, b.g.H, b.g.lse_len};
   REMAT_CHECK(logsumexp.sizes() == lse_shape && logsumexp.dtype() == query.dtype() && logsumexp.is_contiguous(),
               kBackward, ": expected a contiguous logsumexp of shape ", lse_shape, " and dtype ",

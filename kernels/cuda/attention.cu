@@ -73,6 +73,14 @@ __device__ __forceinline__ void warp_sums(A (&v)[N]) {
   }
 }
 
+// f(w) for each row w in [0, rows) this warp owns (a grid-stride loop of warps; warp-uniform).
+template <class F>
+__device__ __forceinline__ void for_each_warp_row(int64_t rows, F&& f) {
+  for (int64_t w = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; w < rows;
+       w += static_cast<int64_t>(gridDim.x) * kWarps)
+    f(w);
+}
+
 template <class T>
 __global__ void attention_forward_kernel(T* out, AttentionStrides os, T* lse, int64_t lse_len, const T* q,
                                          AttentionStrides qs, const T* k, AttentionStrides ks, const T* v,
@@ -81,12 +89,11 @@ __global__ void attention_forward_kernel(T* out, AttentionStrides os, T* lse, in
   const int lane = threadIdx.x & 31;
   const int64_t per_bh = lse != nullptr ? lse_len : n.L;  // padded rows write their lse only
   const int64_t rows = n.B * n.H * per_bh;
-  for (int64_t w = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; w < rows;
-       w += static_cast<int64_t>(gridDim.x) * kWarps) {
+  for_each_warp_row(rows, [&](int64_t w) {
     const int64_t bh = w / per_bh, i = w % per_bh, b = bh / n.H, h = bh % n.H;
     if (i >= n.L) {
       if (lane == 0) lse[w] = -neg_infinity<A>();
-      continue;
+      return;
     }
     A qr[kChunks], acc[kChunks];
     load_slice(qr, row_of(q, qs, b, h, i), qs.e, n.E, lane);
@@ -113,7 +120,7 @@ __global__ void attention_forward_kernel(T* out, AttentionStrides os, T* lse, in
     // No key (S = 0): a zero row and lse = -inf.
     store_slice(row_of(out, os, b, h, i), os.e, n.E, lane, acc, l > A(0) ? A(1) / l : A(0));
     if (lse != nullptr && lane == 0) lse[w] = l > A(0) ? m + m_log(l) : neg_infinity<A>();
-  }
+  });
 }
 
 template <class T>
@@ -124,8 +131,7 @@ __global__ void attention_backward_dq_kernel(T* dq, AttentionStrides dqs, const 
   using A = T;
   const int lane = threadIdx.x & 31;
   const int64_t rows = n.B * n.H * n.L;
-  for (int64_t w = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; w < rows;
-       w += static_cast<int64_t>(gridDim.x) * kWarps) {
+  for_each_warp_row(rows, [&](int64_t w) {
     const int64_t bh = w / n.L, i = w % n.L, b = bh / n.H, h = bh % n.H;
     A qr[kChunks], dor[kChunks], acc[kChunks];
     load_slice(qr, row_of(q, qs, b, h, i), qs.e, n.E, lane);
@@ -149,7 +155,7 @@ __global__ void attention_backward_dq_kernel(T* dq, AttentionStrides dqs, const 
       }
     }
     store_slice(row_of(dq, dqs, b, h, i), dqs.e, n.E, lane, acc, scale);
-  }
+  });
 }
 
 template <class T>
@@ -161,8 +167,7 @@ __global__ void attention_backward_dkv_kernel(T* dk, AttentionStrides dks, T* dv
   using A = T;
   const int lane = threadIdx.x & 31;
   const int64_t rows = n.B * n.H * n.S;
-  for (int64_t w = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; w < rows;
-       w += static_cast<int64_t>(gridDim.x) * kWarps) {
+  for_each_warp_row(rows, [&](int64_t w) {
     const int64_t bh = w / n.S, j = w % n.S, b = bh / n.H, h = bh % n.H;
     A kr[kChunks], vr[kChunks], dk_acc[kChunks], dv_acc[kChunks];
     load_slice(kr, row_of(k, ks, b, h, j), ks.e, n.E, lane);
@@ -185,7 +190,7 @@ __global__ void attention_backward_dkv_kernel(T* dk, AttentionStrides dks, T* dv
     }
     store_slice(row_of(dk, dks, b, h, j), dks.e, n.E, lane, dk_acc, scale);
     store_slice(row_of(dv, dvs, b, h, j), dvs.e, n.E, lane, dv_acc, A(1));
-  }
+  });
 }
 
 unsigned row_blocks(int64_t rows) {
