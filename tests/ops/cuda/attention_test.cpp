@@ -181,6 +181,28 @@ TEST_CASE("fused attention on CUDA: PyTorch's layouts, the padded logsumexp, the
   }
 }
 
+TEST_CASE("fused attention on CUDA: no keys gives zero rows, no queries zero key gradients", "[attention][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  const Tensor q = cuda_randn({1, 2, 3, 4}, 35), none = cuda_randn({1, 2, 0, 4}, 36);
+  auto [out, lse, seed, offset] = _scaled_dot_product_efficient_attention(q, none, none, Tensor(), true);
+  CHECK(equal(out.to(Device{kCPU}), zeros({1, 2, 3, 4})));
+  const std::vector<double> l = lse.to_vector();
+  REQUIRE(l.size() == 64);
+  for (size_t i = 0; i < l.size(); ++i) CHECK(l[i] == (i % 32 < 3 ? -INFINITY : INFINITY));
+  auto g = _scaled_dot_product_efficient_attention_backward(q, q, none, none, Tensor(), out, lse, seed, offset, 0.0);
+  CHECK(equal(std::get<0>(g).to(Device{kCPU}), zeros({1, 2, 3, 4})));
+  CHECK(std::get<1>(g).sizes() == Shape{1, 2, 0, 4});
+  // No queries: an empty output and logsumexp, and zero gradients for the keys and values.
+  const Tensor k = cuda_randn({1, 2, 5, 4}, 37);
+  auto f = _scaled_dot_product_efficient_attention(none, k, k, Tensor(), true);
+  CHECK(std::get<0>(f).sizes() == Shape{1, 2, 0, 4});
+  CHECK(std::get<1>(f).sizes() == Shape{1, 2, 0});
+  auto gk = _scaled_dot_product_efficient_attention_backward(none, none, k, k, Tensor(), std::get<0>(f),
+                                                             std::get<1>(f), seed, offset, 0.0);
+  CHECK(equal(std::get<1>(gk).to(Device{kCPU}), zeros({1, 2, 5, 4})));
+  CHECK(equal(std::get<2>(gk).to(Device{kCPU}), zeros({1, 2, 5, 4})));
+}
+
 TEST_CASE("fused attention on CUDA: reruns are bitwise equal (no atomics)", "[attention][gpu]") {
   REMAT_REQUIRE_CUDA_DEVICE();
   const Tensor q = random_cpu({2, 2, 33, 24}, kFloat, 31), k = random_cpu({2, 2, 33, 24}, kFloat, 32);
@@ -238,6 +260,12 @@ TEST_CASE("fused attention on CUDA: unsupported arguments say which op and which
       Contains(std::string(kBackwardOp) + ": expected a contiguous logsumexp of shape [1, 2, 32] and dtype Float (the "
                                           "forward's, run with compute_log_sumexp=True), but got [1, 2, 0] Float"));
   auto fwd = _scaled_dot_product_efficient_attention(q, k, v, Tensor(), true);
+  const Tensor strided_lse = transpose(std::get<1>(fwd).transpose(1, 2).contiguous(), 1, 2);  // [1, 2, 32], not contiguous
+  REQUIRE_THROWS_WITH(_scaled_dot_product_efficient_attention_backward(q, q, k, v, Tensor(), std::get<0>(fwd),
+                                                                       strided_lse, seed, offset, 0.0),
+                      Contains(std::string(kBackwardOp) + ": expected a contiguous logsumexp of shape [1, 2, 32] and "
+                                                          "dtype Float (the forward's, run with "
+                                                          "compute_log_sumexp=True), but got [1, 2, 32] Float"));
   REQUIRE_THROWS_WITH(_scaled_dot_product_efficient_attention_backward(k, q, k, v, Tensor(), std::get<0>(fwd),
                                                                        std::get<1>(fwd), seed, offset, 0.0),
                       Contains(std::string(kBackwardOp) + ": grad_out and out must have query's shape [1, 2, 3, 4], "
