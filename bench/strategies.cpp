@@ -9,11 +9,17 @@ namespace remat::bench {
 namespace {
 bool is_op(const OperatorHandle& op, const char* name) { return op.name() == name; }
 bool is_linear_matmul(const OperatorHandle& op) { return is_op(op, "aten::mm") || is_op(op, "aten::addmm"); }
-constexpr const char* kFusedAttention = "aten::_scaled_dot_product_flash_attention_for_cpu";
+// The fused attention op of each device (ops/attention.cpp picks by the device in use, and on
+// Meta by the device a dry run counts like): the policies name both.
+constexpr const char* kFusedAttentionCpu = "aten::_scaled_dot_product_flash_attention_for_cpu";
+constexpr const char* kFusedAttentionCuda = "aten::_scaled_dot_product_efficient_attention";
+bool is_fused_attention(const OperatorHandle& op) {
+  return is_op(op, kFusedAttentionCpu) || is_op(op, kFusedAttentionCuda);
+}
 }  // namespace
 
 PolicyFn save_matmuls_and_attention() {
-  return policies::save_ops({"aten::mm", "aten::bmm", "aten::addmm", kFusedAttention});
+  return policies::save_ops({"aten::mm", "aten::bmm", "aten::addmm", kFusedAttentionCpu, kFusedAttentionCuda});
 }
 
 PolicyFn titan_policy() {
@@ -27,7 +33,7 @@ PolicyFn titan_policy() {
       return (*linear_calls)++ % 2 == 0 ? CheckpointPolicy::MUST_SAVE : CheckpointPolicy::PREFER_RECOMPUTE;
     }
     if (is_op(op, "aten::bmm") && ctx.index == 1) return CheckpointPolicy::MUST_SAVE;
-    if (is_op(op, kFusedAttention)) return CheckpointPolicy::MUST_SAVE;
+    if (is_fused_attention(op)) return CheckpointPolicy::MUST_SAVE;
     return CheckpointPolicy::PREFER_RECOMPUTE;
   };
 }

@@ -142,9 +142,11 @@ double op_flops(const OperatorHandle& op, const std::vector<IValue>& args, const
   if (name == "aten::bmm" && args.size() >= 2) {  // [batch..., m, k] @ [batch..., k, n]
     return 2.0 * static_cast<double>(t(0).numel()) * static_cast<double>(t(1).size(-1));
   }
-  // the fused attention: q k^T and P v, counted in full as the math path's two bmm are (the causal
+  // the fused attention (CPU's or CUDA's): q k^T and P v, counted in full as the math path's two bmm are (the causal
   // kernel skips about half of both)
-  if (name == "aten::_scaled_dot_product_flash_attention_for_cpu" && args.size() >= 3) {
+  if ((name == "aten::_scaled_dot_product_flash_attention_for_cpu" ||
+       name == "aten::_scaled_dot_product_efficient_attention") &&
+      args.size() >= 3) {
     return 4.0 * static_cast<double>(t(0).numel()) * static_cast<double>(t(1).size(-2));
   }
   double n = 0;

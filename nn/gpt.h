@@ -59,8 +59,9 @@ struct GPTConfig {
   bool rms_norm = false;     // RMSNorm instead of LayerNorm
   uint64_t seed = 1337;      // initialisation (nanoGPT's: N(0, 0.02), residual projections scaled)
   // The attention core's backend (torch.nn.attention.sdpa_kernel around each block's attention):
-  // MATH, the composite SAC policies see op by op, or FLASH_ATTENTION, the fused
-  // aten::_scaled_dot_product_flash_attention_for_cpu (saves output and logsumexp, no [T, T] weights).
+  // MATH, the composite SAC policies see op by op, or FLASH_ATTENTION, the fused op of the device:
+  // aten::_scaled_dot_product_flash_attention_for_cpu on the CPU,
+  // aten::_scaled_dot_product_efficient_attention on CUDA (saves output and logsumexp, no [T, T] weights).
   SDPBackend sdpa_backend = SDPBackend::MATH;
   TensorOptions options;     // dtype and device of the parameters
 };

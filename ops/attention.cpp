@@ -2,9 +2,16 @@
 // _scaled_dot_product_attention_math) and sdp_utils_cpp.cpp (select_sdp_backend_cpp): the
 // composite that picks a backend. The math path (remat's default) is a composite of primitive
 // ops, so autograd, dispatch modes and SAC policies see its bmm, softmax and dropout rather than
-// one opaque op; under sdpa_kernel(SDPBackend::FLASH_ATTENTION) it calls the fused
-// aten::_scaled_dot_product_flash_attention_for_cpu where that op's constraints hold (PyTorch's
-// CPU checks: 4-D, CPU, a floating dtype, no dropout, unit-stride head dims), else math if enabled.
+// one opaque op; under sdpa_kernel(SDPBackend::FLASH_ATTENTION) it calls the fused op of the device
+// where that op's constraints hold, else math if enabled (sdp_utils.cpp's select_sdp_backend):
+//   * CPU (and Meta, counting like the CPU): aten::_scaled_dot_product_flash_attention_for_cpu
+//     (PyTorch's CPU checks: 4-D, a floating dtype, no dropout, unit-stride head dims);
+//   * CUDA (and Meta while a dry run counts like CUDA, meta_accounting() == kCUDA):
+//     aten::_scaled_dot_product_efficient_attention (ops/cuda/attention.cpp), PyTorch's choice
+//     for float32 on CUDA (its flash kernel needs 16-bit inputs): 4-D, Float or Double, no
+//     dropout, a head dim of at most kAttentionMaxHeadDim. Its log_sumexp is computed when
+//     backward will need it (grad mode on and an input requiring grad), as PyTorch's
+//     should_compute_logsumexp.
 //
 // The math path:
 //   scores = matmul(q, k^T) * (1 / sqrt(E))
@@ -18,7 +25,10 @@
 #include <limits>
 #include <string>
 
+#include "engine/autograd/grad_mode.h"
+#include "engine/core/allocator.h"
 #include "engine/dispatch/library.h"
+#include "kernels/cuda/workspace_sizes.h"
 #include "ops/composite.h"
 #include "ops/functions.h"
 #include "ops/op_utils.h"
@@ -46,18 +56,36 @@ void check_attention_args(const Tensor& q, const Tensor& k, const Tensor& v) {
               ": key and value must have the same sequence length S, but got ", k.sizes(), " and ", v.sizes());
 }
 
+// Whether the fused op of these inputs is CUDA's (else the CPU's): on CUDA, and on Meta while a
+// dry run counts like CUDA.
+bool fused_is_cuda(const Tensor& q) { return q.is_cuda() || (q.is_meta() && meta_accounting() == kCUDA); }
+
 // Why the fused op cannot run these arguments ("" when it can).
-std::string flash_unusable_because(const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p) {
-  if (!q.device().is_cpu() && !q.is_meta()) return "it runs on the CPU only, got " + q.device().str();
+std::string fused_unusable_because(const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p) {
   if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4)
     return detail::str("it needs 4-D [B, H, L, E] inputs, got ", q.sizes(), ", ", k.sizes(), " and ", v.sizes());
   if (k.sizes() != v.sizes() || q.size(0) != k.size(0) || q.size(1) != k.size(1) || q.size(3) != k.size(3))
     return detail::str("it needs equal B, H and head sizes, got ", q.sizes(), ", ", k.sizes(), " and ", v.sizes());
   if (dropout_p > 0.0) return detail::str("it has no dropout, got dropout_p = ", dropout_p);
+  if (fused_is_cuda(q)) {
+    if (q.dtype() != kFloat && q.dtype() != kDouble)
+      return detail::str("on CUDA it takes Float and Double, got ", toString(q.dtype()));
+    if (q.size(3) < 1 || q.size(3) > kernels::cuda::kAttentionMaxHeadDim)
+      return detail::str("on CUDA it needs a head dim between 1 and ", kernels::cuda::kAttentionMaxHeadDim,
+                         ", got ", q.size(3));
+    return "";
+  }
   for (const Tensor* t : {&q, &k, &v})
     if (t->size(-1) > 1 && t->strides().back() != 1)
       return detail::str("it needs a unit-stride head dim, got strides ", t->strides());
   return "";
+}
+
+Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal) {
+  if (!fused_is_cuda(q)) return std::get<0>(_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, is_causal));
+  const bool compute_log_sumexp =
+      autograd::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
+  return std::get<0>(_scaled_dot_product_efficient_attention(q, k, v, Tensor(), compute_log_sumexp, 0.0, is_causal));
 }
 
 Tensor math_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, double dropout_p,
@@ -81,9 +109,8 @@ Tensor scaled_dot_product_attention_composite(const Tensor& q, const Tensor& k, 
   std::string flash_reason = "it is not enabled";
   for (SDPBackend backend : enabled_sdpa_backends()) {
     if (backend == SDPBackend::MATH) return math_attention(q, k, v, is_causal, dropout_p, generator);
-    flash_reason = flash_unusable_because(q, k, v, dropout_p);
-    if (flash_reason.empty())
-      return std::get<0>(_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, is_causal));
+    flash_reason = fused_unusable_because(q, k, v, dropout_p);
+    if (flash_reason.empty()) return fused_attention(q, k, v, is_causal);
   }
   throw Error("aten::scaled_dot_product_attention: No available kernel. Aborting execution. FLASH_ATTENTION "
               "is the only backend enabled (sdpa_kernel) and cannot run these arguments: " + flash_reason);

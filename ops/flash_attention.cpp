@@ -20,6 +20,7 @@
 #include "kernels/cpu/flash_attention.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
+#include "ops/meta.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
@@ -47,25 +48,11 @@ void check_supported(const char* op, double dropout_p, const Tensor& attn_mask) 
 
 // The meta function (shared by the CPU and Meta kernels): q [B, H, L, E], k and v [B, H, S, E].
 FlashGeometry flash_meta(const char* op, const Tensor& q, const Tensor& k, const Tensor& v) {
-  check_defined(op, q, "query");
-  check_defined(op, k, "key");
-  check_defined(op, v, "value");
-  common_device(op, {&q, &k, &v});
+  check_attention_operands(op, q, k, v);
   REMAT_CHECK(q.device().is_cpu() || q.is_meta(), op, ": expected CPU (or Meta) tensors, but got ",
               q.device().str());
   check_floating(op, q, "query");
-  REMAT_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), op,
-              ": Expected query, key, and value to have the same dtype, but got query.dtype: ", toString(q.dtype()),
-              " key.dtype: ", toString(k.dtype()), " and value.dtype: ", toString(v.dtype()), " instead.");
-  REMAT_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, op,
-              ": expected query, key and value to be 4-D ([B, H, L, E]), but got shapes ", q.sizes(), ", ", k.sizes(),
-              " and ", v.sizes());
-  REMAT_CHECK(k.sizes() == v.sizes(), op, ": key and value must have the same shape [B, H, S, E], but got ",
-              k.sizes(), " and ", v.sizes());
-  REMAT_CHECK(q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3), op,
-              ": query [B, H, L, E] and key [B, H, S, E] must agree in B, H and E (Q/K/V should have the same head "
-              "size), but got ",
-              q.sizes(), " and ", k.sizes());
+  check_attention_layout(op, q, k, v);
   FlashGeometry g;
   g.n = {q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
   g.stat_dtype = accumulate_dtype(q.dtype());
@@ -95,16 +82,7 @@ double softmax_scale(const FlashGeometry& g, std::optional<double> scale) {
 
 void check_backward_args(const FlashGeometry& g, const Tensor& grad_out, const Tensor& q, const Tensor& out,
                          const Tensor& lse) {
-  check_defined(kBackward, grad_out, "grad_out");
-  check_defined(kBackward, out, "out");
-  check_defined(kBackward, lse, "logsumexp");
-  common_device(kBackward, {&q, &grad_out, &out, &lse});
-  REMAT_CHECK(grad_out.sizes() == q.sizes() && out.sizes() == q.sizes(), kBackward,
-              ": grad_out and out must have query's shape ", q.sizes(), ", but got ", grad_out.sizes(), " and ",
-              out.sizes());
-  REMAT_CHECK(grad_out.dtype() == q.dtype() && out.dtype() == q.dtype(), kBackward,
-              ": grad_out and out must have query's dtype ", toString(q.dtype()), ", but got ",
-              toString(grad_out.dtype()), " and ", toString(out.dtype()));
+  check_attention_backward_operands(kBackward, grad_out, q, out, lse);
   const Shape lse_shape{g.n.B, g.n.H, g.n.L};
   REMAT_CHECK(lse.sizes() == lse_shape && lse.dtype() == g.stat_dtype, kBackward, ": expected logsumexp of shape ",
               lse_shape, " and dtype ", toString(g.stat_dtype), ", but got ", lse.sizes(), " ",
@@ -158,6 +136,42 @@ std::tuple<Tensor, Tensor, Tensor> flash_attention_backward(const Tensor& grad_o
 }
 
 }  // namespace
+
+void check_attention_operands(const char* op, const Tensor& q, const Tensor& k, const Tensor& v) {
+  check_defined(op, q, "query");
+  check_defined(op, k, "key");
+  check_defined(op, v, "value");
+  common_device(op, {&q, &k, &v});
+}
+
+void check_attention_layout(const char* op, const Tensor& q, const Tensor& k, const Tensor& v) {
+  REMAT_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), op,
+              ": Expected query, key, and value to have the same dtype, but got query.dtype: ", toString(q.dtype()),
+              " key.dtype: ", toString(k.dtype()), " and value.dtype: ", toString(v.dtype()), " instead.");
+  REMAT_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, op,
+              ": expected query, key and value to be 4-D ([B, H, L, E]), but got shapes ", q.sizes(), ", ", k.sizes(),
+              " and ", v.sizes());
+  REMAT_CHECK(k.sizes() == v.sizes(), op, ": key and value must have the same shape [B, H, S, E], but got ",
+              k.sizes(), " and ", v.sizes());
+  REMAT_CHECK(q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3), op,
+              ": query [B, H, L, E] and key [B, H, S, E] must agree in B, H and E (Q/K/V should have the same head "
+              "size), but got ",
+              q.sizes(), " and ", k.sizes());
+}
+
+void check_attention_backward_operands(const char* op, const Tensor& grad_out, const Tensor& q, const Tensor& out,
+                                       const Tensor& lse) {
+  check_defined(op, grad_out, "grad_out");
+  check_defined(op, out, "out");
+  check_defined(op, lse, "logsumexp");
+  common_device(op, {&q, &grad_out, &out, &lse});
+  REMAT_CHECK(grad_out.sizes() == q.sizes() && out.sizes() == q.sizes(), op,
+              ": grad_out and out must have query's shape ", q.sizes(), ", but got ", grad_out.sizes(), " and ",
+              out.sizes());
+  REMAT_CHECK(grad_out.dtype() == q.dtype() && out.dtype() == q.dtype(), op,
+              ": grad_out and out must have query's dtype ", toString(q.dtype()), ", but got ",
+              toString(grad_out.dtype()), " and ", toString(out.dtype()));
+}
 
 // One function serves both backends: on Meta it allocates what the CPU kernel allocates (the
 // same outputs, the same copies of a non-unit-stride input) and runs no loop.

@@ -20,6 +20,7 @@ TypedOperatorHandle<Sig> lookup(const char* name) {
 using Unary = Tensor(T);
 using Tensor2 = std::tuple<Tensor, Tensor>;
 using Tensor3 = std::tuple<Tensor, Tensor, Tensor>;
+using Tensor4 = std::tuple<Tensor, Tensor, Tensor, Tensor>;
 using Binary = Tensor(T, T);
 using WithScalar = Tensor(T, double);
 
@@ -159,6 +160,21 @@ std::tuple<Tensor, Tensor, Tensor> _scaled_dot_product_flash_attention_for_cpu_b
   REMAT_OP(Tensor3(T, T, T, T, T, T, double, bool, T, std::optional<double>),
            "aten::_scaled_dot_product_flash_attention_for_cpu_backward");
   return op.call(g, q, k, v, out, lse, dropout_p, is_causal, attn_mask, scale);
+}
+std::tuple<Tensor, Tensor, Tensor, Tensor> _scaled_dot_product_efficient_attention(T q, T k, T v, T attn_bias,
+                                                                                   bool compute_log_sumexp,
+                                                                                   double dropout_p, bool is_causal,
+                                                                                   std::optional<double> scale) {
+  REMAT_OP(Tensor4(T, T, T, T, bool, double, bool, std::optional<double>),
+           "aten::_scaled_dot_product_efficient_attention");
+  return op.call(q, k, v, attn_bias, compute_log_sumexp, dropout_p, is_causal, scale);
+}
+std::tuple<Tensor, Tensor, Tensor, Tensor> _scaled_dot_product_efficient_attention_backward(
+    T g, T q, T k, T v, T attn_bias, T out, T lse, T seed, T offset, double dropout_p, bool is_causal,
+    std::optional<double> scale) {
+  REMAT_OP(Tensor4(T, T, T, T, T, T, T, T, T, double, bool, std::optional<double>),
+           "aten::_scaled_dot_product_efficient_attention_backward");
+  return op.call(g, q, k, v, attn_bias, out, lse, seed, offset, dropout_p, is_causal, scale);
 }
 
 Tensor view(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::view"); return op.call(a, s); }

@@ -135,6 +135,17 @@ std::tuple<Tensor, Tensor, Tensor> _scaled_dot_product_flash_attention_for_cpu_b
     const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& out,
     const Tensor& logsumexp, double dropout_p, bool is_causal, const Tensor& attn_mask = {},
     std::optional<double> scale = std::nullopt);
+// The fused attention on CUDA (torch.ops.aten._scaled_dot_product_efficient_attention): output
+// [B, H, L, E], log_sumexp [B, H, ceil(L / 32) * 32] (or [B, H, 0] without compute_log_sumexp),
+// philox_seed and philox_offset (0-d Long on the CPU); scale unset: 1 / sqrt(E).
+std::tuple<Tensor, Tensor, Tensor, Tensor> _scaled_dot_product_efficient_attention(
+    const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_bias, bool compute_log_sumexp,
+    double dropout_p = 0.0, bool is_causal = false, std::optional<double> scale = std::nullopt);
+// grad_query, grad_key, grad_value and an undefined grad_attn_bias.
+std::tuple<Tensor, Tensor, Tensor, Tensor> _scaled_dot_product_efficient_attention_backward(
+    const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_bias,
+    const Tensor& out, const Tensor& logsumexp, const Tensor& philox_seed, const Tensor& philox_offset,
+    double dropout_p, bool is_causal = false, std::optional<double> scale = std::nullopt);
 
 // ---- views ----
 Tensor view(const Tensor& a, const Shape& size);

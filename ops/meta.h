@@ -130,4 +130,40 @@ TensorMeta embedding_backward_meta(const Tensor& grad_output, const Tensor& indi
 Device check_cross_entropy_args(const char* op, const Tensor& logits, const Tensor& targets);
 void check_grad_loss(const char* op, const Tensor& grad_output, const Tensor& logits);
 
+// ---- ops/flash_attention.cpp ----
+// The fused attention ops' shared checks (the CPU's flash op and CUDA's efficient op): q, k and v
+// defined, on one device; then one dtype, q [B, H, L, E], k and v [B, H, S, E].
+void check_attention_operands(const char* op, const Tensor& q, const Tensor& k, const Tensor& v);
+void check_attention_layout(const char* op, const Tensor& q, const Tensor& k, const Tensor& v);
+// A backward's grad_out and out: query's shape and dtype; they and logsumexp defined, on query's device.
+void check_attention_backward_operands(const char* op, const Tensor& grad_out, const Tensor& q, const Tensor& out,
+                                       const Tensor& lse);
+
+// ---- ops/efficient_attention.cpp ----
+// The fused CUDA attention's checks and outputs, allocated on query's device in the order the CUDA
+// kernels (ops/cuda/attention.cpp) and the Meta kernels use: output, log_sumexp, philox_seed,
+// philox_offset; grad_query, grad_key, grad_value.
+struct EfficientAttentionGeometry {
+  int64_t B = 0, H = 0, L = 0, S = 0, E = 0;
+  int64_t lse_len = 0;  // L rounded up to kAttentionLseAlign
+  double scale = 1.0;   // the softmax scale (1 / sqrt(E) when unset)
+};
+struct EfficientAttentionForward {
+  EfficientAttentionGeometry g;
+  Tensor out, lse, philox_seed, philox_offset;
+};
+EfficientAttentionForward efficient_attention_forward_outputs(const Tensor& query, const Tensor& key,
+                                                              const Tensor& value, const Tensor& attn_bias,
+                                                              bool compute_log_sumexp, double dropout_p,
+                                                              std::optional<double> scale);
+struct EfficientAttentionBackward {
+  EfficientAttentionGeometry g;
+  Tensor dq, dk, dv;
+};
+EfficientAttentionBackward efficient_attention_backward_outputs(const Tensor& grad_out, const Tensor& query,
+                                                                const Tensor& key, const Tensor& value,
+                                                                const Tensor& attn_bias, const Tensor& out,
+                                                                const Tensor& logsumexp, double dropout_p,
+                                                                std::optional<double> scale);
+
 }  // namespace remat::ops

@@ -17,7 +17,10 @@ namespace remat {
 
 enum class SDPBackend {
   MATH,             // the composite of matmul, softmax, ... (ops/attention.cpp)
-  FLASH_ATTENTION,  // aten::_scaled_dot_product_flash_attention_for_cpu (ops/flash_attention.cpp)
+  // The fused op of the device: aten::_scaled_dot_product_flash_attention_for_cpu on the CPU
+  // (ops/flash_attention.cpp), aten::_scaled_dot_product_efficient_attention on CUDA
+  // (ops/cuda/attention.cpp; PyTorch names it EFFICIENT_ATTENTION, remat has one fused entry).
+  FLASH_ATTENTION,
 };
 const char* toString(SDPBackend backend);
 

@@ -105,4 +105,12 @@ inline size_t cross_entropy_workspace_bytes(ScalarType dtype, int64_t n) {
   return static_cast<size_t>(n) * (dtype == ScalarType::Double ? 8 : 4);
 }
 
+// ---- fused attention (attention.cu) ----
+// No workspace: each warp keeps its row's head-dim slice in registers, 32 lanes by at most this
+// many elements each, so the head dim E is at most 32 * kAttentionMaxChunks.
+constexpr int64_t kAttentionMaxChunks = 8;
+constexpr int64_t kAttentionMaxHeadDim = 32 * kAttentionMaxChunks;
+// logsumexp's rows are padded to a multiple of this (PyTorch's kAlignLSE).
+constexpr int64_t kAttentionLseAlign = 32;
+
 }  // namespace remat::kernels::cuda

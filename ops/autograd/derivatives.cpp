@@ -524,6 +524,25 @@ std::vector<Derivative> table() {
                  return {dq, dk, dv, Tensor()};
                }),
           {1}),
+      // output, log_sumexp, philox_seed, philox_offset = _scaled_dot_product_efficient_attention(
+      //     query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, scale)
+      // as derivatives.yaml (output_differentiability: [True, False, False, False]): one backward call
+      // gives the three gradients from query, key, value, output, log_sumexp and the philox state;
+      // attn_bias (always undefined here) gets none.
+      with_non_differentiable_outputs(
+          rule("aten::_scaled_dot_product_efficient_attention",
+               {arg(0, {0, 1, 2}), arg(1, {0, 1, 2}), arg(2, {0, 1, 2}), result(0, {0, 1, 2}), result(1, {0, 1, 2}),
+                result(2, {0, 1, 2}), result(3, {0, 1, 2})},
+               [](C c) -> G {
+                 if (!c.grad(0).defined()) return G(4);
+                 std::optional<double> scale;
+                 if (!c.is_none(7)) scale = c.scalar(7);
+                 auto [dq, dk, dv, dbias] = _scaled_dot_product_efficient_attention_backward(
+                     c.grad(0), c.input(0), c.input(1), c.input(2), Tensor(), c.result(0), c.result(1), c.result(2),
+                     c.result(3), c.scalar(5), c.flag(6), scale);
+                 return {dq, dk, dv, dbias};
+               }),
+          {1, 2, 3}),
 
       non_differentiable("aten::eq"),
       non_differentiable("aten::zeros_like"),

@@ -1,7 +1,9 @@
 // Tests nn/gpt.cpp on kCUDA (under --config=cuda_emu, the emulated device): a GPT trains on CUDA
 // under every benchmark strategy, with the CPU's losses, and a Meta dry run imitating CUDA
 // predicts each step's allocated and reserved memory and its segments to the byte, from an
-// empty cache, including steps of two sequence lengths in turn, which fragment the cache.
+// empty cache, including steps of two sequence lengths in turn, which fragment the cache; with the
+// math attention and with the fused one (sdpa_kernel(FLASH_ATTENTION): CUDA's
+// _scaled_dot_product_efficient_attention, the CPU's flash op in the reference run).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,6 +13,7 @@
 #include "bench/strategies.h"
 #include "remat.h"
 #include "tests/testing/cuda.h"
+#include "tests/testing/op_counter.h"
 
 using namespace remat;
 
@@ -41,9 +44,10 @@ constexpr int64_t kBatch = 2, kVocab = 65;
 const std::vector<int64_t> kSeqs = {32, 24, 32};  // two lengths in turn: the cache fragments
 
 // Three AdamW steps of a 2-layer GPT on `device`, from an empty cache.
-Run train(const bench::Strategy& strategy, Device device) {
+Run train(const bench::Strategy& strategy, Device device, SDPBackend attention = SDPBackend::MATH) {
   Run run;
   nn::GPTConfig cfg;
+  cfg.sdpa_backend = attention;
   cfg.vocab_size = kVocab;
   cfg.block_size = 32;
   cfg.n_layer = 2;
@@ -92,23 +96,24 @@ Run train(const bench::Strategy& strategy, Device device) {
 
 }  // namespace
 
-TEST_CASE("GPT on CUDA: every strategy's allocated and reserved memory, step by step, is the dry run's",
-          "[gpt][cuda_memory]") {
-  REMAT_REQUIRE_CUDA_DEVICE();
+namespace {
+
+// Every strategy trains on CUDA with the CPU's losses, and the dry run predicts its memory event by event.
+void check_strategies_against_dry_runs(SDPBackend attention) {
   const Device cuda = testing::cuda0();
-  const Run cpu = train(bench::all_strategies().front(), Device{kCPU});
+  const Run cpu = train(bench::all_strategies().front(), Device{kCPU}, attention);
   std::vector<double> non_reentrant_params;
   for (const bench::Strategy& strategy : bench::all_strategies()) {
-    INFO("strategy " << strategy.name);
+    INFO("strategy " << strategy.name << ", attention " << toString(attention));
     cuda_synchronize();
     REQUIRE(memory_allocated(cuda) == 0);  // the prediction assumes an empty cache
     empty_cache(cuda);
     REQUIRE(memory_reserved(cuda) == 0);
-    const Run measured = train(strategy, cuda);
+    const Run measured = train(strategy, cuda, attention);
     Run predicted;
     {
       DryRun dry(kCUDA);
-      predicted = train(strategy, Device{kMeta});
+      predicted = train(strategy, Device{kMeta}, attention);
     }
     REQUIRE(measured.steps.size() == kSeqs.size());
     for (size_t s = 0; s < kSeqs.size(); ++s) {
@@ -134,4 +139,27 @@ TEST_CASE("GPT on CUDA: every strategy's allocated and reserved memory, step by 
     }
     empty_cache(cuda);
   }
+}
+
+}  // namespace
+
+TEST_CASE("GPT on CUDA: every strategy's allocated and reserved memory, step by step, is the dry run's",
+          "[gpt][cuda_memory]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  check_strategies_against_dry_runs(SDPBackend::MATH);
+}
+
+TEST_CASE("GPT on CUDA with the fused attention: the CPU's losses, and the dry run's memory under every strategy",
+          "[gpt][cuda_memory][attention]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  {
+    // CUDA's fused op runs, once a block each way, and the math composite does not.
+    testing::CountOps ops;
+    train(bench::all_strategies().front(), testing::cuda0(), SDPBackend::FLASH_ATTENTION);
+    const int calls = 2 * static_cast<int>(kSeqs.size());  // 2 layers
+    CHECK(ops.counter->count("aten::_scaled_dot_product_efficient_attention") == calls);
+    CHECK(ops.counter->count("aten::_scaled_dot_product_efficient_attention_backward") == calls);
+    CHECK(ops.counter->count("aten::softmax") == 0);
+  }
+  check_strategies_against_dry_runs(SDPBackend::FLASH_ATTENTION);
 }
