@@ -149,6 +149,12 @@ const MachinePeaks& cpu_machine_peaks() {
   return peaks;
 }
 
+double cuda_peak_flops(ScalarType dtype) {
+  if (dtype == kBFloat16 || dtype == kHalf) return kCUDAPeakFlopsBF16;
+  if (dtype == kDouble) return kCUDAPeakFlopsF64;
+  return kCUDAPeakFlops;
+}
+
 MachinePeaks default_machine_peaks(Device device) {
   if (device.is_cuda()) return MachinePeaks{kCUDAPeakFlops, kCUDABandwidth};
   return cpu_machine_peaks();

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "engine/core/device.h"
+#include "engine/core/scalar_type.h"
 
 namespace remat {
 
@@ -25,10 +26,17 @@ struct MachinePeaks {
 const MachinePeaks& cpu_machine_peaks();
 
 // The roofline's defaults (RuntimeEstimator and PlannerOptions with peak_flops, bandwidth 0):
-// cpu_machine_peaks() for the CPU (and Meta); for CUDA, the H200's documented figures, about
-// 790 TFLOP/s (bf16 dense) and 4.3 TB/s.
+// cpu_machine_peaks() for the CPU (and Meta); for CUDA, the H200 SXM's documented figures
+// (NVIDIA's datasheet, dense): 67 TFLOP/s in f32, the CUDA cores' (cuBLAS with TF32 off, the
+// default as in PyTorch), and 4.8 TB/s of HBM3e.
 MachinePeaks default_machine_peaks(Device device);
-constexpr double kCUDAPeakFlops = 7.9e14, kCUDABandwidth = 4.3e12;
+constexpr double kCUDAPeakFlops = 6.7e13, kCUDABandwidth = 4.8e12;
+// An H200's dense peak for the arithmetic of one dtype: f32 on the CUDA cores (kCUDAPeakFlops),
+// bf16 and f16 on the tensor cores (989 TFLOP/s), f64 on the FP64 tensor cores (67 TFLOP/s).
+// The roofline prices each CUDA call at the peak of its inputs' dtype, so that a bf16 plan does
+// not take a matmul for 15 times dearer than it is, nor an f32 plan for 15 times cheaper.
+constexpr double kCUDAPeakFlopsBF16 = 9.89e14, kCUDAPeakFlopsF64 = 6.7e13;
+double cuda_peak_flops(ScalarType dtype);
 
 // One measurement, not cached. FLOP/s of `threads` threads each running 12 independent FMA
 // chains on the widest vectors the build targets (fma_isa()), the fastest of `samples` runs of

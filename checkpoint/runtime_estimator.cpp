@@ -58,7 +58,8 @@ RuntimeEstimator::RuntimeEstimator(EstimateMode mode, Device device, double peak
     : mode_(mode),
       device_(device),
       peak_flops_(peak_flops > 0 ? peak_flops : default_machine_peaks(device).peak_flops),
-      bandwidth_(bandwidth > 0 ? bandwidth : default_machine_peaks(device).bandwidth) {
+      bandwidth_(bandwidth > 0 ? bandwidth : default_machine_peaks(device).bandwidth),
+      peak_by_dtype_(device.is_cuda() && peak_flops == 0) {
   REMAT_CHECK(peak_flops >= 0 && bandwidth >= 0, "RuntimeEstimator: peak_flops and bandwidth must be >= 0 (0: the "
               "defaults), got ", peak_flops, " and ", bandwidth);
   if (mode == EstimateMode::kBenchmark) {
@@ -102,7 +103,16 @@ double RuntimeEstimator::estimate(const OperatorHandle& op, const std::vector<IV
   if (mode_ == EstimateMode::kCostModel) {
     const double flops = stats_detail::op_flops(op, args, outputs);
     const double moved = static_cast<double>(stats_detail::bytes_of(args) + out_bytes);
-    return std::max(flops / peak_flops_, moved / bandwidth_);
+    double peak = peak_flops_;
+    if (peak_by_dtype_) {
+      for (const IValue& a : args) {
+        if (a.isTensor() && a.toTensor().defined() && isFloatingType(a.toTensor().dtype())) {
+          peak = cuda_peak_flops(a.toTensor().dtype());
+          break;
+        }
+      }
+    }
+    return std::max(flops / peak, moved / bandwidth_);
   }
   std::string key = call_signature(op, args);
   std::lock_guard<std::mutex> lock(mutex_);

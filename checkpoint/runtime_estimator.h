@@ -34,7 +34,8 @@ const char* toString(EstimateMode mode);  // PyTorch's name
 class RuntimeEstimator {
  public:
   // peak_flops, bandwidth: the roofline's machine; 0: default_machine_peaks(device)
-  // (checkpoint/cost_model_defaults.h: on the CPU, measured once per process on first use).
+  // (checkpoint/cost_model_defaults.h: on the CPU, measured once per process on first use; on
+  // CUDA, a call is priced at cuda_peak_flops of its inputs' dtype).
   // kBenchmark on CUDA needs a CUDA device (it throws remat::Error otherwise); on Meta it is
   // meaningless (nothing runs) and throws too.
   RuntimeEstimator(EstimateMode mode, Device device, double peak_flops = 0, double bandwidth = 0);
@@ -66,6 +67,7 @@ class RuntimeEstimator {
   EstimateMode mode_;
   Device device_;
   double peak_flops_, bandwidth_;
+  bool peak_by_dtype_;  // CUDA with the default peak: cuda_peak_flops(the call's dtype)
   mutable std::mutex mutex_;  // guards the two below (one call timed at a time)
   std::unordered_map<std::string, double> measured_;
   double benchmark_seconds_ = 0;

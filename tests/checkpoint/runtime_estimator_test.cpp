@@ -55,6 +55,18 @@ TEST_CASE("runtime estimator: the cost model is max(FLOPs / peak, bytes moved / 
   RuntimeEstimator defaults(EstimateMode::kCostModel, Device{kCUDA});
   CHECK(defaults.peak_flops() == kCUDAPeakFlops);
   CHECK(defaults.bandwidth() == kCUDABandwidth);
+  // On CUDA a call is priced at the peak of its dtype: a compute-bound mm of 2 * 4096^3 FLOPs.
+  for (auto [dtype, peak] : {std::pair{kFloat, kCUDAPeakFlops}, std::pair{kBFloat16, kCUDAPeakFlopsBF16},
+                             std::pair{kDouble, kCUDAPeakFlopsF64}}) {
+    INFO(toString(dtype));
+    const TensorOptions m = TensorOptions().dtype(dtype).device(Device{kMeta});
+    Call big = call("aten::mm", {empty({4096, 4096}, m), empty({4096, 4096}, m)});
+    CHECK(defaults.estimate(big.op, big.args, big.outputs) == Approx(2.0 * 4096 * 4096 * 4096 / peak));
+    CHECK(cuda_peak_flops(dtype) == peak);
+    // A peak given by the caller is the peak of every dtype.
+    RuntimeEstimator given(EstimateMode::kCostModel, Device{kCUDA}, /*peak_flops=*/1e14);
+    CHECK(given.estimate(big.op, big.args, big.outputs) == Approx(2.0 * 4096 * 4096 * 4096 / 1e14));
+  }
   RuntimeEstimator cpu_defaults(EstimateMode::kCostModel, Device{kCPU});  // measured (cost_model_defaults.h)
   CHECK(cpu_defaults.peak_flops() == cpu_machine_peaks().peak_flops);
   CHECK(cpu_defaults.bandwidth() == cpu_machine_peaks().bandwidth);
