@@ -1,13 +1,12 @@
-// Tables, JSON and the HTML report of bench/memory_vs_recompute (see report.h).
-#include "bench/report.h"
+// Tables, JSON and the HTML report of bench/memory_vs_recompute (see render.h; the table helpers,
+// internal.h).
+#include "bench/render/internal.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
-
-#include "bench/plots.h"
 
 namespace remat::bench {
 
