@@ -74,9 +74,6 @@ std::vector<PhaseBand> phase_bands(const StepTimeline& t);
 // ("~1.000" when they differ by less than the rounding), "-" when nothing was predicted.
 std::string ratio_text(int64_t measured, int64_t predicted);
 
-// Lines above the table: the model, its FLOPs, the reference formula, how the dry runs counted
-// and how long they took.
-std::vector<std::string> report_preamble(const RunConfig& cfg, const std::vector<StrategyResult>& results);
 std::string table_text(const Table& t);
 std::string table_html(const Table& t);
 
