@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/ns_per_call.h"
+#include "tools/ns_per_call.h"
 #include "bench/peer_figures.h"
 #include "remat.h"
 

@@ -15,7 +15,6 @@
 //   ./bazelw run //bench:memory_vs_recompute -- --compare /tmp/torch2.json,/tmp/torch113.json
 //   ./bazelw run //bench:memory_vs_recompute -- --budget 80MiB --sweep 6 --sweep-at-strategies --out /tmp/mvr
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -27,11 +26,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/byte_size.h"
 #include "bench/machine_peaks.h"
 #include "bench/planning.h"
-#include "bench/plots.h"
-#include "bench/report.h"
+#include "bench/render/render.h"
 #include "bench/strategies.h"
 #include "bench/training_step.h"
 #include "remat.h"
@@ -241,9 +238,9 @@ StrategyResult run(const Strategy& s, const Args& a, size_t index, size_t total,
     std::optional<MetaAccountingGuard> accounting;
     if (a.meta_accounting == "cuda") accounting.emplace(kCUDA);
     o.on_step = [&](int64_t step) { progress(s.name, "dry run", index, total, step, a.dry_run ? steps : 2 * steps); };
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = now_seconds();
     std::vector<StepRecord> predicted = run_training_steps(s, a.shape, Device{kMeta}, steps, o);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double seconds = now_seconds() - t0;
     record_predicted(predicted, a.warmup, seconds, &r);
   }
   if (!a.dry_run) {

@@ -19,7 +19,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,7 +27,6 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <time.h>
 #include <vector>
 
 #include "bench/machine_peaks.h"
@@ -68,14 +66,7 @@ const Sizes kQuick = {1 << 20, 2'000'000, 5, {64, 128, 256}, 4, 1024, 1024, 128,
 
 bool g_cpu_clock = false;  // --clock cpu
 
-double now_s() {
-  if (g_cpu_clock) {
-    timespec ts{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-  }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return now_seconds(g_cpu_clock ? Clock::kProcessCpu : Clock::kWall); }
 
 // Median seconds per call of f: one warm-up call, then `reps` samples, each repeating f until it
 // lasts min_sample_s (the repeat count is fixed from the warm-up).

@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <limits>
 
-#include "bench/byte_size.h"
 
 namespace remat::bench {
 

@@ -42,7 +42,7 @@ struct PlanningArgs {
   bool sweeps() const { return sweep > 0 || sweep_at_strategies; }
 };
 
-// --budget's value: a size such as 60MiB (bench/byte_size.h). --sweep's: an integer >= 1. Both
+// --budget's value: a size such as 60MiB (parse_byte_size). --sweep's: an integer >= 1. Both
 // throw remat::Error naming the flag and the value.
 int64_t parse_budget(const std::string& value);
 int64_t parse_sweep(const std::string& value);

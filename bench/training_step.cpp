@@ -1,26 +1,13 @@
 // The benchmark's training step on any device (see training_step.h).
 #include "bench/training_step.h"
 
-#include <chrono>
 #include <limits>
 #include <memory>
-#include <time.h>
 
+#include "engine/core/clock.h"
 #include "nn/optim/adamw.h"
 
 namespace remat::bench {
-
-namespace {
-// Seconds on the wall clock, or on the process's CPU clock (TrainingOptions::cpu_clock).
-double now_seconds(bool cpu_clock) {
-  if (cpu_clock) {
-    timespec ts{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-  }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-}  // namespace
 
 nn::GPTConfig gpt_config(const ModelShape& shape, ScalarType dtype, Device device) {
   nn::GPTConfig cfg;
@@ -84,7 +71,8 @@ StepRecord TrainingSession::step() {
   reset_peak_memory_stats(device);
   r.start_bytes = memory_allocated(device);
   Tensor loss;
-  const double t0 = now_seconds(s.options.cpu_clock);
+  const Clock clock = s.options.cpu_clock ? Clock::kProcessCpu : Clock::kWall;
+  const double t0 = now_seconds(clock);
   {
     MemoryTracker tracker(device);
     r.start_by_category = tracker.current();
@@ -99,7 +87,7 @@ StepRecord TrainingSession::step() {
   }
   // After the tracker: reading a value copies it to the host (and Meta has none).
   r.loss = device.is_meta() ? std::numeric_limits<double>::quiet_NaN() : loss.item();
-  r.seconds = now_seconds(s.options.cpu_clock) - t0;
+  r.seconds = now_seconds(clock) - t0;
   r.peak_bytes = max_memory_allocated(device);
   r.peak_reserved_bytes = max_memory_reserved(device);
   r.segments = memory_segments(device);

@@ -3,7 +3,6 @@
 #include "examples/tiny_gpt_training.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -282,7 +281,7 @@ TrainResult train(const TrainOptions& o, const std::string& text, const std::fun
   std::mt19937_64 rng(o.seed);
   const uint64_t windows = static_cast<uint64_t>(data.size()) - static_cast<uint64_t>(o.seq);
   for (int64_t step_no = 1; step_no <= o.steps; ++step_no) {
-    auto start = std::chrono::steady_clock::now();
+    const double start = now_seconds();
     std::vector<double> x, y;
     x.reserve(static_cast<size_t>(o.batch * o.seq));
     y.reserve(static_cast<size_t>(o.batch * o.seq));
@@ -297,7 +296,7 @@ TrainResult train(const TrainOptions& o, const std::string& text, const std::fun
 
     const double loss = step(model, opt, idx, targets).item();
     result.losses.push_back(loss);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = now_seconds() - start;
     if (on_step) on_step(StepInfo{step_no, o.steps, loss, seconds});
   }
   result.peak_bytes = max_memory_allocated();

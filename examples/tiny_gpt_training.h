@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "bench/byte_size.h"
 #include "remat.h"
 
 namespace remat::examples {
@@ -39,10 +38,6 @@ std::string usage();
 // Parses command-line arguments (without the program name): `--flag value` or `--flag=value`.
 // Throws remat::Error naming the flag for an unknown flag, a missing value or a bad value.
 TrainOptions parse_args(const std::vector<std::string>& args);
-
-// "40MiB", "1.5GiB", "800KB", "65536": bytes (KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000).
-// Shared with the benchmark's --budget (bench/byte_size.h).
-using bench::parse_byte_size;
 
 // The names --checkpoint accepts, and what each one does to the model's blocks.
 const std::vector<std::pair<std::string, std::string>>& checkpoint_names();

@@ -79,7 +79,7 @@ cmd=(g++ -std="$std" -O2 -march=native "${abi_flag[@]}" "${incs[@]}" -I"$root"
      -DREMAT_LIBTORCH_VERSION="\"${version:-unknown}\"" "$src" -o "$bin"
      -L"$libdir" -Wl,-rpath,"$libdir" -Wl,--no-as-needed -ltorch_cpu -lc10 -Wl,--as-needed)
 # Rebuild when the source or the command line changed (the compile takes most of a minute).
-if [[ ! -x "$bin" || "$src" -nt "$bin" || "$root/bench/ns_per_call.h" -nt "$bin" || ! -f "$stamp" || "$(cat "$stamp")" != "${cmd[*]}" ]]; then
+if [[ ! -x "$bin" || "$src" -nt "$bin" || "$root/tools/ns_per_call.h" -nt "$bin" || "$root/engine/core/clock.h" -nt "$bin" || ! -f "$stamp" || "$(cat "$stamp")" != "${cmd[*]}" ]]; then
   echo "dispatch_libtorch.sh: building against $kind libtorch ${version:-?} in $libdir" >&2
   "${cmd[@]}" || die "compiling $src failed (command: ${cmd[*]})"
   echo "${cmd[*]}" > "$stamp"

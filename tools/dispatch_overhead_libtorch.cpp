@@ -17,7 +17,7 @@
 #include <cstdio>
 
 // The same timing method as remat's side (tools/dispatch_libtorch.sh passes -I<repo root>).
-#include "bench/ns_per_call.h"
+#include "tools/ns_per_call.h"
 
 using remat::bench::ns_per_call;
 

@@ -1,4 +1,4 @@
-// Tests bench/planning.{h,cpp} and bench/byte_size.h: the benchmark's --budget, --sweep and
+// Tests bench/planning.{h,cpp}: the benchmark's --budget, --sweep and
 // --sweep-at-strategies. Every figure is exact (no timing): a planned strategy run on the CPU
 // peaks at the plan's prediction, within its budget, and recomputes what the plan said.
 #include "bench/planning.h"
@@ -7,7 +7,6 @@
 #include <cstring>
 #include <limits>
 
-#include "bench/byte_size.h"
 #include "tests/testing/matchers.h"
 
 using namespace remat;
@@ -85,11 +84,7 @@ TEST_CASE("planning: the flags' values, and the combinations that make no sense,
   REQUIRE_THROWS_WITH(check_planning_args(a, true), Contains("--sweep-at-strategies") && Contains("--dry-run"));
 }
 
-TEST_CASE("planning: byte sizes read and print as people write them", "[planning]") {
-  CHECK(byte_size_text(512) == "512 B");
-  CHECK(byte_size_text(320 * 1024) == "320.0 KiB");
-  CHECK(byte_size_text(60 << 20) == "60.0 MiB");
-  CHECK(byte_size_text(int64_t{3} << 29) == "1.50 GiB");
+TEST_CASE("planning: a planned row is named by its budget as people write it", "[planning]") {
   CHECK(planned_name(60 << 20) == "plan@60.0MiB");
 }
 

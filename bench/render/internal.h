@@ -1,13 +1,6 @@
-// The pictures of bench/memory_vs_recompute, as SVG (no PyTorch counterpart; the timeline is in
-// the spirit of torch.cuda.memory._record_memory_history's viewer and of MemTracker's
-// per-category figures):
-//   pareto_svg    peak memory against step time (or recomputed FLOPs), one labelled point per
-//                 strategy, the Pareto front, and the planned frontier: a line through the points
-//                 plan_checkpointing made for a sweep of budgets (--sweep)
-//   timeline_svg  one step's memory as a stacked area by category over the event sequence, the
-//                 phases (forward, backward, recompute, optimizer) shaded behind, the dry run's
-//                 predicted total drawn dashed over the measured one
-// and the pieces they are made of, exposed for tests: label placement, axes, the category stack.
+// Internal to bench/render (no PyTorch counterpart): the pieces the pictures and the report are
+// made of. Not part of the package's interface (render.h); only plots.cpp, report.cpp and their
+// tests include it (Bazel: //bench/render:internal is visible to //tests only).
 #pragma once
 
 #include <array>
@@ -15,9 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/render/render.h"
 #include "bench/strategy_result.h"
 
 namespace remat::bench {
+
+// ---- drawing (plots.cpp) ----
 
 // Text for XML and HTML: < > & ' escaped.
 std::string escape_xml(const std::string& s);
@@ -72,14 +68,24 @@ struct PhaseBand {
 };
 std::vector<PhaseBand> phase_bands(const StepTimeline& t);
 
-// What a Pareto chart puts across: the median step time, or the FLOPs recomputed per step.
-enum class ParetoX { kStepTime, kRecomputedFlops };
-// `frontier`: planned points (measured), drawn as a green line through them in order of peak,
-// as the polyline with id='planned-frontier'.
-std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& results,
-                       const std::vector<StrategyResult>& frontier = {}, ParetoX x = ParetoX::kStepTime);
-// The measured timeline's stack with the predicted total dashed over it; after --dry-run (no
-// measurement) the predicted timeline's stack.
-std::string timeline_svg(const RunConfig& cfg, const StrategyResult& r);
+// ---- tables (report.cpp) ----
+
+// measured / predicted with three decimals: "1.000" only when the two are equal to the byte
+// ("~1.000" when they differ by less than the rounding), "-" when nothing was predicted.
+std::string ratio_text(int64_t measured, int64_t predicted);
+
+std::string table_text(const Table& t);
+std::string table_html(const Table& t);
+
+// The step times measured with every strategy one step in turn (StrategyResult::interleaved_ms):
+// strategy, median, overhead against 'none' (when run), and the median of its own run beside it.
+// No rows when nothing was measured that way.
+Table interleaved_table(const std::vector<StrategyResult>& results);
+// The sweep, one row per plan: budget, the plan's predicted peak, the measured peak, fits,
+// recomputed FLOPs, median step time, planning time.
+Table sweep_table(const std::vector<StrategyResult>& sweep);
+// Each measured fixed strategy beside the plan made for its own measured peak: step times and
+// their ratio (the plan should be no slower: ratio <= 1.03), recomputed FLOPs.
+Table comparison_table(const std::vector<StrategyResult>& results, const std::vector<StrategyResult>& sweep);
 
 }  // namespace remat::bench

@@ -1,12 +1,14 @@
 // The timing method of bench/dispatch_overhead and of its libtorch peer
 // (tools/dispatch_overhead_libtorch.cpp), in one place so both sides time the same way (no
 // PyTorch counterpart; torch.utils.benchmark.Timer's blocked_autorange is the analogue).
-// Header-only and free of remat, so the peer compiles against libtorch alone.
+// Header-only and free of remat but for its clock (engine/core/clock.h, itself free of remat), so
+// the peer compiles against libtorch alone.
 #pragma once
 
 #include <algorithm>
-#include <chrono>
 #include <vector>
+
+#include "engine/core/clock.h"
 
 namespace remat::bench {
 
@@ -17,10 +19,9 @@ double ns_per_call(const F& f, int calls = 100000, int reps = 21) {
   for (int i = 0; i < calls / 10; ++i) f();  // warm-up
   std::vector<double> samples;
   for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
+    const double t0 = now_seconds();
     for (int i = 0; i < calls; ++i) f();
-    auto t1 = std::chrono::steady_clock::now();
-    samples.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / calls);
+    samples.push_back((now_seconds() - t0) * 1e9 / calls);
   }
   std::sort(samples.begin(), samples.end());
   return samples.front();

@@ -1,5 +1,5 @@
-// SVG pictures of bench/memory_vs_recompute (see plots.h).
-#include "bench/plots.h"
+// SVG pictures of bench/memory_vs_recompute (see render.h; the pieces they are made of, internal.h).
+#include "bench/render/internal.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,7 @@
 // Memory sizes as people write them on a command line, "40MiB" or "1.5GiB" (no PyTorch
-// counterpart; torch takes bytes or a fraction). Header-only, shared by bench/memory_vs_recompute
-// (--budget) and examples/train_tiny_gpt (--budget).
+// counterpart; torch takes bytes or a fraction): a budget for plan_checkpointing read from a flag,
+// and bytes printed for people. Header-only; bench/memory_vs_recompute's --budget and
+// examples/train_tiny_gpt's read it.
 #pragma once
 
 #include <cstdint>
@@ -9,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "remat.h"
+#include "engine/core/error.h"
 
-namespace remat::bench {
+namespace remat {
 
 // "40MiB", "1.5GiB", "800KB", "65536": bytes (KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000).
 // Throws remat::Error naming `flag` and the text for anything else, or for a size of 0 or less.
@@ -50,4 +51,4 @@ inline std::string byte_size_text(int64_t bytes) {
   return buf;
 }
 
-}  // namespace remat::bench
+}  // namespace remat

@@ -1,13 +1,12 @@
-// Tables, JSON and the HTML report of bench/memory_vs_recompute (see report.h).
-#include "bench/report.h"
+// Tables, JSON and the HTML report of bench/memory_vs_recompute (see render.h; the table helpers,
+// internal.h).
+#include "bench/render/internal.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
-
-#include "bench/plots.h"
 
 namespace remat::bench {
 
@@ -110,15 +109,9 @@ const StrategyResult* planned_at(const std::vector<StrategyResult>& sweep, int64
     if (p.budget_bytes == budget) return &p;
   return nullptr;
 }
-}  // namespace
 
-std::string ratio_text(int64_t measured, int64_t predicted) {
-  if (predicted <= 0) return "-";
-  if (measured == predicted) return "1.000";
-  std::string r = fmt("%.3f", static_cast<double>(measured) / static_cast<double>(predicted));
-  return r == "1.000" ? "~1.000" : r;
-}
-
+// Lines above the table: the model, its FLOPs, the reference formula, how the dry runs counted
+// and how long they took.
 std::vector<std::string> report_preamble(const RunConfig& cfg, const std::vector<StrategyResult>& results) {
   const ModelShape& m = cfg.shape;
   std::vector<std::string> lines;
@@ -157,6 +150,15 @@ std::vector<std::string> report_preamble(const RunConfig& cfg, const std::vector
   lines.push_back(buf);
   return lines;
 }
+}  // namespace
+
+std::string ratio_text(int64_t measured, int64_t predicted) {
+  if (predicted <= 0) return "-";
+  if (measured == predicted) return "1.000";
+  std::string r = fmt("%.3f", static_cast<double>(measured) / static_cast<double>(predicted));
+  return r == "1.000" ? "~1.000" : r;
+}
+
 
 Table result_table(const RunConfig& cfg, const std::vector<StrategyResult>& results) {
   Table t;
