@@ -6,10 +6,10 @@
 #endif
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <vector>
 
+#include "engine/core/clock.h"
 #include "engine/core/error.h"
 #include "kernels/cpu/x86_intrinsics.h"
 
@@ -49,20 +49,19 @@ inline float vsum(Vec v) { return v[0] + v[1] + v[2] + v[3]; }
 
 volatile float fma_sink;
 
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // The fastest of `samples` timed runs of `run` after one warm-up (clocks up, buffers resident):
 // other load on the machine can only slow a run down. With a time limit, sampling stops once it
 // is spent (after one timed run at least).
 template <class Run>
 double fastest_seconds(int samples, double time_limit_s, const Run& run) {
-  const double start = now_s();
+  const double start = now_seconds();
   run();
   double fastest = 1e30;
   for (int r = 0; r < samples; ++r) {
-    const double t0 = now_s();
+    const double t0 = now_seconds();
     run();
-    const double t1 = now_s();
+    const double t1 = now_seconds();
     fastest = std::min(fastest, t1 - t0);
     if (time_limit_s > 0 && t1 - start >= time_limit_s) break;
   }

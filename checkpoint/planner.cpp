@@ -5,13 +5,13 @@
 // (planner_dry_runs.h); the plan's methods are in checkpoint_plan.cpp.
 #include "checkpoint/planner.h"
 
-#include <chrono>
 #include <string>
 #include <vector>
 
 #include "checkpoint/plan_data.h"
 #include "checkpoint/planner_dry_runs.h"
 #include "checkpoint/planner_search.h"
+#include "engine/core/clock.h"
 
 namespace remat {
 
@@ -45,7 +45,7 @@ void check_feasible(const Planner& planner, int64_t budget, const RunResult& rec
 }  // namespace
 
 CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions& options) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = now_seconds();
   if (options.budget_bytes <= 0) {
     throw CheckpointError("plan_checkpointing: the memory budget must be positive, got " +
                           std::to_string(options.budget_bytes) + " bytes");
@@ -77,7 +77,7 @@ CheckpointPlan plan_checkpointing(const PlannedStep& step, const PlannerOptions&
       search_ladder(planner, &space, options.budget_bytes, recompute_all.peak, keep_all.peak);
   plan.dry_runs = planner.dry_runs();
   finish_plan(planner, best, &plan);
-  plan.planning_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  plan.planning_seconds = now_seconds() - t0;
   return plan;
 }
 

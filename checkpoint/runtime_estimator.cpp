@@ -2,12 +2,12 @@
 #include "checkpoint/runtime_estimator.h"
 
 #include <algorithm>
-#include <chrono>
 #include <sstream>
 
 #include "checkpoint/output_storage.h"
 #include "checkpoint/stats_detail.h"
 #include "engine/autograd/grad_mode.h"
+#include "engine/core/clock.h"
 #include "engine/core/cuda_hooks.h"
 #include "engine/core/generator.h"
 #include "engine/dispatch/dispatch_mode.h"
@@ -46,10 +46,6 @@ Tensor fresh_like(const Tensor& t, Device device, Generator* gen) {
   else
     base = zeros({extent}, o);
   return as_strided(base, t.sizes(), t.strides(), t.storage_offset());
-}
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
