@@ -326,7 +326,12 @@ std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& 
               "green: the planned frontier (plan_checkpointing at " + std::to_string(frontier.size()) +
                   " budgets, each run and measured)",
               "fill='#2ca02c'");
-  s << axes(area, xa, ya, time ? "median step time (ms)" : "recomputed GFLOP per step",
+  // An emulated device's step times are CPU times of the emulation: the axis says so.
+  const bool emulated = cfg.device.find("emulated") != std::string::npos;
+  s << axes(area, xa, ya,
+            time ? (emulated ? "median step time (ms) on the emulated device: CPU time, not GPU time"
+                             : "median step time (ms)")
+                 : "recomputed GFLOP per step",
             std::string("peak memory (") + u.name + ")");
 
   // The Pareto front: the points no other point beats in both x and memory.

@@ -187,6 +187,12 @@ TEST_CASE("plots: the Pareto chart's labels do not overlap and its axes start ne
   CHECK(svg.find(">0</text>") == std::string::npos);
   CHECK(svg.find(">peak memory (MiB)<") != std::string::npos);
   CHECK(count(svg, "<circle") == rs.size());
+  CHECK(svg.find(">median step time (ms)<") != std::string::npos);
+  // On the emulated device the time axis says whose time it is.
+  RunConfig emulated = tiny_config();
+  emulated.device = "cuda (emulated)";
+  CHECK(pareto_svg(emulated, rs).find(">median step time (ms) on the emulated device: CPU time, not GPU time<") !=
+        std::string::npos);
 }
 
 TEST_CASE("plots: axes start at 0 only where the data come near it", "[report]") {
