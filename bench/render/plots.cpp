@@ -519,34 +519,24 @@ std::string timeline_svg(const RunConfig& cfg, const StrategyResult& r) {
     s << text(lx + 20, ly + 10.5, kCategoryStyle[c].label);
     ly += 18;
   }
-  ly += 8;
-  s << text(lx, ly + 4, "total", "font-weight='bold'");
-  ly += 12;
-  if (measured) {
-    s << line(lx, ly + 6, lx + 22, ly + 6, measured_style);
-    s << text(lx + 28, ly + 10.5, "measured");
-    ly += 18;
-  }
-  if (dashed || !measured) {
-    s << line(lx, ly + 6, lx + 22, ly + 6, predicted_style);
-    s << text(lx + 28, ly + 10.5, "dry-run prediction");
-    ly += 18;
-  }
-  if (reserved) {
+  // A group of lines: its title, then the measured line and the dry run's, each where drawn.
+  auto line_legend = [&](const char* title, const std::string& measured_line, const std::string& predicted_line) {
     ly += 8;
-    s << text(lx, ly + 4, "reserved (CUDA cache)", "font-weight='bold'");
+    s << text(lx, ly + 4, title, "font-weight='bold'");
     ly += 12;
     if (measured) {
-      s << line(lx, ly + 6, lx + 22, ly + 6, reserved_style);
+      s << line(lx, ly + 6, lx + 22, ly + 6, measured_line);
       s << text(lx + 28, ly + 10.5, "measured");
       ly += 18;
     }
     if (dashed || !measured) {
-      s << line(lx, ly + 6, lx + 22, ly + 6, reserved_predicted_style);
+      s << line(lx, ly + 6, lx + 22, ly + 6, predicted_line);
       s << text(lx + 28, ly + 10.5, "dry-run prediction");
       ly += 18;
     }
-  }
+  };
+  line_legend("total", measured_style, predicted_style);
+  if (reserved) line_legend("reserved (CUDA cache)", reserved_style, reserved_predicted_style);
   ly += 8;
   s << text(lx, ly + 4, "phase (shaded)", "font-weight='bold'");
   ly += 12;

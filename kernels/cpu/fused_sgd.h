@@ -18,14 +18,11 @@
 #include "kernels/cpu/bfloat16_blocks.h"
 #include "kernels/cpu/bfloat16_convert.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/sgd_step.h"
 
 namespace remat::kernels::cpu {
 
-struct SGDStep {
-  double weight_decay, momentum, lr, dampening;
-  bool nesterov, maximize;
-  bool is_first_step;  // the buffer's first update: buf = d (its old contents are not read)
-};
+using kernels::SGDStep;  // kernels/sgd_step.h
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options

@@ -40,7 +40,7 @@ __global__ void sgd_kernel(T* param, const T* grad, T* buf, int64_t n, SGDConsts
 }  // namespace
 
 void sgd_step(ScalarType dtype, void* param, const void* grad, void* momentum_buffer, int64_t n,
-              const SGDStepArgs& s, cudaStream_t stream) {
+              const SGDStep& s, cudaStream_t stream) {
   if (n == 0) return;
   REMAT_CUDA_DISPATCH_FLOATING(dtype, "sgd_step", [&] {
     using A = acc_t<scalar_t>;

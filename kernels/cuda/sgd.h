@@ -7,23 +7,17 @@
 #include <cstdint>
 
 #include "engine/core/scalar_type.h"
+#include "kernels/sgd_step.h"
 
 namespace remat::kernels::cuda {
 
-struct SGDStepArgs {
-  double weight_decay, momentum, lr, dampening;
-  bool nesterov, maximize;
-  bool is_first_step;  // the buffer's first update: buf = d (its old contents are not read)
-};
+using kernels::SGDStep;  // kernels/sgd_step.h
 
-// For each i (param, grad and momentum_buffer of dtype; momentum_buffer null when momentum is 0):
-//   d = maximize ? -grad : grad;  d = d + param * weight_decay
-//   buf = first ? d : buf * momentum + d * (1 - dampening);  d = nesterov ? d + buf * momentum : buf
-//   param = param + d * -lr
-// Each product and sum rounded once, never fused into an FMA, with the hyperparameters rounded
+// SGDStep's rule for each i (param, grad and momentum_buffer of dtype; momentum_buffer null when
+// momentum is 0). Each product and sum rounded once, never fused into an FMA, with the hyperparameters rounded
 // to the arithmetic type first: for Float and Double the op sequence's result, bit for bit (as
 // kernels/cpu/fused_sgd.h). BFloat16 computes in float and stores param and buf as bf16.
 void sgd_step(ScalarType dtype, void* param, const void* grad, void* momentum_buffer, int64_t n,
-              const SGDStepArgs& args, cudaStream_t stream);
+              const SGDStep& args, cudaStream_t stream);
 
 }  // namespace remat::kernels::cuda

@@ -20,7 +20,7 @@ Tensor fused_sgd_cuda(const Tensor& self, const Tensor& grad, const Tensor& mome
   const Tensor g = contiguous_cuda(grad);  // read only: an expanded or strided gradient is fine
   const bool has_buf = momentum_buffer.defined();
   kc::sgd_step(self.dtype(), self.data_ptr(), g.data_ptr(), has_buf ? momentum_buffer.data_ptr() : nullptr,
-               self.numel(), kc::SGDStepArgs{weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step},
+               self.numel(), kc::SGDStep{weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step},
                cuda_stream(self.device()));
   self.impl()->bump_version();
   if (has_buf) momentum_buffer.impl()->bump_version();

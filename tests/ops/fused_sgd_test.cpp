@@ -10,6 +10,7 @@
 
 #include "remat.h"
 #include "tests/testing/op_testing.h"
+#include "tests/testing/sgd_configs.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -17,18 +18,8 @@ using Catch::Contains;
 
 namespace {
 
-struct Config {
-  double weight_decay, momentum, lr, dampening;
-  bool nesterov, maximize;
-};
-
-const std::vector<Config> kConfigs = {
-    {0.0, 0.0, 0.1, 0.0, false, false},    // plain SGD
-    {0.05, 0.0, 0.1, 0.0, false, true},    // weight decay and maximize, no buffer
-    {0.01, 0.9, 0.1, 0.1, false, false},   // momentum with dampening
-    {0.1, 0.9, 0.05, 0.0, true, false},    // Nesterov
-    {0.0, 0.5, 0.1, 0.0, false, true},     // momentum and maximize
-};
+using Config = SGDConfig;
+const std::vector<Config>& kConfigs = kSGDConfigs;
 
 // One SGD step in double, element by element (torch.optim.SGD's rule).
 void reference_step(std::vector<double>& p, const std::vector<double>& g, std::vector<double>& buf, const Config& c,
@@ -44,9 +35,6 @@ void reference_step(std::vector<double>& p, const std::vector<double>& g, std::v
   }
 }
 
-Tensor& step(Tensor& p, const Tensor& g, const Tensor& buf, const Config& c, bool first) {
-  return _fused_sgd_(p, g, buf, c.weight_decay, c.momentum, c.lr, c.dampening, c.nesterov, c.maximize, first);
-}
 
 }  // namespace
 
@@ -60,7 +48,7 @@ TEST_CASE("_fused_sgd_: SGD's rule, three steps, every dtype and option", "[fuse
       std::vector<double> rp = p.to_vector(), rb(n, 0.0);
       for (int64_t k = 1; k <= 3; ++k) {
         Tensor g = randn_seeded({n}, 90 + static_cast<uint64_t>(k)).to(dt);
-        step(p, g, buf, c, k == 1);
+        fused_sgd_step(p, g, buf, c, k == 1);
         reference_step(rp, g.to_vector(), rb, c, k == 1);
         if (dt == kBFloat16) {  // parameter and buffer rounded to bf16 each step: compare loosely
           rp = p.to_vector();
@@ -82,8 +70,8 @@ TEST_CASE("_fused_sgd_: bf16 computes in float and rounds once per step", "[fuse
     Tensor g = randn_seeded({n}, 10 + static_cast<uint64_t>(k)).to(kBFloat16);
     // The float kernel on the same (widened) values, then rounded: what the bf16 kernel must give.
     Tensor pf = p.to(kFloat), bf = buf.to(kFloat);
-    step(pf, g.to(kFloat), bf, c, k == 1);
-    step(p, g, buf, c, k == 1);
+    fused_sgd_step(pf, g.to(kFloat), bf, c, k == 1);
+    fused_sgd_step(p, g, buf, c, k == 1);
     CHECK(equal(p, pf.to(kBFloat16)));
     CHECK(equal(buf, bf.to(kBFloat16)));
   }
@@ -94,73 +82,73 @@ TEST_CASE("_fused_sgd_: the first step writes the buffer without reading it; max
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const Config c{0.0, 0.9, 0.1, 0.0, false, false};
   Tensor p = tensor({1, -2}, {2}), buf = tensor({nan, nan}, {2});
-  step(p, tensor({0.5, -1}, {2}), buf, c, /*first=*/true);
+  fused_sgd_step(p, tensor({0.5, -1}, {2}), buf, c, /*first=*/true);
   check_values(buf, {0.5, -1});  // a copy of the gradient, as PyTorch's clone (the NaNs unread)
   check_values(p, {0.95, -1.9});
   // Not the first step: buf = 0.9 buf + g.
-  step(p, tensor({0.1, 0.3}, {2}), buf, c, false);
+  fused_sgd_step(p, tensor({0.1, 0.3}, {2}), buf, c, false);
   check_values(buf, {0.55, -0.6});
   check_values(p, {0.895, -1.84});
   // maximize ascends: the same as descending on -g (weight decay and momentum included).
   const Config m{0.1, 0.9, 0.1, 0.0, true, true};
   Tensor p1 = tensor({1, -2}, {2}), b1 = empty({2}), p2 = p1.clone(), b2 = empty({2});
   for (bool first : {true, false}) {
-    step(p1, tensor({0.5, -1}, {2}), b1, m, first);
-    step(p2, tensor({-0.5, 1}, {2}), b2, {m.weight_decay, m.momentum, m.lr, m.dampening, true, false}, first);
+    fused_sgd_step(p1, tensor({0.5, -1}, {2}), b1, m, first);
+    fused_sgd_step(p2, tensor({-0.5, 1}, {2}), b2, {m.weight_decay, m.momentum, m.lr, m.dampening, true, false}, first);
   }
   CHECK(equal(p1, p2));
   CHECK(equal(b1, b2));
   // A strided gradient is read as is.
   Tensor p5 = tensor({1, -2}, {2}), p6 = p5.clone();
   const Config plain{0.0, 0.0, 0.1, 0.0, false, false};
-  step(p5, tensor({0.5, 0, -1, 0}, {2, 2}).slice(1, 0, 1).squeeze(1), Tensor(), plain, false);
-  step(p6, tensor({0.5, -1}, {2}), Tensor(), plain, false);
+  fused_sgd_step(p5, tensor({0.5, 0, -1, 0}, {2, 2}).slice(1, 0, 1).squeeze(1), Tensor(), plain, false);
+  fused_sgd_step(p6, tensor({0.5, -1}, {2}), Tensor(), plain, false);
   CHECK(equal(p5, p6));
   CHECK(p5._version() == 1);
 }
 
 TEST_CASE("_fused_sgd_: Meta checks and bumps versions", "[fused_sgd]") {
   Tensor p = meta({3}), buf = meta({3});
-  step(p, meta({3}), buf, {0.0, 0.9, 0.1, 0.0, false, false}, true);
+  fused_sgd_step(p, meta({3}), buf, {0.0, 0.9, 0.1, 0.0, false, false}, true);
   CHECK(p._version() == 1);
   CHECK(buf._version() == 1);
   Tensor q = meta({2, 3});
-  step(q, meta({3, 2}).t(), Tensor(), {0.0, 0.0, 0.1, 0.0, false, false}, false);
+  fused_sgd_step(q, meta({3, 2}).t(), Tensor(), {0.0, 0.0, 0.1, 0.0, false, false}, false);
   CHECK(q._version() == 1);
-  REQUIRE_THROWS_WITH(step(q, meta({3}), Tensor(), {0.0, 0.0, 0.1, 0.0, false, false}, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(q, meta({3}), Tensor(), {0.0, 0.0, 0.1, 0.0, false, false}, false),
                       Contains("aten::_fused_sgd_") && Contains("grad") && Contains("[2, 3]") && Contains("[3]"));
 }
 
 TEST_CASE("_fused_sgd_: errors name the op and the values", "[fused_sgd]") {
   const Config mom{0.0, 0.9, 0.1, 0.0, false, false}, plain{0.0, 0.0, 0.1, 0.0, false, false};
   Tensor a = zeros({3}), b = zeros({3});
-  REQUIRE_THROWS_WITH(step(a, zeros({4}), b, mom, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(a, zeros({4}), b, mom, false),
                       Contains("aten::_fused_sgd_: expected grad to match the parameter ([3], Float), but got [4], Float"));
-  REQUIRE_THROWS_WITH(step(a, zeros({3}, TensorOptions().dtype(kDouble)), b, mom, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(a, zeros({3}, TensorOptions().dtype(kDouble)), b, mom, false),
                       Contains("aten::_fused_sgd_") && Contains("grad") && Contains("Double"));
-  REQUIRE_THROWS_WITH(step(a, zeros({3}), zeros({2}), mom, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(a, zeros({3}), zeros({2}), mom, false),
                       Contains("aten::_fused_sgd_: expected momentum_buffer to match the parameter ([3], Float), "
                                "but got [2], Float"));
-  REQUIRE_THROWS_WITH(step(a, zeros({3}), Tensor(), mom, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(a, zeros({3}), Tensor(), mom, false),
                       Contains("aten::_fused_sgd_: momentum is 0.9 but momentum_buffer is None"));
-  REQUIRE_THROWS_WITH(step(a, zeros({3}), b, plain, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(a, zeros({3}), b, plain, false),
                       Contains("aten::_fused_sgd_: momentum is 0 but a momentum_buffer was given ([3], Float)"));
-  REQUIRE_THROWS_WITH(step(a, Tensor(), b, mom, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(a, Tensor(), b, mom, false),
                       Contains("aten::_fused_sgd_: argument 'grad' is an undefined tensor"));
   Tensor t = zeros({2, 3}).t();
-  REQUIRE_THROWS_WITH(step(t, zeros({3, 2}), Tensor(), plain, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(t, zeros({3, 2}), Tensor(), plain, false),
                       Contains("aten::_fused_sgd_") && Contains("contiguous") && Contains("self") &&
                           Contains("[1, 3]"));
   Tensor c = zeros({3, 2});
-  REQUIRE_THROWS_WITH(step(c, zeros({3, 2}), zeros({2, 3}).t(), mom, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(c, zeros({3, 2}), zeros({2, 3}).t(), mom, false),
                       Contains("aten::_fused_sgd_: expected momentum_buffer to be contiguous") && Contains("[1, 3]"));
   Tensor h = zeros({2}, TensorOptions().dtype(kHalf));
-  REQUIRE_THROWS_WITH(step(h, zeros_like(h), Tensor(), plain, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(h, zeros_like(h), Tensor(), plain, false),
                       Contains("aten::_fused_sgd_") && Contains("Float, Double or BFloat16") && Contains("Half"));
   Tensor l = zeros({2}, TensorOptions().dtype(kLong));
-  REQUIRE_THROWS_WITH(step(l, zeros_like(l), Tensor(), plain, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(l, zeros_like(l), Tensor(), plain, false),
                       Contains("aten::_fused_sgd_") && Contains("floating point") && Contains("Long"));
-  REQUIRE_THROWS_WITH(step(a, meta({3}), Tensor(), plain, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(a, meta({3}), Tensor(), plain, false),
                       Contains("aten::_fused_sgd_") && Contains("same device") && Contains("cpu") && Contains("meta"));
 }
 

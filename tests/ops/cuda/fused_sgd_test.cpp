@@ -12,6 +12,7 @@
 #include "remat.h"
 #include "tests/testing/cuda.h"
 #include "tests/testing/op_counter.h"
+#include "tests/testing/sgd_configs.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -19,22 +20,9 @@ using Catch::Contains;
 
 namespace {
 
-struct Config {
-  double weight_decay, momentum, lr, dampening;
-  bool nesterov, maximize;
-};
+using Config = SGDConfig;
+const std::vector<Config>& kConfigs = kSGDConfigs;
 
-const std::vector<Config> kConfigs = {
-    {0.0, 0.0, 0.1, 0.0, false, false},    // plain SGD
-    {0.05, 0.0, 0.1, 0.0, false, true},    // weight decay and maximize, no buffer
-    {0.01, 0.9, 0.1, 0.1, false, false},   // momentum with dampening
-    {0.1, 0.9, 0.05, 0.0, true, false},    // Nesterov
-    {0.0, 0.5, 0.1, 0.0, false, true},     // momentum and maximize
-};
-
-Tensor& step(Tensor& p, const Tensor& g, const Tensor& buf, const Config& c, bool first) {
-  return _fused_sgd_(p, g, buf, c.weight_decay, c.momentum, c.lr, c.dampening, c.nesterov, c.maximize, first);
-}
 
 }  // namespace
 
@@ -52,8 +40,8 @@ TEST_CASE("_fused_sgd_ on CUDA: the CPU op's bits, three steps, every dtype and 
           // The third step's gradient is strided (every other element of a longer vector).
           Tensor g = k < 3 ? random_cpu({n}, dt, 90 + static_cast<uint64_t>(k))
                            : slice(random_cpu({2 * n}, dt, 93), 0, 0, 2 * n, 2);
-          step(p, g, buf, c, k == 1);
-          step(pc, g.to(cuda0()), bufc, c, k == 1);
+          fused_sgd_step(p, g, buf, c, k == 1);
+          fused_sgd_step(pc, g.to(cuda0()), bufc, c, k == 1);
         }
         CHECK(equal(pc.to(Device{kCPU}), p));  // each product and sum rounded once, as on the CPU
         if (buf.defined()) CHECK(equal(bufc.to(Device{kCPU}), buf));
@@ -67,7 +55,7 @@ TEST_CASE("_fused_sgd_ on CUDA: the first step writes the buffer without reading
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const Config c{0.0, 0.9, 0.1, 0.0, false, false};
   Tensor p = from_vector({1, -2}, {2}).to(cuda0()), buf = from_vector({nan, nan}, {2}).to(cuda0());
-  step(p, from_vector({0.5, -1}, {2}).to(cuda0()), buf, c, /*first=*/true);
+  fused_sgd_step(p, from_vector({0.5, -1}, {2}).to(cuda0()), buf, c, /*first=*/true);
   CHECK(buf.to_vector() == std::vector<double>{0.5, -1});  // the NaNs unread
   CHECK(compare(p.to_vector(), {0.95, -1.9}, kF32Elementwise) == "");
   CHECK(p._version() == 1);
@@ -79,15 +67,15 @@ TEST_CASE("_fused_sgd_ on CUDA: errors name the op and the values", "[fused_sgd]
   const Config mom{0.0, 0.9, 0.1, 0.0, false, false};
   const TensorOptions f = TensorOptions().device(cuda0());
   Tensor a = zeros({3}, f), b = zeros({3}, f);
-  REQUIRE_THROWS_WITH(step(a, zeros({4}, f), b, mom, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(a, zeros({4}, f), b, mom, false),
                       "aten::_fused_sgd_: expected grad to match the parameter ([3], Float), but got [4], Float");
-  REQUIRE_THROWS_WITH(step(a, zeros({3}, f), Tensor(), mom, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(a, zeros({3}, f), Tensor(), mom, false),
                       "aten::_fused_sgd_: momentum is 0.9 but momentum_buffer is None");
-  REQUIRE_THROWS_WITH(step(a, zeros({3}), b, mom, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(a, zeros({3}), b, mom, false),
                       "aten::_fused_sgd_: Expected all tensors to be on the same device, but found at least two "
                       "devices, cuda:0 and cpu!");
   Tensor h = zeros({3}, TensorOptions().dtype(kHalf).device(cuda0()));
-  REQUIRE_THROWS_WITH(step(h, h, Tensor(), {0.0, 0.0, 0.1, 0.0, false, false}, false),
+  REQUIRE_THROWS_WITH(fused_sgd_step(h, h, Tensor(), {0.0, 0.0, 0.1, 0.0, false, false}, false),
                       "aten::_fused_sgd_: expected a Float, Double or BFloat16 parameter, but got Half");
 }
 
