@@ -1,5 +1,6 @@
 // Mirrors aten/src/ATen/native/native_functions.yaml: the schema of every aten op remat has.
-// Kernels are registered per backend in the ops/*.cpp files; derivatives in
+// The elementwise ops are defined in ops/pointwise.def (schemas included). Kernels are
+// registered per backend in the ops/*.cpp files; derivatives in
 // ops/autograd/derivatives.cpp; autocast rules in ops/autocast.cpp.
 #include "engine/dispatch/library.h"
 
@@ -10,40 +11,11 @@ constexpr Tag kSeeded = Tag::nondeterministic_seeded;
 }  // namespace
 
 REMAT_LIBRARY_FRAGMENT(aten, m) {
-  // ---- pointwise binary (broadcasting) ----
-  m.def("add(Tensor self, Tensor other) -> Tensor", {kPointwise});
-  m.def("sub(Tensor self, Tensor other) -> Tensor", {kPointwise});
-  m.def("mul(Tensor self, Tensor other) -> Tensor", {kPointwise});
-  m.def("div(Tensor self, Tensor other) -> Tensor", {kPointwise});
-  m.def("add.Scalar(Tensor self, float other) -> Tensor", {kPointwise});
-  m.def("mul.Scalar(Tensor self, float other) -> Tensor", {kPointwise});
-  m.def("div.Scalar(Tensor self, float other) -> Tensor", {kPointwise});
-  m.def("pow(Tensor self, float exponent) -> Tensor", {kPointwise});
-  m.def("eq(Tensor self, Tensor other) -> Tensor", {kPointwise});
-  m.def("where(Tensor condition, Tensor self, Tensor other) -> Tensor", {kPointwise});
-  m.def("masked_fill(Tensor self, Tensor mask, float value) -> Tensor", {kPointwise});
+  // ---- pointwise (the elementwise ops of ops/pointwise.def get their schemas from that table) ----
   m.def("maximum(Tensor self, Tensor other) -> Tensor", {kPointwise});
   m.def("minimum(Tensor self, Tensor other) -> Tensor", {kPointwise});
 
-  // ---- pointwise unary ----
-  for (const char* name : {"neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "silu", "sqrt",
-                           "rsqrt", "abs"}) {
-    m.def(std::string(name) + "(Tensor self) -> Tensor", {kPointwise});
-  }
-  m.def("gelu(Tensor self, *, str approximate='none') -> Tensor", {kPointwise});
-  // fused backward kernels (what the derivative formulas call)
-  m.def("threshold_backward(Tensor grad_output, Tensor self, float threshold) -> Tensor", {kPointwise});
-  m.def("sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor", {kPointwise});
-  m.def("tanh_backward(Tensor grad_output, Tensor output) -> Tensor", {kPointwise});
-  m.def("silu_backward(Tensor grad_output, Tensor self) -> Tensor", {kPointwise});
-  m.def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor", {kPointwise});
-
   // ---- in-place ----
-  m.def("add_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  m.def("add_.Scalar(Tensor(a!) self, float other) -> Tensor(a!)");
-  m.def("mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  m.def("mul_.Scalar(Tensor(a!) self, float other) -> Tensor(a!)");
-  m.def("relu_(Tensor(a!) self) -> Tensor(a!)");
   m.def("zero_(Tensor(a!) self) -> Tensor(a!)");
   m.def("fill_(Tensor(a!) self, float value) -> Tensor(a!)");
   m.def("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)");
