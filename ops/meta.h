@@ -44,6 +44,11 @@ TensorMeta grad_meta(const char* op, const Tensor& grad_output, const Tensor& x)
 TensorMeta threshold_backward_meta(const char* op, const Tensor& grad_output, const Tensor& self, double threshold);
 TensorMeta gelu_backward_meta(const char* op, const Tensor& grad_output, const Tensor& self,
                               const std::string& approximate);
+// An in-place update of a floating self by other operands that broadcast to self's shape
+// (addcmul_, addcdiv_, lerp_: the optimizers' updates).
+void inplace_update_meta(const char* op, const Tensor& self, std::initializer_list<const Tensor*> others);
+void addc_meta(const char* op, const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, double value);
+void lerp_meta(const char* op, const Tensor& self, const Tensor& end, double weight);
 
 // ---- ops/reduction.cpp ----
 // Which dims are reduced (all when dims is None or empty).
@@ -90,12 +95,6 @@ void check_triu(const Tensor& self);
 // dtype, overlap and argument checks of uniform_ / normal_
 void check_uniform(const Tensor& self, double from, double to);
 void check_normal(const Tensor& self, double std);
-
-// ---- ops/pointwise_ops.cpp ----
-// An in-place update of a floating self by other operands that broadcast to self's shape.
-void inplace_update_meta(const char* op, const Tensor& self, std::initializer_list<const Tensor*> others);
-// maximum / minimum: broadcasting, promoted dtype.
-TensorMeta extremum_meta(const char* op, const Tensor& a, const Tensor& b);
 
 // ---- ops/softmax.cpp ----
 // A contiguous tensor seen as [outer, dim_size, inner] around dim (a 0-d tensor is one element).

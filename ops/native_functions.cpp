@@ -6,14 +6,11 @@
 
 namespace remat {
 namespace {
-constexpr Tag kPointwise = Tag::pointwise;
 constexpr Tag kSeeded = Tag::nondeterministic_seeded;
 }  // namespace
 
 REMAT_LIBRARY_FRAGMENT(aten, m) {
-  // ---- pointwise (the elementwise ops of ops/pointwise.def get their schemas from that table) ----
-  m.def("maximum(Tensor self, Tensor other) -> Tensor", {kPointwise});
-  m.def("minimum(Tensor self, Tensor other) -> Tensor", {kPointwise});
+  // ---- pointwise: the elementwise ops, maximum and addcmul_ too, are defined in ops/pointwise.def ----
 
   // ---- in-place ----
   m.def("zero_(Tensor(a!) self) -> Tensor(a!)");
@@ -21,10 +18,6 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)");
   m.def("uniform_(Tensor(a!) self, float from=0., float to=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
   m.def("normal_(Tensor(a!) self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
-  // the optimizers' updates (ops/pointwise_ops.cpp)
-  m.def("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, float value=1) -> Tensor(a!)");
-  m.def("addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, float value=1) -> Tensor(a!)");
-  m.def("lerp_.Scalar(Tensor(a!) self, Tensor end, float weight) -> Tensor(a!)");
   // AdamW's whole update of one parameter (ops/fused_adam.cpp; optim::AdamW with fused(true))
   m.def("_fused_adamw_(Tensor(a!) self, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, Tensor grad, *, float lr, "
         "float beta1, float beta2, float weight_decay, float eps, int step, bool maximize=False) -> Tensor(a!)");

@@ -1,5 +1,6 @@
-// Mirrors the CPU TORCH_IMPL_FUNCs of ATen/native/BinaryOps.cpp, UnaryOps.cpp, Activation.cpp and
-// TensorCompare.cpp (their loops: ATen/native/cpu/*Kernel.cpp, here kernels/cpu/pointwise.h):
+// Mirrors the CPU TORCH_IMPL_FUNCs of ATen/native/BinaryOps.cpp, UnaryOps.cpp, Activation.cpp,
+// TensorCompare.cpp, PointwiseOps.cpp and Lerp.cpp (their loops: ATen/native/cpu/*Kernel.cpp, here
+// kernels/cpu/pointwise.h and pointwise_ops.h):
 // one out= kernel per elementwise op of ops/pointwise.def, registered at the CPU key from that
 // table. The meta function has run when a kernel starts (ops/structured.h), and out is not empty.
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "engine/dispatch/library.h"
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/pointwise.h"
+#include "kernels/cpu/pointwise_ops.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
 #include "ops/pointwise_defs.h"
@@ -102,6 +104,18 @@ void gelu_cpu(const char* op, const Tensor& out, const Tensor& a, const std::str
     });
   });
 }
+
+template <bool kMax>
+void extremum_cpu(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  Tensor ac = cast_cpu(a, out.dtype()), bc = cast_cpu(b, out.dtype());
+  auto loop = make_loop(out, {&ac, &bc});
+  REMAT_DISPATCH_ALL_TYPES(out.dtype(), op, [&] {
+    cpu::extremum_kernel<scalar_t, kMax>(loop, out.data_ptr<scalar_t>(), ac.data_ptr<scalar_t>(),
+                                         bc.data_ptr<scalar_t>());
+  });
+}
+constexpr auto maximum_cpu = &extremum_cpu<true>;
+constexpr auto minimum_cpu = &extremum_cpu<false>;
 
 void eq_cpu(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
   const ScalarType common = promoteTypes(a.dtype(), b.dtype());  // compared in the promoted dtype
@@ -207,6 +221,38 @@ void gelu_backward_cpu(const char* op, const Tensor& out, const Tensor& grad, co
   });
 }
 
+// ---------------------------------------------------------------------------------------------
+// the optimizers' updates, in place: out is self
+// ---------------------------------------------------------------------------------------------
+
+// self += value * t1 (* or /) t2
+template <bool kDivide>
+void addc_cpu(const char* op, const Tensor& out, const Tensor& self, const Tensor& t1, const Tensor& t2,
+              double value) {
+  Tensor a = cast_cpu(t1, self.dtype()), b = cast_cpu(t2, self.dtype());
+  auto loop = make_loop(out, {&self, &a, &b});
+  REMAT_DISPATCH_FLOATING_TYPES(self.dtype(), op, [&] {
+    if constexpr (kDivide) {
+      cpu::addcdiv_kernel(loop, out.data_ptr<scalar_t>(), self.data_ptr<scalar_t>(), a.data_ptr<scalar_t>(),
+                          b.data_ptr<scalar_t>(), value);
+    } else {
+      cpu::addcmul_kernel(loop, out.data_ptr<scalar_t>(), self.data_ptr<scalar_t>(), a.data_ptr<scalar_t>(),
+                          b.data_ptr<scalar_t>(), value);
+    }
+  });
+}
+constexpr auto addcmul_cpu = &addc_cpu<false>;
+constexpr auto addcdiv_cpu = &addc_cpu<true>;
+
+// self += weight * (end - self)
+void lerp_cpu(const char* op, const Tensor& out, const Tensor& self, const Tensor& end, double weight) {
+  Tensor e = cast_cpu(end, self.dtype());
+  auto loop = make_loop(out, {&self, &e});
+  REMAT_DISPATCH_FLOATING_TYPES(self.dtype(), op, [&] {
+    cpu::lerp_kernel(loop, out.data_ptr<scalar_t>(), self.data_ptr<scalar_t>(), e.data_ptr<scalar_t>(), weight);
+  });
+}
+
 }  // namespace
 
 REMAT_LIBRARY_IMPL(aten, CPU, m) {
@@ -219,7 +265,9 @@ REMAT_LIBRARY_IMPL(aten, CPU, m) {
 #define REMAT_SCALAR(NAME, META, CPU_OP, CUDA_OP, VARIANTS) \
   impl<structured_##NAME##_Scalar, CPUBackend, &scalar_cpu<cpu::CPU_OP>>(m);
 #define REMAT_POINTWISE(NAME, SCHEMA, SIGNATURE, META, CPU_IMPL, CUDA_IMPL) \
-  impl<structured_##NAME, CPUBackend, &CPU_IMPL>(m);
+  impl<structured_##NAME, CPUBackend, CPU_IMPL>(m);
+#define REMAT_POINTWISE_INPLACE(NAME, OVERLOAD, SCHEMA, SIGNATURE, META, CPU_IMPL, CUDA_IMPL) \
+  impl<structured_##NAME##_, CPUBackend, CPU_IMPL>(m);
 #include "ops/pointwise.def"
 }
 

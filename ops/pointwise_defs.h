@@ -62,6 +62,14 @@ namespace remat::ops {
     static constexpr auto meta = &META;                                   \
   };
 
+#define REMAT_POINTWISE_INPLACE(NAME, OVERLOAD, SCHEMA, SIGNATURE, META, CPU_IMPL, CUDA_IMPL) \
+  struct structured_##NAME##_ {                                                                 \
+    using Sig = Tensor SIGNATURE;                                                               \
+    static constexpr const char* inplace_name = "aten::" #NAME "_" OVERLOAD;                    \
+    static constexpr const char* inplace_schema = SCHEMA;                                       \
+    static constexpr auto inplace_meta = &META;                                                 \
+  };
+
 #include "ops/pointwise.def"
 
 }  // namespace remat::ops

@@ -1,5 +1,5 @@
-// Mirrors the TORCH_META_FUNCs of ATen/native/BinaryOps.cpp, UnaryOps.cpp, Activation.cpp and
-// TensorCompare.cpp, with the schemas and Meta kernels torchgen makes of them: the meta functions
+// Mirrors the TORCH_META_FUNCs of ATen/native/BinaryOps.cpp, UnaryOps.cpp, Activation.cpp,
+// TensorCompare.cpp, PointwiseOps.cpp and Lerp.cpp, with the schemas and Meta kernels torchgen makes of them: the meta functions
 // of the elementwise ops (shared by every backend: declared in ops/meta.h), and the ops of
 // ops/pointwise.def defined and registered at the Meta key from that table.
 #include <cmath>
@@ -124,6 +124,27 @@ TensorMeta gelu_backward_meta(const char* op, const Tensor& grad_output, const T
   return grad_meta(op, grad_output, self);
 }
 
+// An in-place update of a floating self by other operands that broadcast to self's shape.
+void inplace_update_meta(const char* op, const Tensor& self, std::initializer_list<const Tensor*> others) {
+  check_defined(op, self, "self");
+  check_floating(op, self, "self");
+  check_no_internal_overlap(op, self);
+  Shape shape = self.sizes();
+  for (const Tensor* t : others) {
+    check_defined(op, *t, "tensor");
+    common_device(op, {&self, t});
+    shape = broadcast_shapes(op, shape, t->sizes());
+  }
+  REMAT_CHECK(shape == self.sizes(), op, ": output with shape ", self.sizes(), " doesn't match the broadcast shape ",
+              shape);
+}
+
+void addc_meta(const char* op, const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, double) {
+  inplace_update_meta(op, self, {&tensor1, &tensor2});
+}
+
+void lerp_meta(const char* op, const Tensor& self, const Tensor& end, double) { inplace_update_meta(op, self, {&end}); }
+
 // The schemas of the table's ops (their in-place variants untagged, as before).
 REMAT_LIBRARY_FRAGMENT(aten, m) {
 #define REMAT_ROW(NAME) structured::define<structured_##NAME>(m, {Tag::pointwise});
@@ -131,6 +152,7 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
 #define REMAT_BINARY(NAME, ...) REMAT_ROW(NAME)
 #define REMAT_SCALAR(NAME, ...) REMAT_ROW(NAME##_Scalar)
 #define REMAT_POINTWISE(NAME, ...) REMAT_ROW(NAME)
+#define REMAT_POINTWISE_INPLACE(NAME, ...) REMAT_ROW(NAME##_)
 #include "ops/pointwise.def"
 #undef REMAT_ROW
 }
@@ -142,6 +164,7 @@ REMAT_LIBRARY_IMPL(aten, Meta, m) {
 #define REMAT_BINARY(NAME, ...) REMAT_ROW(NAME)
 #define REMAT_SCALAR(NAME, ...) REMAT_ROW(NAME##_Scalar)
 #define REMAT_POINTWISE(NAME, ...) REMAT_ROW(NAME)
+#define REMAT_POINTWISE_INPLACE(NAME, ...) REMAT_ROW(NAME##_)
 #include "ops/pointwise.def"
 #undef REMAT_ROW
 }

@@ -13,6 +13,8 @@
 //     static constexpr const char* inplace_schema = "(Tensor(a!) self) -> Tensor(a!)";
 //     static void inplace_meta(const char* op, const Tensor& self);
 //   };
+// An op with an in-place variant alone (addcmul_) has no name, schema or meta; its Sig is still
+// the functional one's, self first.
 // A backend gives one kernel, impl(op, out, args...), that writes into an output of the meta's
 // geometry (TORCH_IMPL_FUNC); the functional variant allocates that output, the in-place one
 // passes self. So the meta function runs once per call, in the wrapper, under the name the Def
@@ -29,7 +31,13 @@
 
 namespace remat::ops::structured {
 
-// Whether Def has an in-place variant (an inplace_name member).
+// Whether Def has a functional variant (a name member; addcmul_ has none) and an in-place one
+// (an inplace_name member).
+template <class Def, class = void>
+struct HasFunctional : std::false_type {};
+template <class Def>
+struct HasFunctional<Def, std::void_t<decltype(Def::name)>> : std::true_type {};
+
 template <class Def, class = void>
 struct HasInplace : std::false_type {};
 template <class Def>
@@ -90,15 +98,16 @@ struct InplaceVariants<Tensor(const Tensor&, Rest...)> {
 // m.def of the op's schemas (the in-place one carries no tags, as in native_functions.yaml).
 template <class Def>
 void define(Library& m, std::vector<Tag> tags) {
-  m.def(std::string(Def::name) + Def::schema, std::move(tags));
+  if constexpr (HasFunctional<Def>::value) m.def(std::string(Def::name) + Def::schema, std::move(tags));
   if constexpr (HasInplace<Def>::value) m.def(std::string(Def::inplace_name) + Def::inplace_schema);
 }
 
 // m.impl of the op's variants for one backend, all from its one kernel.
 template <class Def, class Backend, auto Impl>
 void impl(Library& m) {
-  m.impl(Def::name, KernelFunction::makeFromUnboxedFunction<
-                        &Variants<typename Def::Sig>::template functional<Def, Backend, Impl>>());
+  if constexpr (HasFunctional<Def>::value)
+    m.impl(Def::name, KernelFunction::makeFromUnboxedFunction<
+                          &Variants<typename Def::Sig>::template functional<Def, Backend, Impl>>());
   if constexpr (HasInplace<Def>::value) {
     using V = typename InplaceVariants<typename Def::Sig>::V;
     m.impl(Def::inplace_name, KernelFunction::makeFromUnboxedFunction<&V::template inplace<Def, Backend, Impl>>());
@@ -107,7 +116,9 @@ void impl(Library& m) {
 
 template <class Def>
 void impl_meta(Library& m) {
-  m.impl(Def::name, KernelFunction::makeFromUnboxedFunction<&Variants<typename Def::Sig>::template meta_functional<Def>>());
+  if constexpr (HasFunctional<Def>::value)
+    m.impl(Def::name,
+           KernelFunction::makeFromUnboxedFunction<&Variants<typename Def::Sig>::template meta_functional<Def>>());
   if constexpr (HasInplace<Def>::value) {
     using V = typename InplaceVariants<typename Def::Sig>::V;
     m.impl(Def::inplace_name, KernelFunction::makeFromUnboxedFunction<&V::template meta_inplace<Def>>());

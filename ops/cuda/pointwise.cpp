@@ -1,10 +1,11 @@
 // Mirrors the CUDA TORCH_IMPL_FUNCs of ATen/native/cuda/{BinaryArithmeticKernel,UnaryOpsKernel,
-// Activation*,CompareEQKernel,TensorCompare}.cu: one out= kernel per elementwise op of
-// ops/pointwise.def over the loops of kernels/cuda/pointwise.h, registered at the CUDA key from
+// Activation*,CompareEQKernel,TensorCompare,MaxMinElementwiseKernel,PointwiseOpsKernel,Lerp}.cu: one out= kernel per elementwise op of
+// ops/pointwise.def over the loops of kernels/cuda/pointwise.h and pointwise_ops.h, registered at the CUDA key from
 // that table. The meta function has run when a kernel starts (ops/structured.h), and out is not
 // empty; the device guard is CUDABackend's (ops/cuda/cuda_utils.h).
 #include "engine/dispatch/library.h"
 #include "kernels/cuda/pointwise.h"
+#include "kernels/cuda/pointwise_ops.h"
 #include "ops/cuda/cuda_utils.h"
 #include "ops/dispatch_dtype.h"
 #include "ops/pointwise_defs.h"
@@ -63,6 +64,15 @@ void gelu_cuda(const char* op, const Tensor& out, const Tensor& a, const std::st
             out.data_ptr(), a.data_ptr(), cuda_stream(out.device()));
 }
 
+template <bool kMax>
+void extremum_cuda(const char*, const Tensor& out, const Tensor& a, const Tensor& b) {
+  Tensor ac = cast_cuda(a, out.dtype()), bc = cast_cuda(b, out.dtype());
+  kc::extremum(kMax, out.dtype(), cuda_loop(out, {&ac, &bc}), out.data_ptr(), ac.data_ptr(), bc.data_ptr(),
+               cuda_stream(out.device()));
+}
+constexpr auto maximum_cuda = &extremum_cuda<true>;
+constexpr auto minimum_cuda = &extremum_cuda<false>;
+
 void eq_cuda(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
   const ScalarType common = promoteTypes(a.dtype(), b.dtype());  // compared in the promoted dtype
   Tensor ac = cast_cuda(a, common), bc = cast_cuda(b, common);
@@ -108,6 +118,25 @@ void gelu_backward_cuda(const char*, const Tensor& out, const Tensor& grad, cons
   grad_map_cuda(approximate == "tanh" ? kc::GradOp::GeluTanh : kc::GradOp::Gelu, out, grad, self);
 }
 
+// ---------------------------------------------------------------------------------------------
+// the optimizers' updates, in place: out is self
+// ---------------------------------------------------------------------------------------------
+
+template <kc::AddcOp Op>
+void addc_cuda(const char*, const Tensor& out, const Tensor& self, const Tensor& t1, const Tensor& t2, double value) {
+  Tensor a = cast_cuda(t1, self.dtype()), b = cast_cuda(t2, self.dtype());
+  kc::addc(Op, self.dtype(), cuda_loop(out, {&self, &a, &b}), out.data_ptr(), self.data_ptr(), a.data_ptr(),
+           b.data_ptr(), value, cuda_stream(out.device()));
+}
+constexpr auto addcmul_cuda = &addc_cuda<kc::AddcOp::Mul>;
+constexpr auto addcdiv_cuda = &addc_cuda<kc::AddcOp::Div>;
+
+void lerp_cuda(const char*, const Tensor& out, const Tensor& self, const Tensor& end, double weight) {
+  Tensor e = cast_cuda(end, self.dtype());
+  kc::lerp(self.dtype(), cuda_loop(out, {&self, &e}), out.data_ptr(), self.data_ptr(), e.data_ptr(), weight,
+           cuda_stream(out.device()));
+}
+
 }  // namespace
 
 REMAT_LIBRARY_IMPL(aten, CUDA, m) {
@@ -120,7 +149,9 @@ REMAT_LIBRARY_IMPL(aten, CUDA, m) {
 #define REMAT_SCALAR(NAME, META, CPU_OP, CUDA_OP, VARIANTS) \
   impl<structured_##NAME##_Scalar, CUDABackend, &scalar_cuda<kc::ScalarOp::CUDA_OP>>(m);
 #define REMAT_POINTWISE(NAME, SCHEMA, SIGNATURE, META, CPU_IMPL, CUDA_IMPL) \
-  impl<structured_##NAME, CUDABackend, &CUDA_IMPL>(m);
+  impl<structured_##NAME, CUDABackend, CUDA_IMPL>(m);
+#define REMAT_POINTWISE_INPLACE(NAME, OVERLOAD, SCHEMA, SIGNATURE, META, CPU_IMPL, CUDA_IMPL) \
+  impl<structured_##NAME##_, CUDABackend, CUDA_IMPL>(m);
 #include "ops/pointwise.def"
 }
 

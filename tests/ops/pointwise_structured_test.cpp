@@ -18,7 +18,7 @@ using namespace remat::testing;
 namespace {
 
 struct Row {
-  std::string name;          // "aten::relu"
+  std::string name;          // "aten::relu", or empty (addcmul_ has no functional variant)
   std::string inplace_name;  // "aten::relu_", or empty
   bool unary = false;
   bool needs_float = false;
@@ -26,7 +26,8 @@ struct Row {
 
 template <class Def>
 Row row(bool unary, bool needs_float) {
-  Row r{Def::name, "", unary, needs_float};
+  Row r{"", "", unary, needs_float};
+  if constexpr (ops::structured::HasFunctional<Def>::value) r.name = Def::name;
   if constexpr (ops::structured::HasInplace<Def>::value) r.inplace_name = Def::inplace_name;
   return r;
 }
@@ -37,6 +38,7 @@ const std::vector<Row>& table() {
 #define REMAT_BINARY(NAME, ...) row<ops::structured_##NAME>(false, false),
 #define REMAT_SCALAR(NAME, ...) row<ops::structured_##NAME##_Scalar>(false, false),
 #define REMAT_POINTWISE(NAME, ...) row<ops::structured_##NAME>(false, false),
+#define REMAT_POINTWISE_INPLACE(NAME, ...) row<ops::structured_##NAME##_>(false, false),
 #include "ops/pointwise.def"
   };
   return rows;
@@ -59,14 +61,16 @@ using Binary = Tensor(const Tensor&, const Tensor&);
 }  // namespace
 
 TEST_CASE("every op of ops/pointwise.def has its schemas and CPU and Meta kernels", "[pointwise][structured]") {
-  REQUIRE(table().size() == 29);
+  REQUIRE(table().size() == 34);
   int inplace = 0;
   for (const Row& r : table()) {
-    INFO(r.name);
-    OperatorHandle op = find_op(r.name);
-    CHECK(op.has_tag(Tag::pointwise));
-    CHECK(op.entry()->hasKernelForKey(DispatchKey::CPU));
-    CHECK(op.entry()->hasKernelForKey(DispatchKey::Meta));
+    INFO(r.name << " " << r.inplace_name);
+    if (!r.name.empty()) {
+      OperatorHandle op = find_op(r.name);
+      CHECK(op.has_tag(Tag::pointwise));
+      CHECK(op.entry()->hasKernelForKey(DispatchKey::CPU));
+      CHECK(op.entry()->hasKernelForKey(DispatchKey::Meta));
+    }
     if (r.inplace_name.empty()) continue;
     ++inplace;
     OperatorHandle in = find_op(r.inplace_name);
@@ -74,7 +78,7 @@ TEST_CASE("every op of ops/pointwise.def has its schemas and CPU and Meta kernel
     CHECK(in.entry()->hasKernelForKey(DispatchKey::CPU));
     CHECK(in.entry()->hasKernelForKey(DispatchKey::Meta));
   }
-  CHECK(inplace == 5);  // add_, mul_, add_.Scalar, mul_.Scalar, relu_
+  CHECK(inplace == 8);  // add_, mul_, add_.Scalar, mul_.Scalar, relu_; addcmul_, addcdiv_, lerp_.Scalar
 }
 
 TEST_CASE("relu_ on an undefined tensor: the Meta kernel raises the CPU kernel's error", "[pointwise][structured]") {
