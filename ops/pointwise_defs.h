@@ -72,4 +72,23 @@ namespace remat::ops {
 
 #include "ops/pointwise.def"
 
+#undef REMAT_VARIANT_INPLACE
+#undef REMAT_VARIANT_NO_INPLACE
+
+// f(DefTag<Def>{}) for each op of the table, in its order: what needs the Defs alone (schemas,
+// Meta kernels, tests) iterates them here, not over the table again.
+template <class Def>
+struct DefTag {
+  using type = Def;
+};
+template <class F>
+void for_each_pointwise_def(const F& f) {
+#define REMAT_UNARY(NAME, ...) f(DefTag<structured_##NAME>{});
+#define REMAT_BINARY(NAME, ...) f(DefTag<structured_##NAME>{});
+#define REMAT_SCALAR(NAME, ...) f(DefTag<structured_##NAME##_Scalar>{});
+#define REMAT_POINTWISE(NAME, ...) f(DefTag<structured_##NAME>{});
+#define REMAT_POINTWISE_INPLACE(NAME, ...) f(DefTag<structured_##NAME##_>{});
+#include "ops/pointwise.def"
+}
+
 }  // namespace remat::ops

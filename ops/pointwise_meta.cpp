@@ -147,26 +147,12 @@ void lerp_meta(const char* op, const Tensor& self, const Tensor& end, double) { 
 
 // The schemas of the table's ops (their in-place variants untagged, as before).
 REMAT_LIBRARY_FRAGMENT(aten, m) {
-#define REMAT_ROW(NAME) structured::define<structured_##NAME>(m, {Tag::pointwise});
-#define REMAT_UNARY(NAME, ...) REMAT_ROW(NAME)
-#define REMAT_BINARY(NAME, ...) REMAT_ROW(NAME)
-#define REMAT_SCALAR(NAME, ...) REMAT_ROW(NAME##_Scalar)
-#define REMAT_POINTWISE(NAME, ...) REMAT_ROW(NAME)
-#define REMAT_POINTWISE_INPLACE(NAME, ...) REMAT_ROW(NAME##_)
-#include "ops/pointwise.def"
-#undef REMAT_ROW
+  for_each_pointwise_def([&](auto def) { structured::define<typename decltype(def)::type>(m, {Tag::pointwise}); });
 }
 
 // The Meta kernels: the meta function alone.
 REMAT_LIBRARY_IMPL(aten, Meta, m) {
-#define REMAT_ROW(NAME) structured::impl_meta<structured_##NAME>(m);
-#define REMAT_UNARY(NAME, ...) REMAT_ROW(NAME)
-#define REMAT_BINARY(NAME, ...) REMAT_ROW(NAME)
-#define REMAT_SCALAR(NAME, ...) REMAT_ROW(NAME##_Scalar)
-#define REMAT_POINTWISE(NAME, ...) REMAT_ROW(NAME)
-#define REMAT_POINTWISE_INPLACE(NAME, ...) REMAT_ROW(NAME##_)
-#include "ops/pointwise.def"
-#undef REMAT_ROW
+  for_each_pointwise_def([&](auto def) { structured::impl_meta<typename decltype(def)::type>(m); });
 }
 
 }  // namespace remat::ops

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "remat.h"
@@ -17,6 +18,9 @@ using namespace remat::testing;
 
 namespace {
 
+using Unary = Tensor(const Tensor&);
+using Binary = Tensor(const Tensor&, const Tensor&);
+
 struct Row {
   std::string name;          // "aten::relu", or empty (addcmul_ has no functional variant)
   std::string inplace_name;  // "aten::relu_", or empty
@@ -25,22 +29,23 @@ struct Row {
 };
 
 template <class Def>
-Row row(bool unary, bool needs_float) {
-  Row r{"", "", unary, needs_float};
+Row row() {
+  Row r;
   if constexpr (ops::structured::HasFunctional<Def>::value) r.name = Def::name;
   if constexpr (ops::structured::HasInplace<Def>::value) r.inplace_name = Def::inplace_name;
+  if constexpr (std::is_same_v<typename Def::Sig, Unary>) {
+    r.unary = true;
+    r.needs_float = Def::needs_float;
+  }
   return r;
 }
 
 const std::vector<Row>& table() {
-  static const std::vector<Row> rows = {
-#define REMAT_UNARY(NAME, NEEDS_FLOAT, ...) row<ops::structured_##NAME>(true, NEEDS_FLOAT),
-#define REMAT_BINARY(NAME, ...) row<ops::structured_##NAME>(false, false),
-#define REMAT_SCALAR(NAME, ...) row<ops::structured_##NAME##_Scalar>(false, false),
-#define REMAT_POINTWISE(NAME, ...) row<ops::structured_##NAME>(false, false),
-#define REMAT_POINTWISE_INPLACE(NAME, ...) row<ops::structured_##NAME##_>(false, false),
-#include "ops/pointwise.def"
-  };
+  static const std::vector<Row> rows = [] {
+    std::vector<Row> v;
+    ops::for_each_pointwise_def([&](auto def) { v.push_back(row<typename decltype(def)::type>()); });
+    return v;
+  }();
   return rows;
 }
 
@@ -54,9 +59,6 @@ std::string error_of(const F& call) {
   }
   return "";
 }
-
-using Unary = Tensor(const Tensor&);
-using Binary = Tensor(const Tensor&, const Tensor&);
 
 }  // namespace
 
