@@ -1,8 +1,8 @@
 // Mirrors the CPU TORCH_IMPL_FUNCs of ATen/native/BinaryOps.cpp, UnaryOps.cpp, Activation.cpp,
 // TensorCompare.cpp, PointwiseOps.cpp and Lerp.cpp (their loops: ATen/native/cpu/*Kernel.cpp, here
-// kernels/cpu/pointwise.h and pointwise_ops.h):
-// one out= kernel per elementwise op of ops/pointwise.def, registered at the CPU key from that
-// table. The meta function has run when a kernel starts (ops/structured.h), and out is not empty.
+// kernels/cpu/pointwise.h and pointwise_ops.h): one out= kernel per elementwise op of
+// ops/pointwise.def, registered at the CPU key from that table. The meta function has run when a
+// kernel starts (ops/structured.h), and out is not empty.
 #include <algorithm>
 #include <cmath>
 #include <limits>

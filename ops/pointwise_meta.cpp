@@ -1,7 +1,7 @@
 // Mirrors the TORCH_META_FUNCs of ATen/native/BinaryOps.cpp, UnaryOps.cpp, Activation.cpp,
-// TensorCompare.cpp, PointwiseOps.cpp and Lerp.cpp, with the schemas and Meta kernels torchgen makes of them: the meta functions
-// of the elementwise ops (shared by every backend: declared in ops/meta.h), and the ops of
-// ops/pointwise.def defined and registered at the Meta key from that table.
+// TensorCompare.cpp, PointwiseOps.cpp and Lerp.cpp, with the schemas and Meta kernels torchgen
+// makes of them: the meta functions of the elementwise ops (shared by every backend: declared in
+// ops/meta.h), and the ops of ops/pointwise.def defined and registered at the Meta key.
 #include <cmath>
 
 #include "engine/dispatch/library.h"

@@ -1,8 +1,9 @@
 // Mirrors the CUDA TORCH_IMPL_FUNCs of ATen/native/cuda/{BinaryArithmeticKernel,UnaryOpsKernel,
-// Activation*,CompareEQKernel,TensorCompare,MaxMinElementwiseKernel,PointwiseOpsKernel,Lerp}.cu: one out= kernel per elementwise op of
-// ops/pointwise.def over the loops of kernels/cuda/pointwise.h and pointwise_ops.h, registered at the CUDA key from
-// that table. The meta function has run when a kernel starts (ops/structured.h), and out is not
-// empty; the device guard is CUDABackend's (ops/cuda/cuda_utils.h).
+// Activation*,CompareEQKernel,TensorCompare,MaxMinElementwiseKernel,PointwiseOpsKernel,Lerp}.cu:
+// one out= kernel per elementwise op of ops/pointwise.def over the loops of
+// kernels/cuda/pointwise.h and pointwise_ops.h, registered at the CUDA key from that table. The
+// meta function has run when a kernel starts (ops/structured.h), and out is not empty; the device
+// guard is CUDABackend's (ops/cuda/cuda_utils.h).
 #include "engine/dispatch/library.h"
 #include "kernels/cuda/pointwise.h"
 #include "kernels/cuda/pointwise_ops.h"
