@@ -4,6 +4,7 @@
 
 #include "engine/dispatch/dispatcher.h"
 #include "ops/pointwise_defs.h"
+#include "ops/softmax_defs.h"
 
 namespace remat {
 
@@ -18,7 +19,7 @@ TypedOperatorHandle<Sig> lookup(const char* name) {
 // REMAT_OP(Sig, "aten::x"): a function-local handle, looked up on first use.
 #define REMAT_OP(SIG, NAME) static const auto op = lookup<SIG>(NAME)
 
-// An op of ops/pointwise.def by its Def: one handle per Def, looked up on first use.
+// An op by its Def (ops/pointwise_defs.h, ops/softmax_defs.h): one handle per Def, looked up on first use.
 template <class Def, class... A>
 Tensor call_def(const A&... args) {
   static const auto op = lookup<typename Def::Sig>(Def::name);
@@ -90,15 +91,13 @@ Tensor mean(T a, const Shape& dims, bool keepdim) { REMAT_OP(Reduce, "aten::mean
 Tensor amax(T a, int64_t dim, bool keepdim) { REMAT_OP(Tensor(T, int64_t, bool), "aten::amax"); return op.call(a, dim, keepdim); }
 Tensor sum_to_size(T a, const Shape& size) { REMAT_OP(Tensor(T, const Shape&), "aten::sum_to_size"); return op.call(a, size); }
 
-Tensor softmax(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::softmax"); return op.call(a, dim); }
-Tensor log_softmax(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::log_softmax"); return op.call(a, dim); }
+Tensor softmax(T a, int64_t dim) { return call_def<ops::structured_softmax>(a, dim); }
+Tensor log_softmax(T a, int64_t dim) { return call_def<ops::structured_log_softmax>(a, dim); }
 Tensor _softmax_backward_data(T g, T out, int64_t dim) {
-  REMAT_OP(Tensor(T, T, int64_t), "aten::_softmax_backward_data");
-  return op.call(g, out, dim);
+  return call_def<ops::structured__softmax_backward_data>(g, out, dim);
 }
 Tensor _log_softmax_backward_data(T g, T out, int64_t dim) {
-  REMAT_OP(Tensor(T, T, int64_t), "aten::_log_softmax_backward_data");
-  return op.call(g, out, dim);
+  return call_def<ops::structured__log_softmax_backward_data>(g, out, dim);
 }
 Tensor layer_norm(T x, const Shape& shape, T w, T b, double eps) {
   REMAT_OP(Tensor(T, const Shape&, T, T, double), "aten::layer_norm");

@@ -39,11 +39,7 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("amax(Tensor self, int dim, bool keepdim=False) -> Tensor");
   m.def("sum_to_size(Tensor self, int[] size) -> Tensor");  // composite
 
-  // ---- normalisation, activations with state, losses ----
-  m.def("softmax(Tensor self, int dim) -> Tensor");
-  m.def("log_softmax(Tensor self, int dim) -> Tensor");
-  m.def("_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor");
-  m.def("_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor");
+  // ---- normalisation, activations with state, losses (softmax: ops/softmax_defs.h) ----
   m.def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor");  // composite
   m.def("native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)");
   m.def("native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias) -> (Tensor, Tensor, Tensor)");

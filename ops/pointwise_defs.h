@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ops/meta.h"
+#include "ops/structured.h"
 
 namespace remat::ops {
 
@@ -75,19 +76,15 @@ namespace remat::ops {
 #undef REMAT_VARIANT_INPLACE
 #undef REMAT_VARIANT_NO_INPLACE
 
-// f(DefTag<Def>{}) for each op of the table, in its order: what needs the Defs alone (schemas,
-// Meta kernels, tests) iterates them here, not over the table again.
-template <class Def>
-struct DefTag {
-  using type = Def;
-};
+// f(structured::DefTag<Def>{}) for each op of the table, in its order: what needs the Defs alone
+// (schemas, Meta kernels, tests) iterates them here, not over the table again.
 template <class F>
 void for_each_pointwise_def(const F& f) {
-#define REMAT_UNARY(NAME, ...) f(DefTag<structured_##NAME>{});
-#define REMAT_BINARY(NAME, ...) f(DefTag<structured_##NAME>{});
-#define REMAT_SCALAR(NAME, ...) f(DefTag<structured_##NAME##_Scalar>{});
-#define REMAT_POINTWISE(NAME, ...) f(DefTag<structured_##NAME>{});
-#define REMAT_POINTWISE_INPLACE(NAME, ...) f(DefTag<structured_##NAME##_>{});
+#define REMAT_UNARY(NAME, ...) f(structured::DefTag<structured_##NAME>{});
+#define REMAT_BINARY(NAME, ...) f(structured::DefTag<structured_##NAME>{});
+#define REMAT_SCALAR(NAME, ...) f(structured::DefTag<structured_##NAME##_Scalar>{});
+#define REMAT_POINTWISE(NAME, ...) f(structured::DefTag<structured_##NAME>{});
+#define REMAT_POINTWISE_INPLACE(NAME, ...) f(structured::DefTag<structured_##NAME##_>{});
 #include "ops/pointwise.def"
 }
 

@@ -31,6 +31,12 @@
 
 namespace remat::ops::structured {
 
+// A Def as a value, for the for_each_*_def functions that walk a family's Defs.
+template <class Def>
+struct DefTag {
+  using type = Def;
+};
+
 // Whether Def has a functional variant (a name member; addcmul_ has none) and an in-place one
 // (an inplace_name member).
 template <class Def, class = void>
