@@ -3,6 +3,8 @@
 #include "ops/functions.h"
 
 #include "engine/dispatch/dispatcher.h"
+#include "ops/pointwise_defs.h"
+#include "ops/softmax_defs.h"
 
 namespace remat {
 
@@ -17,6 +19,20 @@ TypedOperatorHandle<Sig> lookup(const char* name) {
 // REMAT_OP(Sig, "aten::x"): a function-local handle, looked up on first use.
 #define REMAT_OP(SIG, NAME) static const auto op = lookup<SIG>(NAME)
 
+// An op by its Def (ops/pointwise_defs.h, ops/softmax_defs.h): one handle per Def, looked up on first use.
+template <class Def, class... A>
+Tensor call_def(const A&... args) {
+  static const auto op = lookup<typename Def::Sig>(Def::name);
+  return op.call(args...);
+}
+// Its in-place variant (the same C++ signature); the caller's handle back.
+template <class Def, class... A>
+Tensor& call_inplace(Tensor& self, const A&... rest) {
+  static const auto op = lookup<typename Def::Sig>(Def::inplace_name);
+  op.call(self, rest...);
+  return self;
+}
+
 using Unary = Tensor(T);
 using Tensor2 = std::tuple<Tensor, Tensor>;
 using Tensor3 = std::tuple<Tensor, Tensor, Tensor>;
@@ -24,35 +40,26 @@ using Tensor4 = std::tuple<Tensor, Tensor, Tensor, Tensor>;
 using Binary = Tensor(T, T);
 using WithScalar = Tensor(T, double);
 
-Tensor add(T a, T b) { REMAT_OP(Binary, "aten::add"); return op.call(a, b); }
-Tensor sub(T a, T b) { REMAT_OP(Binary, "aten::sub"); return op.call(a, b); }
-Tensor mul(T a, T b) { REMAT_OP(Binary, "aten::mul"); return op.call(a, b); }
-Tensor div(T a, T b) { REMAT_OP(Binary, "aten::div"); return op.call(a, b); }
-Tensor add(T a, double b) { REMAT_OP(WithScalar, "aten::add.Scalar"); return op.call(a, b); }
-Tensor mul(T a, double b) { REMAT_OP(WithScalar, "aten::mul.Scalar"); return op.call(a, b); }
-Tensor div(T a, double b) { REMAT_OP(WithScalar, "aten::div.Scalar"); return op.call(a, b); }
-Tensor pow(T a, double e) { REMAT_OP(WithScalar, "aten::pow"); return op.call(a, e); }
-Tensor eq(T a, T b) { REMAT_OP(Binary, "aten::eq"); return op.call(a, b); }
-Tensor where(T c, T a, T b) { REMAT_OP(Tensor(T, T, T), "aten::where"); return op.call(c, a, b); }
-Tensor masked_fill(T a, T mask, double v) { REMAT_OP(Tensor(T, T, double), "aten::masked_fill"); return op.call(a, mask, v); }
-Tensor maximum(T a, T b) { REMAT_OP(Binary, "aten::maximum"); return op.call(a, b); }
-Tensor minimum(T a, T b) { REMAT_OP(Binary, "aten::minimum"); return op.call(a, b); }
+// The elementwise ops of ops/pointwise.def: each call's name and C++ signature are its row's Def.
+#define REMAT_UNARY(NAME, ...) \
+  Tensor NAME(T a) { return call_def<ops::structured_##NAME>(a); }
+#define REMAT_BINARY(NAME, ...) \
+  Tensor NAME(T a, T b) { return call_def<ops::structured_##NAME>(a, b); }
+#define REMAT_SCALAR(NAME, ...) \
+  Tensor NAME(T a, double b) { return call_def<ops::structured_##NAME##_Scalar>(a, b); }
+#define REMAT_POINTWISE(NAME, ...)
+#define REMAT_POINTWISE_INPLACE(NAME, ...)
+#include "ops/pointwise.def"
+Tensor pow(T a, double e) { return call_def<ops::structured_pow>(a, e); }
+Tensor eq(T a, T b) { return call_def<ops::structured_eq>(a, b); }
+Tensor where(T c, T a, T b) { return call_def<ops::structured_where>(c, a, b); }
+Tensor masked_fill(T a, T mask, double v) { return call_def<ops::structured_masked_fill>(a, mask, v); }
+Tensor maximum(T a, T b) { return call_def<ops::structured_maximum>(a, b); }
+Tensor minimum(T a, T b) { return call_def<ops::structured_minimum>(a, b); }
 Tensor triu(T a, int64_t k) { REMAT_OP(Tensor(T, int64_t), "aten::triu"); return op.call(a, k); }
 
 #define REMAT_UNARY_FN(NAME) \
   Tensor NAME(T a) { REMAT_OP(Unary, "aten::" #NAME); return op.call(a); }
-REMAT_UNARY_FN(neg)
-REMAT_UNARY_FN(exp)
-REMAT_UNARY_FN(log)
-REMAT_UNARY_FN(sin)
-REMAT_UNARY_FN(cos)
-REMAT_UNARY_FN(tanh)
-REMAT_UNARY_FN(sigmoid)
-REMAT_UNARY_FN(relu)
-REMAT_UNARY_FN(silu)
-REMAT_UNARY_FN(sqrt)
-REMAT_UNARY_FN(rsqrt)
-REMAT_UNARY_FN(abs)
 REMAT_UNARY_FN(clone)
 REMAT_UNARY_FN(contiguous)
 REMAT_UNARY_FN(detach)
@@ -60,20 +67,15 @@ REMAT_UNARY_FN(zeros_like)
 REMAT_UNARY_FN(ones_like)
 #undef REMAT_UNARY_FN
 
-Tensor gelu(T a, const std::string& approximate) {
-  REMAT_OP(Tensor(T, const std::string&), "aten::gelu");
-  return op.call(a, approximate);
-}
+Tensor gelu(T a, const std::string& approximate) { return call_def<ops::structured_gelu>(a, approximate); }
 Tensor threshold_backward(T g, T self, double threshold) {
-  REMAT_OP(Tensor(T, T, double), "aten::threshold_backward");
-  return op.call(g, self, threshold);
+  return call_def<ops::structured_threshold_backward>(g, self, threshold);
 }
-Tensor sigmoid_backward(T g, T out) { REMAT_OP(Binary, "aten::sigmoid_backward"); return op.call(g, out); }
-Tensor tanh_backward(T g, T out) { REMAT_OP(Binary, "aten::tanh_backward"); return op.call(g, out); }
-Tensor silu_backward(T g, T self) { REMAT_OP(Binary, "aten::silu_backward"); return op.call(g, self); }
+Tensor sigmoid_backward(T g, T out) { return call_def<ops::structured_sigmoid_backward>(g, out); }
+Tensor tanh_backward(T g, T out) { return call_def<ops::structured_tanh_backward>(g, out); }
+Tensor silu_backward(T g, T self) { return call_def<ops::structured_silu_backward>(g, self); }
 Tensor gelu_backward(T g, T self, const std::string& approximate) {
-  REMAT_OP(Tensor(T, T, const std::string&), "aten::gelu_backward");
-  return op.call(g, self, approximate);
+  return call_def<ops::structured_gelu_backward>(g, self, approximate);
 }
 
 Tensor mm(T a, T b) { REMAT_OP(Binary, "aten::mm"); return op.call(a, b); }
@@ -90,15 +92,13 @@ Tensor mean(T a, const Shape& dims, bool keepdim) { REMAT_OP(Reduce, "aten::mean
 Tensor amax(T a, int64_t dim, bool keepdim) { REMAT_OP(Tensor(T, int64_t, bool), "aten::amax"); return op.call(a, dim, keepdim); }
 Tensor sum_to_size(T a, const Shape& size) { REMAT_OP(Tensor(T, const Shape&), "aten::sum_to_size"); return op.call(a, size); }
 
-Tensor softmax(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::softmax"); return op.call(a, dim); }
-Tensor log_softmax(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::log_softmax"); return op.call(a, dim); }
+Tensor softmax(T a, int64_t dim) { return call_def<ops::structured_softmax>(a, dim); }
+Tensor log_softmax(T a, int64_t dim) { return call_def<ops::structured_log_softmax>(a, dim); }
 Tensor _softmax_backward_data(T g, T out, int64_t dim) {
-  REMAT_OP(Tensor(T, T, int64_t), "aten::_softmax_backward_data");
-  return op.call(g, out, dim);
+  return call_def<ops::structured__softmax_backward_data>(g, out, dim);
 }
 Tensor _log_softmax_backward_data(T g, T out, int64_t dim) {
-  REMAT_OP(Tensor(T, T, int64_t), "aten::_log_softmax_backward_data");
-  return op.call(g, out, dim);
+  return call_def<ops::structured__log_softmax_backward_data>(g, out, dim);
 }
 Tensor layer_norm(T x, const Shape& shape, T w, T b, double eps) {
   REMAT_OP(Tensor(T, const Shape&, T, T, double), "aten::layer_norm");
@@ -229,11 +229,11 @@ Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
 }
 
 // In-place: the op returns its self argument; the functional API hands back the caller's handle.
-Tensor& add_(Tensor& self, T other) { REMAT_OP(Binary, "aten::add_"); op.call(self, other); return self; }
-Tensor& add_(Tensor& self, double other) { REMAT_OP(WithScalar, "aten::add_.Scalar"); op.call(self, other); return self; }
-Tensor& mul_(Tensor& self, T other) { REMAT_OP(Binary, "aten::mul_"); op.call(self, other); return self; }
-Tensor& mul_(Tensor& self, double other) { REMAT_OP(WithScalar, "aten::mul_.Scalar"); op.call(self, other); return self; }
-Tensor& relu_(Tensor& self) { REMAT_OP(Unary, "aten::relu_"); op.call(self); return self; }
+Tensor& add_(Tensor& self, T other) { return call_inplace<ops::structured_add>(self, other); }
+Tensor& add_(Tensor& self, double other) { return call_inplace<ops::structured_add_Scalar>(self, other); }
+Tensor& mul_(Tensor& self, T other) { return call_inplace<ops::structured_mul>(self, other); }
+Tensor& mul_(Tensor& self, double other) { return call_inplace<ops::structured_mul_Scalar>(self, other); }
+Tensor& relu_(Tensor& self) { return call_inplace<ops::structured_relu>(self); }
 Tensor& zero_(Tensor& self) { REMAT_OP(Unary, "aten::zero_"); op.call(self); return self; }
 Tensor& fill_(Tensor& self, double v) { REMAT_OP(WithScalar, "aten::fill_"); op.call(self, v); return self; }
 Tensor& copy_(Tensor& self, T src) { REMAT_OP(Binary, "aten::copy_"); op.call(self, src); return self; }
@@ -248,9 +248,7 @@ Tensor& normal_(Tensor& self, double mean, double std, Generator* g) {
   return self;
 }
 Tensor& addcmul_(Tensor& self, T t1, T t2, double value) {
-  REMAT_OP(Tensor(T, T, T, double), "aten::addcmul_");
-  op.call(self, t1, t2, value);
-  return self;
+  return call_inplace<ops::structured_addcmul_>(self, t1, t2, value);
 }
 Tensor& _fused_adamw_(Tensor& self, Tensor& exp_avg, Tensor& exp_avg_sq, T grad, double lr, double beta1, double beta2,
                       double weight_decay, double eps, int64_t step, bool maximize) {
@@ -265,15 +263,9 @@ Tensor& _fused_sgd_(Tensor& self, T grad, T momentum_buffer, double weight_decay
   return self;
 }
 Tensor& addcdiv_(Tensor& self, T t1, T t2, double value) {
-  REMAT_OP(Tensor(T, T, T, double), "aten::addcdiv_");
-  op.call(self, t1, t2, value);
-  return self;
+  return call_inplace<ops::structured_addcdiv_>(self, t1, t2, value);
 }
-Tensor& lerp_(Tensor& self, T end, double weight) {
-  REMAT_OP(Tensor(T, T, double), "aten::lerp_.Scalar");
-  op.call(self, end, weight);
-  return self;
-}
+Tensor& lerp_(Tensor& self, T end, double weight) { return call_inplace<ops::structured_lerp_>(self, end, weight); }
 
 #undef REMAT_OP
 

@@ -1,7 +1,7 @@
 // The meta functions (input checks + output geometry) shared by every backend's kernels: the
 // CPU and Meta kernels in ops/*.cpp and the CUDA kernels in ops/cuda/*.cpp use the same ones,
 // as PyTorch's structured kernels share one meta function. Each is defined beside its CPU
-// kernel (ops/pointwise.cpp, reduction.cpp, linalg.cpp, copy.cpp, factory.cpp).
+// kernel (ops/pointwise_meta.cpp, reduction.cpp, linalg.cpp, copy.cpp, factory.cpp).
 #pragma once
 
 #include <initializer_list>
@@ -14,25 +14,41 @@
 
 namespace remat::ops {
 
-// ---- ops/pointwise.cpp ----
+// ---- ops/pointwise_meta.cpp: the elementwise ops of ops/pointwise.def ----
+// op: the name errors give (the table's, e.g. "aten::add" or "aten::add_").
 TensorMeta binary_meta(const char* op, const Tensor& a, const Tensor& b);
 TensorMeta unary_meta(const char* op, const Tensor& a, bool floating_only);
-// An in-place op writes into self: the other operand must broadcast to self's shape.
-void inplace_meta(const char* op, const Tensor& self, const Tensor& other);
+// An in-place op writes into self: m (the functional meta's result) must be self's shape and
+// castable to self's dtype; self must not overlap itself.
+void check_inplace_result(const char* op, const Tensor& self, const TensorMeta& m);
 // div is true division: integer inputs give a float result.
-TensorMeta div_meta(const Tensor& a, const Tensor& b);
+TensorMeta div_meta(const char* op, const Tensor& a, const Tensor& b);
 // A fractional (or non-finite) scalar cannot be applied to an integer tensor without promotion.
 bool is_fractional(double s);
 // tensor op scalar: the scalar does not promote a floating tensor (a "wrapped number"); an
 // integer tensor stays integral for an integral scalar, else becomes float (or for true_div).
 TensorMeta scalar_meta(const char* op, const Tensor& a, double s, bool true_div = false);
-TensorMeta pow_meta(const Tensor& a, double e);
+TensorMeta div_scalar_meta(const char* op, const Tensor& a, double s);
+TensorMeta pow_meta(const char* op, const Tensor& a, double e);
 // self op= s: a fractional scalar cannot be stored in an integer tensor; no internal overlap.
 void check_inplace_scalar(const char* op, const Tensor& self, double s);
 void check_gelu_approximate(const std::string& approximate);
+TensorMeta gelu_meta(const char* op, const Tensor& a, const std::string& approximate);
 void check_bool_mask(const char* op, const Tensor& mask);
-TensorMeta where_meta(const Tensor& cond, const Tensor& a, const Tensor& b);
-TensorMeta masked_fill_meta(const Tensor& self, const Tensor& mask);
+// eq: the broadcast shape, a Bool result (the inputs are compared in their promoted dtype).
+TensorMeta eq_meta(const char* op, const Tensor& a, const Tensor& b);
+TensorMeta where_meta(const char* op, const Tensor& cond, const Tensor& a, const Tensor& b);
+TensorMeta masked_fill_meta(const char* op, const Tensor& self, const Tensor& mask, double value);
+// The fused backward kernels: grad_input = f(grad_output, x), broadcasting, a floating result.
+TensorMeta grad_meta(const char* op, const Tensor& grad_output, const Tensor& x);
+TensorMeta threshold_backward_meta(const char* op, const Tensor& grad_output, const Tensor& self, double threshold);
+TensorMeta gelu_backward_meta(const char* op, const Tensor& grad_output, const Tensor& self,
+                              const std::string& approximate);
+// An in-place update of a floating self by other operands that broadcast to self's shape
+// (addcmul_, addcdiv_, lerp_: the optimizers' updates).
+void inplace_update_meta(const char* op, const Tensor& self, std::initializer_list<const Tensor*> others);
+void addc_meta(const char* op, const Tensor& self, const Tensor& tensor1, const Tensor& tensor2, double value);
+void lerp_meta(const char* op, const Tensor& self, const Tensor& end, double weight);
 
 // ---- ops/reduction.cpp ----
 // Which dims are reduced (all when dims is None or empty).
@@ -79,12 +95,6 @@ void check_triu(const Tensor& self);
 // dtype, overlap and argument checks of uniform_ / normal_
 void check_uniform(const Tensor& self, double from, double to);
 void check_normal(const Tensor& self, double std);
-
-// ---- ops/pointwise_ops.cpp ----
-// An in-place update of a floating self by other operands that broadcast to self's shape.
-void inplace_update_meta(const char* op, const Tensor& self, std::initializer_list<const Tensor*> others);
-// maximum / minimum: broadcasting, promoted dtype.
-TensorMeta extremum_meta(const char* op, const Tensor& a, const Tensor& b);
 
 // ---- ops/softmax.cpp ----
 // A contiguous tensor seen as [outer, dim_size, inner] around dim (a 0-d tensor is one element).

@@ -1,58 +1,23 @@
 // Mirrors aten/src/ATen/native/native_functions.yaml: the schema of every aten op remat has.
-// Kernels are registered per backend in the ops/*.cpp files; derivatives in
+// The elementwise ops are defined in ops/pointwise.def (schemas included). Kernels are
+// registered per backend in the ops/*.cpp files; derivatives in
 // ops/autograd/derivatives.cpp; autocast rules in ops/autocast.cpp.
 #include "engine/dispatch/library.h"
 
 namespace remat {
 namespace {
-constexpr Tag kPointwise = Tag::pointwise;
 constexpr Tag kSeeded = Tag::nondeterministic_seeded;
 }  // namespace
 
 REMAT_LIBRARY_FRAGMENT(aten, m) {
-  // ---- pointwise binary (broadcasting) ----
-  m.def("add(Tensor self, Tensor other) -> Tensor", {kPointwise});
-  m.def("sub(Tensor self, Tensor other) -> Tensor", {kPointwise});
-  m.def("mul(Tensor self, Tensor other) -> Tensor", {kPointwise});
-  m.def("div(Tensor self, Tensor other) -> Tensor", {kPointwise});
-  m.def("add.Scalar(Tensor self, float other) -> Tensor", {kPointwise});
-  m.def("mul.Scalar(Tensor self, float other) -> Tensor", {kPointwise});
-  m.def("div.Scalar(Tensor self, float other) -> Tensor", {kPointwise});
-  m.def("pow(Tensor self, float exponent) -> Tensor", {kPointwise});
-  m.def("eq(Tensor self, Tensor other) -> Tensor", {kPointwise});
-  m.def("where(Tensor condition, Tensor self, Tensor other) -> Tensor", {kPointwise});
-  m.def("masked_fill(Tensor self, Tensor mask, float value) -> Tensor", {kPointwise});
-  m.def("maximum(Tensor self, Tensor other) -> Tensor", {kPointwise});
-  m.def("minimum(Tensor self, Tensor other) -> Tensor", {kPointwise});
-
-  // ---- pointwise unary ----
-  for (const char* name : {"neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "silu", "sqrt",
-                           "rsqrt", "abs"}) {
-    m.def(std::string(name) + "(Tensor self) -> Tensor", {kPointwise});
-  }
-  m.def("gelu(Tensor self, *, str approximate='none') -> Tensor", {kPointwise});
-  // fused backward kernels (what the derivative formulas call)
-  m.def("threshold_backward(Tensor grad_output, Tensor self, float threshold) -> Tensor", {kPointwise});
-  m.def("sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor", {kPointwise});
-  m.def("tanh_backward(Tensor grad_output, Tensor output) -> Tensor", {kPointwise});
-  m.def("silu_backward(Tensor grad_output, Tensor self) -> Tensor", {kPointwise});
-  m.def("gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor", {kPointwise});
+  // ---- pointwise: the elementwise ops, maximum and addcmul_ too, are defined in ops/pointwise.def ----
 
   // ---- in-place ----
-  m.def("add_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  m.def("add_.Scalar(Tensor(a!) self, float other) -> Tensor(a!)");
-  m.def("mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)");
-  m.def("mul_.Scalar(Tensor(a!) self, float other) -> Tensor(a!)");
-  m.def("relu_(Tensor(a!) self) -> Tensor(a!)");
   m.def("zero_(Tensor(a!) self) -> Tensor(a!)");
   m.def("fill_(Tensor(a!) self, float value) -> Tensor(a!)");
   m.def("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)");
   m.def("uniform_(Tensor(a!) self, float from=0., float to=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
   m.def("normal_(Tensor(a!) self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
-  // the optimizers' updates (ops/pointwise_ops.cpp)
-  m.def("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, float value=1) -> Tensor(a!)");
-  m.def("addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, float value=1) -> Tensor(a!)");
-  m.def("lerp_.Scalar(Tensor(a!) self, Tensor end, float weight) -> Tensor(a!)");
   // AdamW's whole update of one parameter (ops/fused_adam.cpp; optim::AdamW with fused(true))
   m.def("_fused_adamw_(Tensor(a!) self, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, Tensor grad, *, float lr, "
         "float beta1, float beta2, float weight_decay, float eps, int step, bool maximize=False) -> Tensor(a!)");
@@ -74,11 +39,7 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("amax(Tensor self, int dim, bool keepdim=False) -> Tensor");
   m.def("sum_to_size(Tensor self, int[] size) -> Tensor");  // composite
 
-  // ---- normalisation, activations with state, losses ----
-  m.def("softmax(Tensor self, int dim) -> Tensor");
-  m.def("log_softmax(Tensor self, int dim) -> Tensor");
-  m.def("_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor");
-  m.def("_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim) -> Tensor");
+  // ---- normalisation, activations with state, losses (softmax: ops/softmax_defs.h) ----
   m.def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor");  // composite
   m.def("native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)");
   m.def("native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias) -> (Tensor, Tensor, Tensor)");

@@ -1,5 +1,7 @@
 // Mirrors ATen/native/SoftMax.cpp: softmax, log_softmax and their backward kernels
-// (_softmax_backward_data, _log_softmax_backward_data) over any dim. The loops are in
+// (_softmax_backward_data, _log_softmax_backward_data) over any dim: their meta functions, their
+// CPU kernels, and their schemas and CPU/Meta registrations from their Defs (ops/softmax_defs.h,
+// ops/structured.h). The loops are in
 // kernels/cpu/softmax.h; a strided input is made contiguous first.
 #include "kernels/cpu/softmax.h"
 
@@ -8,6 +10,8 @@
 #include "ops/dispatch_dtype.h"
 #include "ops/meta.h"
 #include "ops/op_utils.h"
+#include "ops/softmax_defs.h"
+#include "ops/structured.h"
 
 namespace remat::ops {
 
@@ -46,71 +50,44 @@ namespace {
 
 namespace cpu = kernels::cpu;
 
-Tensor meta_out(TensorMeta m) {
-  m.device = Device{kMeta};
-  return empty_from(m);
-}
-
-Tensor softmax_forward_cpu(const char* op, const Tensor& self, int64_t dim, bool log) {
-  Tensor out = empty_from(softmax_meta(op, self, dim));
-  if (out.numel() == 0) return out;
+// The kernels (TORCH_IMPL_FUNC): out has the meta function's geometry and is not empty.
+template <bool kLog>
+void softmax_cpu(const char* op, const Tensor& out, const Tensor& self, int64_t dim) {
   SoftmaxGeometry g = softmax_geometry(self.sizes(), maybe_wrap_dim(dim, self.dim(), op));
   Tensor in = contiguous_cpu(self);
   REMAT_DISPATCH_FLOATING_TYPES(self.dtype(), op, [&] {
-    cpu::softmax_forward(out.data_ptr<scalar_t>(), in.data_ptr<scalar_t>(), g.outer, g.dim_size, g.inner, log);
+    cpu::softmax_forward(out.data_ptr<scalar_t>(), in.data_ptr<scalar_t>(), g.outer, g.dim_size, g.inner, kLog);
   });
-  return out;
 }
 
-Tensor softmax_cpu(const Tensor& self, int64_t dim) { return softmax_forward_cpu("aten::softmax", self, dim, false); }
-Tensor log_softmax_cpu(const Tensor& self, int64_t dim) {
-  return softmax_forward_cpu("aten::log_softmax", self, dim, true);
-}
-Tensor softmax_meta_kernel(const Tensor& self, int64_t dim) {
-  return meta_out(softmax_meta("aten::softmax", self, dim));
-}
-Tensor log_softmax_meta_kernel(const Tensor& self, int64_t dim) {
-  return meta_out(softmax_meta("aten::log_softmax", self, dim));
-}
-
-Tensor softmax_backward_cpu(const char* op, const Tensor& grad_output, const Tensor& output, int64_t dim, bool log) {
-  Tensor grad_input = empty_from(softmax_backward_meta(op, grad_output, output, dim));
-  if (grad_input.numel() == 0) return grad_input;
+template <bool kLog>
+void softmax_backward_cpu(const char* op, const Tensor& grad_input, const Tensor& grad_output, const Tensor& output,
+                          int64_t dim) {
   SoftmaxGeometry g = softmax_geometry(output.sizes(), maybe_wrap_dim(dim, output.dim(), op));
   Tensor dy = contiguous_cpu(grad_output), y = contiguous_cpu(output);
   REMAT_DISPATCH_FLOATING_TYPES(output.dtype(), op, [&] {
     cpu::softmax_backward(grad_input.data_ptr<scalar_t>(), dy.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), g.outer,
-                          g.dim_size, g.inner, log);
+                          g.dim_size, g.inner, kLog);
   });
-  return grad_input;
-}
-
-Tensor softmax_backward_data_cpu(const Tensor& grad_output, const Tensor& output, int64_t dim) {
-  return softmax_backward_cpu("aten::_softmax_backward_data", grad_output, output, dim, false);
-}
-Tensor log_softmax_backward_data_cpu(const Tensor& grad_output, const Tensor& output, int64_t dim) {
-  return softmax_backward_cpu("aten::_log_softmax_backward_data", grad_output, output, dim, true);
-}
-Tensor softmax_backward_data_meta(const Tensor& grad_output, const Tensor& output, int64_t dim) {
-  return meta_out(softmax_backward_meta("aten::_softmax_backward_data", grad_output, output, dim));
-}
-Tensor log_softmax_backward_data_meta(const Tensor& grad_output, const Tensor& output, int64_t dim) {
-  return meta_out(softmax_backward_meta("aten::_log_softmax_backward_data", grad_output, output, dim));
 }
 
 }  // namespace
 
-REMAT_LIBRARY_IMPL(aten, CPU, m) {
-  m.impl("softmax", REMAT_FN(softmax_cpu));
-  m.impl("log_softmax", REMAT_FN(log_softmax_cpu));
-  m.impl("_softmax_backward_data", REMAT_FN(softmax_backward_data_cpu));
-  m.impl("_log_softmax_backward_data", REMAT_FN(log_softmax_backward_data_cpu));
+// The schemas and the Meta kernels, from the Defs (ops/softmax_defs.h).
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  for_each_softmax_def([&](auto def) { structured::define<typename decltype(def)::type>(m, {}); });
 }
 REMAT_LIBRARY_IMPL(aten, Meta, m) {
-  m.impl("softmax", REMAT_FN(softmax_meta_kernel));
-  m.impl("log_softmax", REMAT_FN(log_softmax_meta_kernel));
-  m.impl("_softmax_backward_data", REMAT_FN(softmax_backward_data_meta));
-  m.impl("_log_softmax_backward_data", REMAT_FN(log_softmax_backward_data_meta));
+  for_each_softmax_def([&](auto def) { structured::impl_meta<typename decltype(def)::type>(m); });
+}
+
+REMAT_LIBRARY_IMPL(aten, CPU, m) {
+  using structured::CPUBackend;
+  using structured::impl;
+  impl<structured_softmax, CPUBackend, &softmax_cpu<false>>(m);
+  impl<structured_log_softmax, CPUBackend, &softmax_cpu<true>>(m);
+  impl<structured__softmax_backward_data, CPUBackend, &softmax_backward_cpu<false>>(m);
+  impl<structured__log_softmax_backward_data, CPUBackend, &softmax_backward_cpu<true>>(m);
 }
 
 }  // namespace remat::ops

@@ -39,6 +39,22 @@ Tensor cuda_workspace(size_t nbytes, const Device& device);
 // Where a kernel reports out-of-range indices (kernels::cuda::IndexError: the smallest offending
 // position), reset on creation. throw_if_set() waits for the stream, reads the position and the
 // index there, and throws remat::Error with message(index, position).
+namespace structured {
+// How the CUDA backend allocates an op's output and runs a kernel: ops/structured.h's CPUBackend
+// under a guard of the tensor's device (the current stream is that device's).
+struct CUDABackend {
+  static Tensor empty(const TensorMeta& m) {
+    cuda::CUDAGuard guard(m.device);
+    return empty_from(m);
+  }
+  template <class F>
+  static void run(const Tensor& out, const F& kernel) {
+    cuda::CUDAGuard guard(out.device());
+    kernel();
+  }
+};
+}  // namespace structured
+
 class CUDAIndexError {
  public:
   explicit CUDAIndexError(const Device& device);

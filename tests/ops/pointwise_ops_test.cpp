@@ -1,4 +1,4 @@
-// Tests ops/pointwise_ops.cpp: addcmul_, addcdiv_, lerp_, maximum, minimum.
+// Tests addcmul_, addcdiv_, lerp_, maximum, minimum (rows of ops/pointwise.def).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>

@@ -1,4 +1,4 @@
-// Tests ops/cuda/pointwise_ops.cpp: addcmul_, addcdiv_, lerp_, maximum and minimum on CUDA
+// Tests the CUDA kernels of addcmul_, addcdiv_, lerp_, maximum and minimum (ops/pointwise.def rows) on CUDA
 // against the CPU kernels, forward and backward, on element counts that are not multiples of a
 // block or a vector width, strided and broadcast operands, empty tensors, every floating dtype
 // (every dtype for maximum/minimum); NaN propagation and errors.
