@@ -382,18 +382,7 @@ class CachedMode : public SelectiveMode {
         std::unique_ptr<offload_detail::OffloadedTensor>& o = e.offloaded[k++];
         if (o) t = o->take();
       });
-      std::vector<IValue> out = std::move(e.values);
-      e.kind = CacheEntry::Kind::Consumed;
-      storage_->release(e);
-      {
-        stats_detail::Update s(storage_->region);
-        s->ops_replayed += 1;
-        s->replayed_by_op[op.name()] += 1;
-      }
-      if (checkpoint_trace_enabled())
-        trace::emit("sac #" + std::to_string(storage_->region) + ": cache hit " + op.name() + " #" + std::to_string(idx) +
-                    " (replayed from host memory, not recomputed)");
-      return out;
+      return replay(e, op, idx, "replayed from host memory, not recomputed");
     }
     size_t i = 0;
     for_each_tensor(e.values, [&](Tensor& t) {
@@ -405,6 +394,14 @@ class CachedMode : public SelectiveMode {
       }
       ++i;
     });
+    return replay(e, op, idx, "replayed, not recomputed");
+  }
+
+  bool allow_mutation() const { return allow_mutation_; }
+
+ private:
+  // Hands a kept entry's values out (once) and counts the call as replayed.
+  std::vector<IValue> replay(CacheEntry& e, const OperatorHandle& op, int64_t idx, const char* how) {
     std::vector<IValue> out = std::move(e.values);
     e.kind = CacheEntry::Kind::Consumed;
     storage_->release(e);
@@ -415,13 +412,10 @@ class CachedMode : public SelectiveMode {
     }
     if (checkpoint_trace_enabled())
       trace::emit("sac #" + std::to_string(storage_->region) + ": cache hit " + op.name() + " #" + std::to_string(idx) +
-                  " (replayed, not recomputed)");
+                  " (" + how + ")");
     return out;
   }
 
-  bool allow_mutation() const { return allow_mutation_; }
-
- private:
   bool allow_mutation_;
 };
 

@@ -17,11 +17,42 @@ using namespace remat;
 
 namespace {
 
+// What a step shows of the device's memory and of the host bytes offloaded from it.
+struct Figures {
+  std::vector<int64_t> deltas, reserved;  // the device's events, and memory_reserved after each
+  int64_t peak = 0, peak_reserved = 0;
+  int64_t host_peak = 0, host_after = 0;  // offloaded_memory_allocated's peak, and now
+
+  static Figures read(const MemoryTracker& tracker, Device device) {
+    Figures f;
+    f.peak = max_memory_allocated(device);
+    f.peak_reserved = max_memory_reserved(device);
+    f.host_peak = max_offloaded_memory_allocated(device);
+    f.host_after = offloaded_memory_allocated(device);
+    for (const MemoryEvent& e : tracker.timeline()) {
+      f.deltas.push_back(e.delta);
+      f.reserved.push_back(e.reserved);
+    }
+    return f;
+  }
+};
+
+// A dry run's prediction: the same allocations and frees in the same order, reserved bytes after
+// each, the peaks, and the host bytes.
+void check_predicted(const Figures& measured, const Figures& predicted) {
+  CHECK(measured.deltas.size() == predicted.deltas.size());
+  CHECK(measured.deltas == predicted.deltas);
+  CHECK(measured.reserved == predicted.reserved);
+  CHECK(measured.peak == predicted.peak);
+  CHECK(measured.peak_reserved == predicted.peak_reserved);
+  CHECK(measured.host_peak == predicted.host_peak);
+  CHECK(measured.host_after == predicted.host_after);
+  CHECK(measured.host_after == 0);
+}
+
 struct Measured {
   std::vector<std::vector<double>> grads;  // CUDA only
-  std::vector<int64_t> deltas, reserved;   // the device's events
-  int64_t peak = 0, peak_reserved = 0;
-  int64_t host_peak = 0, host_after = 0;   // offloaded_memory_allocated's peak, and after the step
+  Figures f;
   int64_t host_event_bytes = 0;            // CUDA: Offloaded bytes allocated on the CPU (MemoryTracker)
   CheckpointRegionStats total;
 };
@@ -66,14 +97,7 @@ Measured mlp_step(Device device, CheckpointPolicy kept_as) {
     }
     sum(h).backward();
     h = Tensor();
-    m.peak = max_memory_allocated(device);
-    m.peak_reserved = max_memory_reserved(device);
-    m.host_peak = max_offloaded_memory_allocated(device);
-    m.host_after = offloaded_memory_allocated(device);
-    for (const MemoryEvent& e : tracker.timeline()) {
-      m.deltas.push_back(e.delta);
-      m.reserved.push_back(e.reserved);
-    }
+    m.f = Figures::read(tracker, device);
     for (const MemoryEvent& e : host.timeline())
       if (e.category == MemoryCategory::Offloaded && e.delta > 0) m.host_event_bytes += e.delta;
   }
@@ -114,26 +138,19 @@ TEST_CASE("CPU offload on CUDA: an MLP's gradients are MUST_SAVE's bits, its mem
   // Host bytes: every layer's fc1 output, all in host memory when forward ends, none after.
   CHECK(offload.total.sac_tensors_offloaded == kLayers);
   CHECK(offload.total.sac_bytes_offloaded == kLayers * kOffloadedBytes);
-  CHECK(offload.host_peak == kLayers * kOffloadedBytes);
+  CHECK(offload.f.host_peak == kLayers * kOffloadedBytes);
   CHECK(offload.host_event_bytes == kLayers * kOffloadedBytes);  // MemoryTracker(cpu) sees them, as Offloaded
-  CHECK(offload.host_after == 0);
-  CHECK(save.host_peak == 0);
+  CHECK(save.f.host_peak == 0);
   // The device keeps at most two regions' outputs (the one replayed, the one prefetched).
-  CHECK(offload.peak < save.peak);
-  WARN("device peak: offload " << offload.peak << ", keep " << save.peak << " bytes");
+  CHECK(offload.f.peak < save.f.peak);
+  WARN("device peak: offload " << offload.f.peak << ", keep " << save.f.peak << " bytes");
   // The dry run predicts it: the same allocations and frees in the same order, reserved bytes
   // after each, the peaks, and the host bytes.
   for (CheckpointPolicy p : {CheckpointPolicy::MUST_CPU_OFFLOAD, CheckpointPolicy::MUST_SAVE}) {
     INFO(toString(p));
     const Measured& measured = p == CheckpointPolicy::MUST_SAVE ? save : offload;
     const Measured predicted = mlp_dry_run(p);
-    CHECK(measured.deltas.size() == predicted.deltas.size());
-    CHECK(measured.deltas == predicted.deltas);
-    CHECK(measured.reserved == predicted.reserved);
-    CHECK(measured.peak == predicted.peak);
-    CHECK(measured.peak_reserved == predicted.peak_reserved);
-    CHECK(measured.host_peak == predicted.host_peak);
-    CHECK(measured.host_after == predicted.host_after);
+    check_predicted(measured.f, predicted.f);
     CHECK(measured.total.sac_bytes_offloaded == predicted.total.sac_bytes_offloaded);
   }
   CHECK(offload_supported(testing::cuda0()));
@@ -205,8 +222,8 @@ namespace {
 
 struct GptRun {
   std::vector<double> grads;
-  std::vector<int64_t> deltas, reserved;
-  int64_t peak = 0, peak_reserved = 0, host_peak = 0, host_after = 0, offloaded_bytes = 0;
+  Figures f;
+  int64_t offloaded_bytes = 0;
   double loss = 0;
 };
 
@@ -248,14 +265,7 @@ GptRun gpt_step(Device device, CheckpointPolicy fc1) {
     MemoryTracker tracker(device);
     nn::GPTOutput out = model.forward(idx, targets);
     out.loss.backward();
-    r.peak = max_memory_allocated(device);
-    r.peak_reserved = max_memory_reserved(device);
-    r.host_peak = max_offloaded_memory_allocated(device);
-    r.host_after = offloaded_memory_allocated(device);
-    for (const MemoryEvent& e : tracker.timeline()) {
-      r.deltas.push_back(e.delta);
-      r.reserved.push_back(e.reserved);
-    }
+    r.f = Figures::read(tracker, device);
     if (!device.is_meta()) r.loss = out.loss.item();  // after the figures: item() copies
   }
   r.offloaded_bytes = checkpoint_stats().total.sac_bytes_offloaded;
@@ -286,14 +296,7 @@ TEST_CASE("CPU offload on CUDA: the tiny GPT, fc1 offloaded: MUST_SAVE's gradien
       predicted = gpt_step(Device{kMeta}, p);
     }
     const GptRun& m = measured.back();
-    CHECK(m.deltas.size() == predicted.deltas.size());
-    CHECK(m.deltas == predicted.deltas);
-    CHECK(m.reserved == predicted.reserved);
-    CHECK(m.peak == predicted.peak);
-    CHECK(m.peak_reserved == predicted.peak_reserved);
-    CHECK(m.host_peak == predicted.host_peak);
-    CHECK(m.host_after == 0);
-    CHECK(predicted.host_after == 0);
+    check_predicted(m.f, predicted.f);
     CHECK(m.offloaded_bytes == predicted.offloaded_bytes);
   }
   const GptRun& offload = measured[0];
@@ -301,11 +304,11 @@ TEST_CASE("CPU offload on CUDA: the tiny GPT, fc1 offloaded: MUST_SAVE's gradien
   // Four blocks, each fc1 output [8 * 32, 4 * 64] in f32.
   const int64_t fc1_bytes = 8 * 32 * 4 * 64 * 4;
   CHECK(offload.offloaded_bytes == 4 * fc1_bytes);
-  CHECK(offload.host_peak == 4 * fc1_bytes);
-  CHECK(save.host_peak == 0);
+  CHECK(offload.f.host_peak == 4 * fc1_bytes);
+  CHECK(save.f.host_peak == 0);
   CHECK(offload.loss == save.loss);
   REQUIRE(!offload.grads.empty());
   CHECK(offload.grads == save.grads);
-  CHECK(offload.peak < save.peak);
-  WARN("GPT device peak: offload " << offload.peak << ", keep " << save.peak << " bytes");
+  CHECK(offload.f.peak < save.f.peak);
+  WARN("GPT device peak: offload " << offload.f.peak << ", keep " << save.f.peak << " bytes");
 }
