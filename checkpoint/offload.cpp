@@ -169,7 +169,8 @@ std::any pack_to_cpu(const Tensor& t, bool pin_memory) {
     o.sizes = t.sizes();
   } else if (t.device().is_cpu() || t.is_meta()) {
     o.host = t;
-  } else if (pin_memory && offload_detail::pinned_offload_hooks() != nullptr) {
+  } else if (pin_memory && offload_detail::pinned_offload_hooks() != nullptr &&
+             offload_detail::OffloadedTensor::can_offload(t)) {  // a view is copied as below
     o.host = offload_detail::pinned_offload_hooks()->copy_to_pinned_host(t, &o.ready);
   } else {
     o.host = t.to(Device{kCPU});

@@ -312,3 +312,23 @@ TEST_CASE("CPU offload on CUDA: the tiny GPT, fc1 offloaded: MUST_SAVE's gradien
   CHECK(offload.f.peak < save.f.peak);
   WARN("GPT device peak: offload " << offload.f.peak << ", keep " << save.f.peak << " bytes");
 }
+
+TEST_CASE("save_on_cpu(pin_memory=true) on CUDA: pinned copies on the offload stream, the same gradients",
+          "[offload][save_on_cpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  const Device cuda = testing::cuda0();
+  Tensor w = param({kD, kH}, cuda, 5);
+  Tensor x = param({kB, kD}, cuda, 6).detach();
+  auto f = [&] { return sum(gelu(mm(x, w))); };  // mm saves a view (w's transpose is not) and gelu its input
+  const std::vector<double> expected = autograd::grad({f()}, {w})[0].to_vector();
+  Tensor loss;
+  int64_t pinned = 0;
+  {
+    save_on_cpu offload(/*pin_memory=*/true);
+    loss = f();
+    pinned = memory_allocated(Device{kCPU});
+  }
+  CHECK(offloaded_memory_allocated(cuda) > 0);  // gelu's input went to pinned memory
+  CHECK(pinned >= offloaded_memory_allocated(cuda));
+  CHECK(autograd::grad({loss}, {w})[0].to_vector() == expected);
+}
