@@ -40,6 +40,19 @@ PolicyFn save_ops(const std::vector<std::string>& names) {
   };
 }
 
+PolicyFn offload_ops(const std::vector<std::string>& names) {
+  auto ops = resolve(names, "offload_ops");
+  return [ops](const SelectiveCheckpointContext&, const OperatorHandle& op, const std::vector<IValue>&) {
+    return contains(ops, op) ? CheckpointPolicy::MUST_CPU_OFFLOAD : CheckpointPolicy::PREFER_RECOMPUTE;
+  };
+}
+
+PolicyFn offload_scopes(const std::vector<std::string>& globs) {
+  return [globs](const SelectiveCheckpointContext& ctx, const OperatorHandle&, const std::vector<IValue>&) {
+    return any_match(globs, ctx.scope) ? CheckpointPolicy::MUST_CPU_OFFLOAD : CheckpointPolicy::PREFER_RECOMPUTE;
+  };
+}
+
 PolicyFn save_matmuls() { return save_ops({"aten::mm", "aten::bmm", "aten::addmm"}); }
 
 PolicyFn save_every_other(const std::vector<std::string>& names) {
@@ -85,7 +98,7 @@ PolicyFn compose(std::vector<PolicyFn> policies) {
     CheckpointPolicy answer = CheckpointPolicy::PREFER_RECOMPUTE;
     for (const PolicyFn& policy : policies) {
       answer = policy(ctx, op, args);
-      if (answer == CheckpointPolicy::MUST_SAVE || answer == CheckpointPolicy::MUST_RECOMPUTE) return answer;
+      if (is_must(answer)) return answer;
     }
     return answer;  // the last policy's (non-decisive) answer
   };

@@ -19,6 +19,11 @@ namespace remat::policies {
 PolicyFn save_ops(const std::vector<std::string>& ops);
 // aten::mm, aten::bmm, aten::addmm (matmul and linear decompose into these).
 PolicyFn save_matmuls();
+// MUST_CPU_OFFLOAD the listed ops (their outputs go to pinned host memory on a CUDA device; kept
+// as MUST_SAVE would keep them on the CPU), PREFER_RECOMPUTE the rest.
+PolicyFn offload_ops(const std::vector<std::string>& ops);
+// MUST_CPU_OFFLOAD every call under a matching scope; PREFER_RECOMPUTE elsewhere.
+PolicyFn offload_scopes(const std::vector<std::string>& globs);
 // Of the listed ops, MUST_SAVE the calls with an even index in the region (0, 2, 4, ...) and
 // recompute the odd ones: torchtitan's "save every other mm".
 PolicyFn save_every_other(const std::vector<std::string>& ops);
@@ -35,8 +40,9 @@ PolicyFn recompute_all();
 // that save "everything" usually want to skip views).
 bool is_view_op(const OperatorHandle& op);
 
-// Asks each policy in order; the first decisive answer (MUST_*) wins; if none is decisive, the
-// last policy's answer (specific rules first, the default last).
+// Asks each policy in order; the first decisive answer (MUST_SAVE, MUST_RECOMPUTE,
+// MUST_CPU_OFFLOAD) wins; if none is decisive, the last policy's answer (specific rules first, the
+// default last).
 PolicyFn compose(std::vector<PolicyFn> policies);
 
 }  // namespace remat::policies

@@ -24,9 +24,44 @@ namespace remat {
 
 // MUST_* and PREFER_* behave alike in eager execution; MUST_* answers are "decisive" for
 // policies::compose.
-enum class CheckpointPolicy { MUST_SAVE, PREFER_SAVE, MUST_RECOMPUTE, PREFER_RECOMPUTE };
+//
+// *_CPU_OFFLOAD (PyTorch's names; in PyTorch's eager SAC they fall through to recomputation):
+// the output is kept, but in pinned host memory rather than on the device. On a CUDA device (and
+// in a Meta dry run imitating CUDA, which counts the same bytes at the same points):
+//   * forward: right after the op, its output is copied to a new pinned host buffer on a side
+//     stream (the offload stream; the copy waits on an event recorded on the current stream, and
+//     the caching allocator's record_stream keeps the block for it). The device tensor stays
+//     usable by the rest of the region.
+//   * release point: when the region's forward ends, the host waits for the region's copies, then
+//     SAC drops its device tensors (their blocks are freed there unless something else holds
+//     them). Tensors autograd saved from them are not kept (holders): backward reruns the region.
+//   * prefetch point: when a region's recompute starts, its own offloaded tensors not yet brought
+//     back are copied to the device (fetch), then those of the nearest earlier region (in forward
+//     order) that still has offloaded tensors in host memory: one region early, on the offload
+//     stream, while this region's recompute and backward run.
+//   * replay: where the cached mode would return a kept output, it waits for that copy, frees the
+//     host buffer and returns the device copy: the producer's bits, so the gradient is bitwise
+//     that of MUST_SAVE.
+// An output that is not the whole of its own storage (a view, an alias of an input) is kept as
+// SAVE would keep it (the trace says so). On the CPU device (and a Meta run counting like the
+// CPU) the offload policies act as SAVE, and the trace says so once per region. Pinned memory
+// that cannot be had throws CheckpointError naming the bytes (never a silent fall back to keeping
+// the tensor). Host bytes: offloaded_memory_allocated(device) (engine/core/allocator.h).
+enum class CheckpointPolicy { MUST_SAVE, PREFER_SAVE, MUST_RECOMPUTE, PREFER_RECOMPUTE, MUST_CPU_OFFLOAD,
+                              PREFER_CPU_OFFLOAD };
 const char* toString(CheckpointPolicy p);
+// Kept on the device (SAVE answers only; offload answers keep the output elsewhere).
 inline bool is_save(CheckpointPolicy p) { return p == CheckpointPolicy::MUST_SAVE || p == CheckpointPolicy::PREFER_SAVE; }
+// Moved to pinned host memory (where the device offloads; SAVE elsewhere).
+inline bool is_offload(CheckpointPolicy p) {
+  return p == CheckpointPolicy::MUST_CPU_OFFLOAD || p == CheckpointPolicy::PREFER_CPU_OFFLOAD;
+}
+// Not recomputed: kept on the device or offloaded.
+inline bool is_kept(CheckpointPolicy p) { return is_save(p) || is_offload(p); }
+// The decisive answers (MUST_SAVE, MUST_RECOMPUTE, MUST_CPU_OFFLOAD), for policies::compose.
+inline bool is_must(CheckpointPolicy p) {
+  return p == CheckpointPolicy::MUST_SAVE || p == CheckpointPolicy::MUST_RECOMPUTE || p == CheckpointPolicy::MUST_CPU_OFFLOAD;
+}
 
 struct SelectiveCheckpointContext {
   bool is_recompute = false;  // always false when the policy is asked (it is asked in forward only)
@@ -58,7 +93,8 @@ void bind_region(const CheckpointContexts& contexts, int64_t region);
 // not produced in the region, or SAC keeps it) rather than dropped. Empty for other contexts.
 enum class SavedTensorKeep { Drop, NotProducedHere, KeptBySac, KeptBySacMutable };
 std::function<SavedTensorKeep(const Tensor&)> keep_direct_fn(const CheckpointContexts& contexts);
-// The region's forward is over: forget which storages it produced.
+// The region's forward is over: forget which storages it produced, and release the device
+// tensors of its offloaded outputs (after waiting for their copies to host).
 void forward_done(const CheckpointContexts& contexts);
 // How many op calls the SAC forward mode has decided on so far (0 for other contexts).
 int64_t forward_calls(const CheckpointContexts& contexts);

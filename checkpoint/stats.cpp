@@ -17,6 +17,8 @@ void CheckpointRegionStats::add(const CheckpointRegionStats& o) {
   bytes_recomputed += o.bytes_recomputed;
   sac_tensors_saved += o.sac_tensors_saved;
   sac_bytes_saved += o.sac_bytes_saved;
+  sac_tensors_offloaded += o.sac_tensors_offloaded;
+  sac_bytes_offloaded += o.sac_bytes_offloaded;
   sac_bytes_held += o.sac_bytes_held;
   sac_bytes_held_peak += o.sac_bytes_held_peak;
   holder_bytes_held += o.holder_bytes_held;

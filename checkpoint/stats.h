@@ -27,6 +27,8 @@ struct CheckpointRegionStats {
   int64_t sac_bytes_saved = 0;      // their bytes
   int64_t sac_bytes_held = 0;       // bytes SAC's cache holds now
   int64_t sac_bytes_held_peak = 0;
+  int64_t sac_tensors_offloaded = 0;  // outputs SAC moved to pinned host memory in forward (CPU offload policies)
+  int64_t sac_bytes_offloaded = 0;    // their bytes
   int64_t holder_bytes_held = 0;    // recomputed tensors waiting in holders now
   int64_t holder_bytes_held_peak = 0;
   std::map<std::string, int64_t> recomputed_by_op;  // op name -> recomputed calls

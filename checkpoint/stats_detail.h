@@ -38,6 +38,10 @@ class PlanningObserver {
   virtual ~PlanningObserver() = default;
   virtual void forward_call(int64_t region, const std::string& scope, const OperatorHandle& op, int64_t index,
                             const std::vector<IValue>& args, const std::vector<IValue>& outputs, bool kept) = 0;
+  // An op call whose outputs SAC offloaded to host memory (forward_call reports it with kept =
+  // false: nothing of it stays on the device after the region's forward). `bytes`: their nbytes.
+  virtual void offloaded(int64_t /*region*/, const std::string& /*scope*/, const OperatorHandle& /*op*/,
+                         int64_t /*index*/, int64_t /*bytes*/) {}
   virtual void saved(int64_t region, const Tensor& tensor) = 0;
   virtual void recomputed(int64_t region, const OperatorHandle& op, const std::vector<IValue>& args,
                           const std::vector<IValue>& outputs) = 0;

@@ -138,6 +138,7 @@ struct CategoryStyle {
 const CategoryStyle kCategoryStyle[kNumMemoryCategories] = {
     {"parameters", "#4e79a7"},  {"buffers", "#76b7b2"},     {"optimizer state", "#59a14f"}, {"gradients", "#edc948"},
     {"activations", "#e15759"}, {"temporaries", "#f28e2b"}, {"other", "#bab0ac"},
+    {"offloaded (host)", "#b07aa1"},
 };
 
 struct PhaseStyle {

@@ -347,6 +347,24 @@ int64_t memory_reserved(Device device) { return get_allocator(device)->stats(dev
 int64_t max_memory_reserved(Device device) { return get_allocator(device)->stats(device).peak_reserved.load(); }
 int64_t memory_segments(Device device) { return get_allocator(device)->stats(device).segments.load(); }
 void empty_cache(Device device) { get_allocator(device)->empty_cache(device); }
-void reset_peak_memory_stats(Device device) { get_allocator(device)->stats(device).reset_peak(); }
+void reset_peak_memory_stats(Device device) {
+  get_allocator(device)->stats(device).reset_peak();
+  if (!device.is_cpu()) offloaded_host_stats(device).reset_peak();
+}
+
+AllocatorStats& offloaded_host_stats(Device device) {
+  REMAT_CHECK(!device.is_cpu(), "offloaded_host_stats: nothing is offloaded from ", device,
+              " (ask for the device the tensors were offloaded from: cuda, or meta in a dry run)");
+  if (device.is_meta()) return current_dry_run().offloaded;
+  static AllocatorStats* real = new AllocatorStats();  // never destroyed: storages may outlive statics
+  return *real;
+}
+
+int64_t offloaded_memory_allocated(Device device) {
+  return device.is_cpu() ? 0 : offloaded_host_stats(device).allocated.load();
+}
+int64_t max_offloaded_memory_allocated(Device device) {
+  return device.is_cpu() ? 0 : offloaded_host_stats(device).peak.load();
+}
 
 }  // namespace remat

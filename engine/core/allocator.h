@@ -138,6 +138,21 @@ int64_t memory_reserved(Device device = Device{kCPU});       // bytes held from 
 int64_t max_memory_reserved(Device device = Device{kCPU});   // their peak since last reset
 int64_t memory_segments(Device device = Device{kCPU});       // blocks held from the system (CUDA: segments)
 void empty_cache(Device device = Device{kCPU});              // return cached blocks to the system
+// Resets both peaks of `device`, and (for CUDA and Meta) the peak of offloaded_memory_allocated.
 void reset_peak_memory_stats(Device device = Device{kCPU});
+
+// Host memory holding tensors that selective checkpointing offloaded from a device
+// (CheckpointPolicy::MUST_CPU_OFFLOAD; checkpoint/selective.h). On a CUDA device these are pinned
+// host buffers (cudaMallocHost): their bytes are also in memory_allocated(Device{kCPU}), in
+// MemoryCategory::Offloaded, and MemoryTracker(Device{kCPU}) sees them come and go. A Meta dry
+// run has no host buffer: for Device{kMeta}, the figures are those of the calling thread's
+// current dry run (engine/core/dry_run.h), which counts the bytes the imitated device's offloads
+// would pin, when they would be pinned and freed, so that a dry run imitating CUDA predicts the
+// host bytes as it predicts the device's. Counted as the CPU allocator counts: the bytes asked
+// (a tensor's nbytes), no rounding. Any CUDA device: Device{kCUDA, i} all read the same total.
+// For the CPU, 0 (nothing is offloaded from the CPU: the offload policies act as SAVE there).
+AllocatorStats& offloaded_host_stats(Device device);  // for kCUDA (process-wide) or kMeta (the current dry run's)
+int64_t offloaded_memory_allocated(Device device = Device{kCUDA});      // bytes held now
+int64_t max_offloaded_memory_allocated(Device device = Device{kCUDA});  // their peak since the last reset
 
 }  // namespace remat

@@ -3,7 +3,26 @@
 
 #include <atomic>
 
+#include "engine/core/error.h"
+#include "engine/core/tensor.h"
+
 namespace remat {
+
+namespace {
+[[noreturn]] void no_cuda(const char* what) {
+  throw Error(std::string(what) + ": remat was built without CUDA (build with --config=cuda, or --config=cuda_emu "
+                                  "for the emulated device); there is no pinned host memory to offload to");
+}
+}  // namespace
+
+Tensor CUDAHooksInterface::copy_to_pinned_host(const Tensor&, std::shared_ptr<void>*) const {
+  no_cuda("copy_to_pinned_host");
+}
+Tensor CUDAHooksInterface::copy_from_pinned_host(const Tensor&, const Device&, std::shared_ptr<void>*) const {
+  no_cuda("copy_from_pinned_host");
+}
+void CUDAHooksInterface::wait_transfer(const std::shared_ptr<void>&) const { no_cuda("wait_transfer"); }
+void CUDAHooksInterface::stream_wait_transfer(const std::shared_ptr<void>&) const { no_cuda("stream_wait_transfer"); }
 
 namespace {
 const CUDAHooksInterface& default_hooks() {

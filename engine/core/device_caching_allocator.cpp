@@ -3,6 +3,7 @@
 #include "engine/core/device_caching_allocator.h"
 
 #include <iomanip>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -150,6 +151,11 @@ void DeviceCachingAllocator::free(void* ptr) {
   stats_->on_free(static_cast<int64_t>(round_size(block->requested)));
   block->allocated = false;
   block->requested = 0;
+  // A stream with no queued work cannot be using the block any more: no event is needed for it
+  // (an event recorded now would complete at once, but at a moment a later malloc could not know,
+  // and a block that stays pending for it would make the cache's reuse depend on timing).
+  for (auto s = block->stream_uses.begin(); s != block->stream_uses.end();)
+    s = backend_->query_stream(*s) ? block->stream_uses.erase(s) : std::next(s);
   if (!block->stream_uses.empty()) {
     insert_events(block);  // reused once the other streams' queued work is done
   } else {

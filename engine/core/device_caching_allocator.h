@@ -11,7 +11,8 @@
 //   * blocks are stream-aware: a block belongs to the stream that was current when it was
 //     allocated, and is reused only for allocations on that stream. If other streams used the
 //     memory (record_stream), freeing it waits (through events) for their queued work before
-//     the block is reused;
+//     the block is reused (none for a stream with nothing queued at the free: then it is free at
+//     once, so that a copy waited for before the free leaves the cache's reuse deterministic);
 //   * on out-of-memory the cache is released and the allocation retried once; empty_cache()
 //     returns every unused segment to the device.
 // One difference from c10, on purpose: among free blocks of the same stream and size, c10 takes
@@ -58,6 +59,9 @@ class DeviceBackend {
   virtual void record_event(void* event, StreamHandle stream) = 0;
   virtual bool query_event(void* event) = 0;  // true once the recorded work is done
   virtual void synchronize_event(void* event) = 0;
+  // True when all work queued on stream has finished (cudaStreamQuery). free() records no event
+  // for a stream that used a block (record_stream) but has nothing queued; false: always record.
+  virtual bool query_stream(StreamHandle /*stream*/) { return false; }
 };
 
 // A snapshot of one device's counters.

@@ -62,6 +62,11 @@ struct DryRunState : intrusive_ptr_target {
   const uint64_t id;                 // unique in the process; 0 is the process-wide state
   std::atomic<DeviceType> accounting;  // what Meta counts: kCPU (the bytes asked) or kCUDA (512-byte blocks)
   AllocatorStats stats;              // memory_allocated / max_memory_allocated / memory_reserved of Meta
+  // The host side of the imitated device: the bytes that its offloads to pinned host memory
+  // (selective checkpointing's MUST_CPU_OFFLOAD) would hold, counted where the real run allocates
+  // and frees them (offloaded_memory_allocated(Device{kMeta}) reads it). No Meta storage is made
+  // for them: they are no device bytes, and a MemoryTracker on Meta sees the device only.
+  AllocatorStats offloaded;
   StorageObserverList observers;     // observers of its Meta storages
 
   // While it imitates CUDA: the CUDA caching allocator's own block logic over a backend that

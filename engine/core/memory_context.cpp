@@ -22,6 +22,7 @@ const char* toString(MemoryCategory c) {
     case MemoryCategory::Activation: return "activation";
     case MemoryCategory::Temporary: return "temporary";
     case MemoryCategory::Other: return "other";
+    case MemoryCategory::Offloaded: return "offloaded";
   }
   return "unknown";
 }

@@ -20,8 +20,12 @@ namespace remat {
 // What a byte is. The order is also the priority of claim_memory: a storage is re-labelled only
 // by a category listed before its own (a parameter that is saved for backward stays a parameter;
 // a temporary that AccumulateGrad keeps becomes a gradient).
-enum class MemoryCategory : int8_t { Parameter, Buffer, OptimizerState, Gradient, Activation, Temporary, Other };
-constexpr int kNumMemoryCategories = 7;
+// Offloaded: pinned host memory holding a tensor that selective checkpointing moved off a CUDA
+// device (CheckpointPolicy::MUST_CPU_OFFLOAD); such storages are on Device{kCPU} and are
+// allocated under MemoryCategoryGuard(Offloaded), so nothing re-labels them. Last, so that the
+// numbers of the other categories are those they always had.
+enum class MemoryCategory : int8_t { Parameter, Buffer, OptimizerState, Gradient, Activation, Temporary, Other, Offloaded };
+constexpr int kNumMemoryCategories = 8;
 const char* toString(MemoryCategory c);
 
 enum class MemoryPhase : int8_t { Other, Forward, Backward, Recompute, Optimizer };

@@ -14,9 +14,13 @@ namespace remat {
 
 class StorageImpl : public intrusive_ptr_target {
  public:
-  StorageImpl(size_t nbytes, Device device)
+  StorageImpl(size_t nbytes, Device device) : StorageImpl(nbytes, device, get_allocator(device)) {}
+  // Memory from a given allocator rather than the device's own (c10: a StorageImpl's allocator),
+  // e.g. pinned host memory for a Device{kCPU} storage. The allocator's stats(device) are where the
+  // storage counts its bytes by category.
+  StorageImpl(size_t nbytes, Device device, Allocator* allocator)
       : nbytes_(nbytes), device_(device),
-        dry_run_(device.is_meta() ? detail::retain_current_dry_run() : nullptr), allocator_(get_allocator(device)),
+        dry_run_(device.is_meta() ? detail::retain_current_dry_run() : nullptr), allocator_(allocator),
         data_(allocator_->allocate(device, nbytes)), counted_(allocator_->counted_bytes(device, nbytes)),
         category_(current_memory_category()), id_(next_id().fetch_add(1, std::memory_order_relaxed)) {
     account(category_, counted_, false);

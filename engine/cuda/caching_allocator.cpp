@@ -60,6 +60,7 @@ class CUDABackend final : public DeviceBackend {
   void synchronize_event(void* event) override {
     REMAT_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event)));
   }
+  bool query_stream(StreamHandle stream) override { return CUDAStream(device_, stream).query(); }
 
  private:
   int device_;

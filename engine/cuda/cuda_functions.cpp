@@ -10,6 +10,7 @@
 
 #include "engine/core/cuda_hooks.h"
 #include "engine/cuda/cuda_exception.h"
+#include "engine/cuda/host_offload.h"
 
 namespace remat::cuda {
 
@@ -97,6 +98,14 @@ class CUDAHooks final : public CUDAHooksInterface {
 #ifdef REMAT_CUDA_EMU
   bool is_emulated() const override { return true; }
 #endif
+  Tensor copy_to_pinned_host(const Tensor& t, std::shared_ptr<void>* done) const override {
+    return cuda::copy_to_pinned_host(t, done);
+  }
+  Tensor copy_from_pinned_host(const Tensor& t, const Device& d, std::shared_ptr<void>* done) const override {
+    return cuda::copy_from_pinned_host(t, d, done);
+  }
+  void wait_transfer(const std::shared_ptr<void>& done) const override { cuda::wait_transfer(done); }
+  void stream_wait_transfer(const std::shared_ptr<void>& done) const override { cuda::stream_wait_transfer(done); }
 };
 
 const bool hooks_installed = [] {

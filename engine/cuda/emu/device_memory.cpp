@@ -2,6 +2,7 @@
 #include "engine/cuda/emu/device_memory.h"
 
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -19,6 +20,7 @@ struct Table {
   std::mutex mu;
   std::map<const char*, Allocation> by_base;
   std::vector<size_t> in_use = std::vector<size_t>(64, 0);
+  size_t pinned_in_use = 0;
 };
 
 Table& table() {
@@ -51,6 +53,18 @@ size_t device_capacity() {
   return capacity;
 }
 
+size_t pinned_host_capacity() {
+  // Read at every call (pinned allocations are few), so that a test can set it for one case.
+  const char* env = std::getenv("REMAT_CUDA_EMU_HOST_MEMORY");
+  return env != nullptr && *env != '\0' ? static_cast<size_t>(std::strtoull(env, nullptr, 10)) : SIZE_MAX;
+}
+
+size_t pinned_host_bytes_in_use() {
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return t.pinned_in_use;
+}
+
 cudaError_t allocate(void** ptr, size_t size, MemoryKind kind, int device) {
   if (ptr == nullptr) return cudaErrorInvalidValue;
   *ptr = nullptr;
@@ -62,13 +76,16 @@ cudaError_t allocate(void** ptr, size_t size, MemoryKind kind, int device) {
       return cudaErrorMemoryAllocation;
     }
     t.in_use[device] += size;  // reserved before the host allocation, released if it fails
+  } else {
+    std::lock_guard<std::mutex> lock(t.mu);
+    const size_t cap = pinned_host_capacity();
+    if (t.pinned_in_use + size > cap || t.pinned_in_use + size < size) return cudaErrorMemoryAllocation;
+    t.pinned_in_use += size;
   }
   void* p = nullptr;
   if (posix_memalign(&p, kAlignment, size) != 0 || p == nullptr) {
-    if (kind == MemoryKind::Device) {
-      std::lock_guard<std::mutex> lock(t.mu);
-      t.in_use[device] -= size;
-    }
+    std::lock_guard<std::mutex> lock(t.mu);
+    (kind == MemoryKind::Device ? t.in_use[device] : t.pinned_in_use) -= size;
     return cudaErrorMemoryAllocation;
   }
   // Fresh device memory holds garbage on a GPU: a fixed non-zero pattern here, so a kernel that
@@ -90,6 +107,7 @@ cudaError_t release(void* ptr, MemoryKind kind) {
     // an interior pointer.
     if (it == t.by_base.end() || it->second.kind != kind) return cudaErrorInvalidValue;
     if (kind == MemoryKind::Device) t.in_use[it->second.device] -= it->second.size;
+    if (kind == MemoryKind::PinnedHost) t.pinned_in_use -= it->second.size;
     t.by_base.erase(it);
   }
   std::free(ptr);  // under ASan the block goes to quarantine: a later use is reported

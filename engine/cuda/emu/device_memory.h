@@ -32,5 +32,11 @@ bool find_allocation_start(const void* ptr, Allocation* out);
 // (REMAT_CUDA_EMU_MEMORY bytes, default an H200's 141 GB).
 size_t device_bytes_in_use(int device);
 size_t device_capacity();
+// Pinned host bytes in use (cudaMallocHost), and the cap on them: REMAT_CUDA_EMU_HOST_MEMORY bytes
+// (read at every cudaMallocHost, so a test can set it around one case), unlimited when unset.
+// An allocation past the cap fails with cudaErrorMemoryAllocation, as cudaMallocHost does when the
+// host cannot pin more (its page-locked memory limit).
+size_t pinned_host_bytes_in_use();
+size_t pinned_host_capacity();
 
 }  // namespace remat::cuda_emu

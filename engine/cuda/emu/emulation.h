@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,5 +66,11 @@ std::string first_difference(const MemorySnapshot& snapshot);
 // True when each launch is run under several schedules (REMAT_CUDA_EMU_SCHEDULE lists more than
 // one): kernels then run one at a time, so a snapshot sees no other kernel writing.
 bool compares_schedules();
+// Held by a kernel launch for the whole of its schedule comparison (snapshot, runs, restores) and,
+// while schedules are compared, by every copy and memset as it touches device memory: a
+// snapshot holds whole allocations (a caching allocator's segment holds many tensors), so a copy
+// on another stream into another tensor of the same segment must neither show as a difference
+// nor be undone by a restore.
+std::mutex& schedule_comparison_mutex();
 
 }  // namespace remat::cuda_emu

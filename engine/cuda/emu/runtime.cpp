@@ -77,6 +77,12 @@ cudaError_t check_copy(void* dst, const void* src, size_t count, cudaMemcpyKind 
   return cudaSuccess;
 }
 
+// While schedules are compared, a copy waits for the kernel comparing them (schedule_comparison_mutex).
+std::unique_lock<std::mutex> lock_against_schedule_comparison() {
+  return compares_schedules() ? std::unique_lock<std::mutex>(schedule_comparison_mutex())
+                              : std::unique_lock<std::mutex>();
+}
+
 bool is_pinned(const void* p) {
   Allocation a;
   return find_allocation_start(p, &a) && a.kind == MemoryKind::PinnedHost;
@@ -97,11 +103,13 @@ cudaError_t copy_async(void* dst, const void* src, size_t count, cudaMemcpyKind 
     auto staged = std::make_shared<std::vector<char>>(static_cast<const char*>(src),
                                                       static_cast<const char*>(src) + count);
     submit(s, [dst, staged](std::string&) {
+      std::unique_lock<std::mutex> lock = lock_against_schedule_comparison();
       std::memcpy(dst, staged->data(), staged->size());
       return cudaSuccess;
     });
   } else {
     submit(s, [dst, src, count](std::string&) {
+      std::unique_lock<std::mutex> lock = lock_against_schedule_comparison();
       std::memmove(dst, src, count);
       return cudaSuccess;
     });
@@ -117,6 +125,7 @@ cudaError_t set_async(void* ptr, int value, size_t count, cudaStream_t stream, b
   Stream* s = resolve(stream);
   if (s == nullptr) return fail(cudaErrorInvalidResourceHandle);
   submit(s, [ptr, value, count](std::string&) {
+    std::unique_lock<std::mutex> lock = lock_against_schedule_comparison();
     std::memset(ptr, value, count);
     return cudaSuccess;
   });
@@ -139,6 +148,11 @@ size_t max_dynamic_shared_memory(const void* kernel) {
 }
 
 bool compares_schedules() { return schedules().size() > 1; }
+
+std::mutex& schedule_comparison_mutex() {
+  static std::mutex* m = new std::mutex();  // never destroyed: streams may run during teardown
+  return *m;
+}
 
 cudaError_t enqueue(cudaStream_t stream, Work work) {
   Stream* s = resolve(stream);

@@ -159,11 +159,10 @@ cudaError_t run_grid(const KernelCall& call, std::string& message) {
     message = run_once(call, ss[0], id);
     return message.empty() ? cudaSuccess : cudaErrorLaunchFailure;
   }
-  // One kernel at a time while comparing: a kernel on another stream must not write what this
-  // one's snapshot holds. (Copies on other streams still run: one that raced with this kernel
-  // would be a race in the program itself.)
-  static std::mutex one_at_a_time;
-  std::lock_guard<std::mutex> lock(one_at_a_time);
+  // One kernel at a time while comparing, and no copy meanwhile: neither a kernel nor a copy on
+  // another stream may write what this one's snapshot holds (whole allocations: a copy into another
+  // tensor of the same segment is no race, and a restore must not undo it).
+  std::lock_guard<std::mutex> lock(schedule_comparison_mutex());
   const MemorySnapshot before = snapshot_device_memory(call.argument_bytes, call.argument_size);
   message = run_once(call, ss[0], id);
   if (!message.empty()) return cudaErrorLaunchFailure;

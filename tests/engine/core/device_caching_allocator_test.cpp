@@ -78,6 +78,8 @@ class FakeBackend final : public cca::DeviceBackend {
     static_cast<Event*>(e)->done = false;
   }
   bool query_event(void* e) override { return static_cast<Event*>(e)->done; }
+  std::set<cca::StreamHandle> idle_streams;  // streams with no queued work (query_stream)
+  bool query_stream(cca::StreamHandle s) override { return idle_streams.count(s) != 0; }
   void synchronize_event(void* e) override { static_cast<Event*>(e)->done = true; }
   void complete_all() {
     for (Event* e : events) e->done = true;
@@ -196,6 +198,28 @@ TEST_CASE("record_stream: a block used by another stream is reused only after th
   CHECK(f.backend->events.empty());
   f.alloc.free(b);
   f.alloc.free(c);
+}
+
+TEST_CASE("record_stream: a stream with no queued work at the free needs no event; the block is reused at once",
+          "[allocator]") {
+  Fixture f;
+  void* a = f.alloc.malloc(1000, stream(1));
+  f.alloc.record_stream(a, stream(2));
+  f.alloc.record_stream(a, stream(3));
+  f.backend->idle_streams = {stream(2)};  // stream 2's copy was waited for; stream 3 still works
+  f.alloc.free(a);
+  CHECK(f.backend->events.size() == 1);
+  CHECK((*f.backend->events.begin())->stream == stream(3));
+  f.backend->complete_all();
+  void* b = f.alloc.malloc(1000, stream(1));
+  CHECK(b == a);
+  f.backend->idle_streams = {stream(2), stream(3)};
+  f.alloc.record_stream(b, stream(2));
+  f.alloc.record_stream(b, stream(3));
+  f.alloc.free(b);
+  CHECK(f.alloc.stats().pending_free_blocks == 0);  // both idle: free at once, deterministically
+  CHECK(f.backend->events.empty());
+  CHECK(f.alloc.malloc(1000, stream(1)) == a);
 }
 
 TEST_CASE("statistics are exact: rounded bytes, peak, reserved", "[allocator]") {

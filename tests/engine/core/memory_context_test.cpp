@@ -57,3 +57,18 @@ TEST_CASE("memory context: claim_memory re-labels by rank and ignores undefined 
   CHECK(t.impl()->storage()->memory_category() == MemoryCategory::Parameter);
   claim_memory(Tensor(), MemoryCategory::Parameter);  // no-op
 }
+
+TEST_CASE("MemoryCategory::Offloaded: the last category, named \"offloaded\"", "[memory]") {
+  CHECK(kNumMemoryCategories == 8);
+  CHECK(static_cast<int>(MemoryCategory::Offloaded) == kNumMemoryCategories - 1);
+  CHECK(std::string(toString(MemoryCategory::Offloaded)) == "offloaded");
+  // Nothing is offloaded from the CPU; a dry run counts its own host bytes.
+  CHECK(offloaded_memory_allocated(Device{kCPU}) == 0);
+  DryRun dry(kCUDA);
+  CHECK(offloaded_memory_allocated(Device{kMeta}) == 0);
+  offloaded_host_stats(Device{kMeta}).on_alloc(100);
+  CHECK(max_offloaded_memory_allocated(Device{kMeta}) == 100);
+  offloaded_host_stats(Device{kMeta}).on_free(100);
+  reset_peak_memory_stats(Device{kMeta});
+  CHECK(max_offloaded_memory_allocated(Device{kMeta}) == 0);
+}
