@@ -91,6 +91,13 @@ struct PlannerOptions {
   // from an empty cache by the caching allocator's own block logic), Allocated elsewhere.
   // Reserved needs a CUDA device: the CPU allocator's reserved bytes are not predicted.
   std::optional<MemoryCounter> counter;
+  // Offload, the third choice (checkpoint/selective.h's MUST_CPU_OFFLOAD): a bound on the pinned
+  // host bytes the plan's offloaded outputs hold at once (max_offloaded_memory_allocated); 0, the
+  // default, plans without offload. Needs a CUDA device (the CPU's tensors are in host memory).
+  int64_t host_budget_bytes = 0;
+  // Bytes/s each way between the device and pinned host memory, what a transfer is priced at;
+  // 0: default_host_link_bandwidth(device) (checkpoint/cost_model_defaults.h).
+  double host_link_bandwidth = 0;
 };
 
 struct CheckpointPlan {
@@ -104,6 +111,17 @@ struct CheckpointPlan {
   double predicted_overhead_seconds = 0; // the estimator's price of that recompute on options.device (what the plan minimises)
   EstimateMode estimate_mode = EstimateMode::kCostModel;  // how it was priced
   std::vector<std::string> kept;         // "scope / op / #index" of every op output the plan keeps
+  // Those it offloads to pinned host memory (MUST_CPU_OFFLOAD; empty unless host_budget_bytes > 0).
+  std::vector<std::string> offloaded;
+  int64_t host_budget_bytes = 0;
+  int64_t predicted_host_peak_bytes = 0;  // the dry run's peak of offloaded host bytes (max_offloaded_memory_allocated)
+  int64_t offloaded_bytes = 0;            // bytes copied to host (and back) in one call of `step`
+  // The modeled time of the offloads' transfers that compute does not hide (the transfer model in
+  // checkpoint/offload_cost.h), at host_link_bandwidth bytes/s each way. Modeled, never measured.
+  double predicted_transfer_seconds = 0;
+  double host_link_bandwidth = 0;         // what the transfers were priced at
+  // What the plan minimises: predicted_overhead_seconds + predicted_transfer_seconds.
+  double predicted_cost_seconds() const { return predicted_overhead_seconds + predicted_transfer_seconds; }
   std::vector<std::string> candidates;   // every output backward needs, in the search's order (best value first)
   // Outputs backward does not need but a rerun recomputes on the way to one it does (attention's
   // scores before the softmax): keeping one replays it in the rerun instead. Best value first.
@@ -112,8 +130,10 @@ struct CheckpointPlan {
   int64_t dry_runs = 0;                  // dry runs the search made
   double planning_seconds = 0;           // wall time of plan_checkpointing
 
-  // MUST_SAVE for kept outputs, PREFER_RECOMPUTE for the rest. Throws CheckpointError for a call
-  // the plan has never seen, or one whose argument shapes differ from what it was made for.
+  // MUST_SAVE for kept outputs, MUST_CPU_OFFLOAD for offloaded ones, PREFER_RECOMPUTE for the
+  // rest. Throws CheckpointError for a call the plan has never seen, one whose argument shapes
+  // differ from what it was made for, or an offloaded call on a device that does not offload (the
+  // CPU: the error names it).
   PolicyFn policy() const;
   std::string summary() const;  // per region: bytes kept / recomputed, cost
   // Whether what the prediction assumed holds on `device` now: for a plan of reserved bytes, an
@@ -124,6 +144,10 @@ struct CheckpointPlan {
   // comparing a hand-made choice with the planner's. Ignores the budget.
   CheckpointPlan with_kept(const std::function<void(const PolicyFn&, Device)>& step,
                            const std::vector<std::string>& kept) const;
+  // Likewise with `offloaded` (candidates too, none also in `kept`) offloaded; needs a plan made for
+  // a CUDA device.
+  CheckpointPlan with_kept(const std::function<void(const PolicyFn&, Device)>& step,
+                           const std::vector<std::string>& kept, const std::vector<std::string>& offloaded) const;
 
   struct Data;  // the calls and regions seen when planning (checkpoint/plan_data.h, internal)
   std::shared_ptr<const Data> data;
