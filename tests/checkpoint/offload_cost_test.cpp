@@ -6,26 +6,18 @@
 #include <vector>
 
 #include "checkpoint/offload_cost.h"
+#include "tests/testing/planner_data.h"
 
 using namespace remat::planner_detail;
+using remat::testing::planner_call;
 
 namespace {
-
-Data::Call call(const std::string& key, int64_t bytes, double cost) {
-  Data::Call c;
-  c.key = key;
-  c.op = "aten::mm";
-  c.bytes = bytes;
-  c.cost = cost;
-  c.needed = true;
-  return c;
-}
 
 // Two regions of one step, "l0" (c0: 2 bytes, 1 s; c1: 1 byte, 3 s) and "l1" (c2: 1 byte, 0.5 s),
 // repeated `steps` times (a scope seen again starts the next step).
 Data two_regions(int steps = 1) {
   Data d;
-  d.calls = {call("c0", 2, 1), call("c1", 1, 3), call("c2", 1, 0.5)};
+  d.calls = {planner_call(2, 1, "c0"), planner_call(1, 3, "c1"), planner_call(1, 0.5, "c2")};
   for (int s = 0; s < steps; ++s) {
     d.regions.push_back(Data::Region{"l0", {0, 1}, 0, 0, 0});
     d.regions.push_back(Data::Region{"l1", {2}, 0, 0, 0});

@@ -1,62 +1,19 @@
 // Tests checkpoint/planner_offload.{h,cpp}: the offload phases on hand-made calls, priced by a
-// fake pricer instead of dry runs: a kept output holds its bytes on the device, an offloaded one
-// half of them (it leaves the device between its region's forward and its prefetch) and all of
-// them in host memory; a recomputed one costs its recompute, an offloaded one a quarter second per
-// byte of transfer.
+// fake pricer instead of dry runs (tests/testing/planner_data.h).
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
 #include "checkpoint/planner_offload.h"
+#include "tests/testing/planner_data.h"
 
 using namespace remat::planner_detail;
+using remat::testing::FakePricer;
+using remat::testing::one_region;
+using remat::testing::planner_call;
 
 namespace {
-
-class FakePricer : public KeepSetPricer {
- public:
-  explicit FakePricer(const Data& data) : data_(data) {}
-  RunResult price(const std::vector<bool>& keep) override { return price(KeepSet{keep, {}}); }
-  RunResult price(const KeepSet& set) override {
-    ++runs_;
-    RunResult r;
-    for (size_t c = 0; c < set.keep.size(); ++c) {
-      const bool off = !set.offload.empty() && set.offload[c];
-      REQUIRE(!(off && set.keep[c]));
-      if (set.keep[c]) r.peak += data_.calls[c].bytes;
-      else if (off) r.peak += data_.calls[c].bytes / 2, r.host_peak += data_.calls[c].bytes,
-                    r.transfer += 0.25 * static_cast<double>(data_.calls[c].bytes);
-      else r.overhead += data_.calls[c].cost;
-    }
-    return r;
-  }
-  int64_t dry_runs() const override { return runs_; }
-  void set_phase(const std::string&) override {}
-
- private:
-  const Data& data_;
-  int64_t runs_ = 0;
-};
-
-Data::Call call(int64_t bytes, double cost) {
-  Data::Call c;
-  c.key = "c" + std::to_string(bytes) + "/" + std::to_string(cost);
-  c.op = "aten::mm";
-  c.bytes = bytes;
-  c.cost = cost;
-  c.needed = true;
-  return c;
-}
-
-Data data_of(std::vector<Data::Call> calls) {
-  Data d;
-  d.calls = std::move(calls);
-  Data::Region r;
-  for (size_t c = 0; c < d.calls.size(); ++c) r.calls.push_back(c);
-  d.regions.push_back(r);
-  return d;
-}
 
 OffloadSearch search(const Data& d, const SearchSpace& space, FakePricer& pricer, int64_t budget, int64_t host,
                      const std::vector<bool>& keep) {
@@ -71,7 +28,7 @@ TEST_CASE("search_offload: an output recomputed for lack of room is offloaded in
           "[planner][offload]") {
   // A and B: 4 bytes, cost 8; C: 4 bytes, cost 1. A device budget of 6 keeps one of A and B
   // (cost 9). Offloading the other fits (4 + 2 bytes) and costs 1 + 1 s of transfer.
-  Data d = data_of({call(4, 8), call(4, 8), call(4, 1)});
+  Data d = one_region({planner_call(4, 8), planner_call(4, 8), planner_call(4, 1)});
   SearchSpace space = order_by_value(&d);
   REQUIRE(space.candidates == std::vector<size_t>{0, 1, 2});
   FakePricer pricer(d);
@@ -88,7 +45,7 @@ TEST_CASE("search_offload: an output recomputed for lack of room is offloaded in
 
 TEST_CASE("search_offload: the host budget bounds what is offloaded; within it the choice is the cheapest",
           "[planner][offload]") {
-  Data d = data_of({call(4, 8), call(4, 8), call(4, 1)});
+  Data d = one_region({planner_call(4, 8), planner_call(4, 8), planner_call(4, 1)});
   SearchSpace space = order_by_value(&d);
   FakePricer pricer(d);
   // 3 bytes of host memory hold no output: nothing changes.
@@ -115,7 +72,7 @@ TEST_CASE("search_offload: the host budget bounds what is offloaded; within it t
 TEST_CASE("offload_prefix: the longest prefix of the recomputed candidates, by value, that fits", "[planner][offload]") {
   // By value: 0 (2 bytes, cost 8), 1 (4 bytes, cost 8), 2 (8 bytes, cost 8). Nothing kept; a device
   // budget of 3 holds the halves of 0 and 1 (1 + 2 bytes), not 2's 4 more.
-  Data d = data_of({call(2, 8), call(4, 8), call(8, 8)});
+  Data d = one_region({planner_call(2, 8), planner_call(4, 8), planner_call(8, 8)});
   SearchSpace space = order_by_value(&d);
   REQUIRE(space.candidates == std::vector<size_t>{0, 1, 2});
   FakePricer pricer(d);
