@@ -3,6 +3,7 @@
 #include "checkpoint/checkpoint.h"
 
 #include "checkpoint/frame.h"
+#include "checkpoint/non_reentrant.h"
 #include "checkpoint/reentrant.h"
 
 namespace remat {

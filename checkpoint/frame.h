@@ -130,8 +130,4 @@ class CheckpointFrame : public std::enable_shared_from_this<CheckpointFrame> {
 // A fresh region number (shared by both checkpoint kinds; the trace and checkpoint_stats use it).
 int64_t new_region_id();
 
-// The non-reentrant checkpoint: runs fn under the frame's hooks (and the forward context).
-std::vector<Tensor> checkpoint_without_reentrant(const CheckpointFn& fn, const std::vector<Tensor>& inputs,
-                                                 const CheckpointOptions& options);
-
 }  // namespace remat::checkpoint_detail
