@@ -4,9 +4,10 @@
 
 #include <unordered_map>
 
-#include "checkpoint/offload.h"
 #include "checkpoint/scope.h"
+#include "checkpoint/selective_offload.h"
 #include "checkpoint/stats_detail.h"
+#include "checkpoint/tensor_returns.h"
 #include "checkpoint/trace.h"
 #include "ops/functions.h"
 
@@ -52,25 +53,11 @@ struct CacheEntry {
   std::vector<int64_t> versions;  // version of each tensor when cached, a Tensor[]'s elements in order
   int64_t bytes = 0;
   int64_t seq = 0;                // the call's place among all the region's forward calls
-  // Kind Saved, offloaded: the tensors of `values` (in for_each_tensor order) live in host memory
-  // here, and `values` holds undefined tensors in their places until the replay.
-  std::vector<std::unique_ptr<offload_detail::OffloadedTensor>> offloaded;
-  std::string where;              // "scope / op / #index", for messages
+  // Kind Saved, offloaded: the tensors of `values` live in host memory, in the storage's
+  // offloads under this index, and `values` holds undefined tensors in their places until the
+  // replay. -1: nothing offloaded.
+  int64_t offloaded = -1;
 };
-
-// Calls fn on each tensor among an op's returns (a Tensor[] return's elements in order).
-template <class Fn>
-void for_each_tensor(std::vector<IValue>& values, Fn fn) {
-  for (IValue& v : values) {
-    if (v.isTensor()) {
-      fn(v.toTensor());
-    } else if (v.isTensorList()) {
-      std::vector<Tensor> list = v.toTensorVector();
-      for (Tensor& t : list) fn(t);
-      v = IValue(std::move(list));
-    }
-  }
-}
 
 // The storage both modes of one checkpoint call share.
 struct Storage {
@@ -82,46 +69,14 @@ struct Storage {
   // later storage at the same address is not the same tensor.
   std::unordered_map<uint64_t, bool> produced;
   int64_t calls = 0;  // forward calls decided so far
-  // Offloads: the entries that hold some, in forward order (op entry, index), and the device.
-  std::vector<std::pair<const OperatorEntry*, int64_t>> offload_order;
-  Device offload_device;
-  bool offload_as_save_traced = false;  // "the offload policies act as SAVE here", once per region
-  CacheEntry& entry(const std::pair<const OperatorEntry*, int64_t>& key) {
-    return entries[key.first][static_cast<size_t>(key.second)];
-  }
-  // Whether some offloaded tensor of the region is still in host memory only.
-  bool has_offloads_to_fetch() {
-    for (const auto& key : offload_order)
-      for (const auto& o : entry(key).offloaded)
-        if (o && !o->taken() && !o->on_device()) return true;
-    return false;
-  }
-  // Brings every offloaded tensor of the region back to the device (starts the copies).
-  void fetch_offloads() {
-    for (const auto& key : offload_order)
-      for (const auto& o : entry(key).offloaded)
-        if (o) o->fetch();
-  }
-  // The forward is over: wait for every copy to host, then drop the device tensors.
-  void release_offloaded_device_tensors() {
-    for (const auto& key : offload_order)
-      for (const auto& o : entry(key).offloaded) {
-        if (o) o->check_unmodified("the output of " + entry(key).where);
-      }
-    for (const auto& key : offload_order)
-      for (const auto& o : entry(key).offloaded)
-        if (o) o->wait_copy();
-    for (const auto& key : offload_order)
-      for (const auto& o : entry(key).offloaded)
-        if (o) o->release_device();
-  }
+  RegionOffloads offloads;  // what the region's calls offloaded (checkpoint/selective_offload.h)
   void release(CacheEntry& e) {
     if (e.bytes != 0) {
       stats_detail::Update(region)->sac_bytes_held -= e.bytes;
       e.bytes = 0;
     }
     e.values.clear();
-    e.offloaded.clear();
+    offloads.drop(e.offloaded);
   }
   ~Storage() {
     for (auto& kv : entries)
@@ -129,42 +84,9 @@ struct Storage {
   }
 };
 
-// The calling thread's regions that offloaded something, in forward order: a region's recompute
-// prefetches the nearest earlier one's offloaded tensors (selective.h, "prefetch point").
-thread_local std::vector<std::weak_ptr<Storage>> tls_offload_regions;
-
-void register_offload_region(const std::shared_ptr<Storage>& s) {
-  auto& list = tls_offload_regions;
-  for (auto it = list.begin(); it != list.end();) it = it->expired() ? list.erase(it) : std::next(it);
-  list.push_back(s);
-}
-
-// At the start of a region's recompute: its own offloads back now, the previous region's ahead.
-void prefetch_for_recompute(const std::shared_ptr<Storage>& self) {
-  if (self->offload_order.empty() && tls_offload_regions.empty()) return;
-  self->fetch_offloads();
-  auto& list = tls_offload_regions;
-  size_t me = list.size();
-  for (size_t i = 0; i < list.size(); ++i)
-    if (list[i].lock() == self) me = i;
-  if (me == list.size()) {
-    // A region without offloads of its own: the previous one is the last earlier region.
-    me = 0;
-    for (size_t i = 0; i < list.size(); ++i) {
-      auto s = list[i].lock();
-      if (s && s->region < self->region) me = i + 1;
-    }
-  }
-  for (size_t i = me; i > 0; --i) {
-    auto s = list[i - 1].lock();
-    if (!s || (!self->offload_order.empty() && s->offload_device.type != self->offload_device.type)) continue;
-    if (!s->has_offloads_to_fetch()) continue;
-    if (checkpoint_trace_enabled())
-      trace::emit("sac #" + std::to_string(self->region) + ": recompute starts; prefetching the offloaded outputs of sac #" +
-                  std::to_string(s->region) + " to " + s->offload_device.str());
-    s->fetch_offloads();
-    break;
-  }
+// The storage's offloads, sharing the storage's lifetime (the thread's registry holds them weakly).
+std::shared_ptr<RegionOffloads> offloads_of(const std::shared_ptr<Storage>& s) {
+  return std::shared_ptr<RegionOffloads>(s, &s->offloads);
 }
 
 // Set while an inner selective mode runs an op it has decided on: outer selective modes then
@@ -210,65 +132,22 @@ class CachingMode : public SelectiveMode {
     const bool mutating = op.schema().is_mutable();
     bool save = is_save(policy) && !mutating;
     bool offload = false;
-    std::string why_not_offloaded;
+    std::string w;  // where(...), for an offload answer's messages
     if (is_offload(policy) && !mutating) {
-      offload = true;
-      Device device{kCPU};
-      bool any = false;
-      for_each_tensor(out, [&](Tensor& t) {
-        if (!t.defined()) return;
-        if (!any) device = t.device();
-        any = true;
-        if (!offload_supported(t.device())) {
-          offload = false;
-        } else if (!offload_detail::OffloadedTensor::can_offload(t) || produced_by_input(args, t)) {
-          offload = false;
-          if (why_not_offloaded.empty())
-            why_not_offloaded = "an output is not the whole of a storage of its own (a view or an alias)";
-        }
-      });
-      if (!any) offload = false;
-      if (!offload) {
-        save = true;  // acts as SAVE
-        if (any && !offload_supported(device)) {
-          if (!storage_->offload_as_save_traced && checkpoint_trace_enabled()) {
-            trace::emit("sac #" + std::to_string(storage_->region) + ": " + toString(policy) + " acts as SAVE on " +
-                        device.str() + " (offload needs a CUDA device): " + where(ctx.scope, op, idx) +
-                        " and every later offload answer of this region are kept where they are");
-          }
-          storage_->offload_as_save_traced = true;
-        } else if (!why_not_offloaded.empty() && checkpoint_trace_enabled()) {
-          trace::emit("sac #" + std::to_string(storage_->region) + ": " + toString(policy) + " for " +
-                      where(ctx.scope, op, idx) + " acts as SAVE: " + why_not_offloaded);
-        }
-      } else {
-        storage_->offload_device = device;
-      }
+      w = where(ctx.scope, op, idx);
+      offload = storage_->offloads.decide(storage_->region, policy, w, args, out);
+      save = !offload;  // otherwise it acts as SAVE
     }
     if (offload) {
       e.kind = CacheEntry::Kind::Saved;
-      e.where = where(ctx.scope, op, idx);
       e.values = out;
-      int64_t tensors = 0, bytes = 0;
-      for_each_tensor(e.values, [&](Tensor& t) {
-        if (!t.defined()) {
-          e.offloaded.push_back(nullptr);
-          return;
-        }
-        e.offloaded.push_back(std::make_unique<offload_detail::OffloadedTensor>(detach(t), "the output of " + e.where));
-        bytes += t.nbytes();
-        ++tensors;
-        t = Tensor();
-      });
-      if (storage_->offload_order.empty()) register_offload_region(storage_);
-      storage_->offload_order.emplace_back(op.entry(), idx);
-      stats_detail::Update s(storage_->region);
-      s->sac_tensors_offloaded += tensors;
-      s->sac_bytes_offloaded += bytes;
+      const bool first = storage_->offloads.empty();
+      const int64_t bytes = storage_->offloads.add(storage_->region, w, e.values, &e.offloaded);
+      if (first) register_offload_region(offloads_of(storage_));
       if (stats_detail::PlanningObserver* o = stats_detail::planning_observer())
         o->offloaded(storage_->region, ctx.scope, op, idx, bytes);
       if (checkpoint_trace_enabled())
-        trace::emit("sac #" + std::to_string(storage_->region) + ": policy " + e.where + " -> " + toString(policy) +
+        trace::emit("sac #" + std::to_string(storage_->region) + ": policy " + w + " -> " + toString(policy) +
                     " (output offloaded to pinned host memory, " + std::to_string(bytes) +
                     " bytes; its device copy is released when the region's forward ends)");
     } else if (save) {
@@ -303,13 +182,6 @@ class CachingMode : public SelectiveMode {
   }
 
  private:
-  static bool produced_by_input(const std::vector<IValue>& args, const Tensor& t) {
-    const StorageImpl* st = t.impl()->storage().get();
-    for (const IValue& a : args)
-      if (a.isTensor() && a.toTensor().defined() && a.toTensor().impl()->storage().get() == st) return true;
-    return false;
-  }
-
   // A new storage is produced here (a view of an input's or of an earlier output's is not); a
   // kept alias keeps its storage alive, so it counts as kept.
   void record_produced(const std::vector<IValue>& args, const std::vector<IValue>& out, bool save) {
@@ -346,7 +218,7 @@ class CachedMode : public SelectiveMode {
   // Each rerun counts from zero (so a second backward hits "extra time", not "not found").
   void enter() override {
     func_counter_.clear();
-    prefetch_for_recompute(storage_);
+    prefetch_for_recompute(offloads_of(storage_), storage_->region);
   }
 
   std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
@@ -375,13 +247,9 @@ class CachedMode : public SelectiveMode {
       case CacheEntry::Kind::Saved:
         break;
     }
-    if (!e.offloaded.empty()) {
+    if (storage_->offloads.holds(e.offloaded)) {
       // Offloaded: back from host memory (prefetched when a recompute started, or now).
-      size_t k = 0;
-      for_each_tensor(e.values, [&](Tensor& t) {
-        std::unique_ptr<offload_detail::OffloadedTensor>& o = e.offloaded[k++];
-        if (o) t = o->take();
-      });
+      storage_->offloads.take(e.offloaded, e.values);
       return replay(e, op, idx, "replayed from host memory, not recomputed");
     }
     size_t i = 0;
@@ -440,7 +308,7 @@ std::function<SavedTensorKeep(const Tensor&)> keep_direct_fn(const CheckpointCon
 void forward_done(const CheckpointContexts& contexts) {
   if (auto* m = dynamic_cast<SelectiveMode*>(contexts.forward.get())) {
     m->storage_->produced.clear();
-    m->storage_->release_offloaded_device_tensors();
+    m->storage_->offloads.release_device_tensors();
   }
 }
 
