@@ -64,6 +64,15 @@ struct StrategyResult {
   double plan_overhead_seconds = 0;       // CheckpointPlan::predicted_overhead_seconds (per step)
   double planning_seconds = 0;            // wall time of plan_checkpointing
   int64_t planning_dry_runs = 0;
+  // A plan that may offload (--offload): CheckpointPlan::host_budget_bytes (0: a keep/recompute
+  // plan), predicted_host_peak_bytes, offloaded_bytes, offloaded.size(), predicted_transfer_seconds
+  // (modeled) and host_link_bandwidth.
+  int64_t plan_host_budget_bytes = 0;
+  int64_t plan_host_peak_bytes = 0;
+  int64_t plan_offloaded_bytes = 0;
+  int64_t plan_offloaded_calls = 0;
+  double plan_transfer_seconds = 0;
+  double plan_host_link_bandwidth = 0;
   std::string at_strategy;                // planned at this fixed strategy's measured peak (--sweep-at-strategies)
   // --sweep-at-strategies: the plan's and each such strategy's step times measured alternately,
   // step by step in one process (interleaved_step_seconds), medians.
@@ -75,6 +84,8 @@ struct StrategyResult {
   std::vector<PairedTiming> paired;
 
   bool planned() const { return budget_bytes > 0; }
+  // What the planner minimises: recompute plus the exposed transfer (CheckpointPlan::predicted_cost_seconds).
+  double plan_cost_seconds() const { return plan_overhead_seconds + plan_transfer_seconds; }
   // The peak (measured, or predicted when nothing was measured) is within the budget.
   bool fits() const { return (measured.known ? measured.peak_bytes : predicted.peak_bytes) <= budget_bytes; }
 };
@@ -92,6 +103,7 @@ struct RunConfig {
   int64_t threads = 0;                  // intra-op threads of the run (0: not recorded)
   std::string clock = "wall";           // step times: "wall" clock or process "cpu" time
   double fma_peak_gflops = 0;           // FP32 FMA peak measured in the same run (0: not measured)
+  int64_t offload_bytes = 0;            // --offload: the host memory the offload plans could use (0: none)
 };
 
 // The median of step times (the upper one of an even count, as every table here reads it).

@@ -83,6 +83,39 @@ inline std::vector<StrategyResult> synthetic_sweep(const std::vector<StrategyRes
   return sweep;
 }
 
+// The plans at the same budgets that may also offload (--offload 32 MiB): a third of each
+// plan's recompute moved to the link instead, priced at 50 GB/s; the last (keep-all) offloads
+// nothing.
+inline std::vector<StrategyResult> synthetic_offload_sweep(const std::vector<StrategyResult>& sweep) {
+  std::vector<StrategyResult> offload;
+  for (const StrategyResult& p : sweep) {
+    StrategyResult r = p;
+    r.name = "plan+offload@" + std::to_string(r.budget_bytes);
+    r.at_strategy.clear();
+    r.paired.clear();
+    r.plan_host_budget_bytes = int64_t{32} << 20;
+    r.plan_offloaded_bytes = static_cast<int64_t>(p.plan_recompute_flops / 1e3);
+    r.plan_offloaded_calls = r.plan_offloaded_bytes > 0 ? 3 : 0;
+    r.plan_host_peak_bytes = r.plan_offloaded_bytes / 2;
+    r.plan_host_link_bandwidth = 50e9;
+    r.plan_overhead_seconds = p.plan_overhead_seconds * 2 / 3;
+    r.plan_transfer_seconds = p.plan_overhead_seconds / 6;  // half of what it no longer recomputes
+    r.recomputed_flops_per_step = r.plan_recompute_flops = p.plan_recompute_flops * 2 / 3;
+    r.measured.peak_bytes = r.predicted.peak_bytes = r.plan_predicted_peak_bytes = p.plan_predicted_peak_bytes - (2 << 20);
+    r.median_ms = p.median_ms - 5;
+    offload.push_back(r);
+  }
+  return offload;
+}
+
+inline RunConfig emulated_cuda_config() {
+  RunConfig cfg = tiny_config();
+  cfg.device = "cuda (emulated)";
+  cfg.meta_accounting = "cuda";
+  cfg.offload_bytes = int64_t{32} << 20;
+  return cfg;
+}
+
 // How often `needle` occurs in `haystack`.
 inline size_t count(const std::string& haystack, const std::string& needle) {
   size_t n = 0;
