@@ -9,7 +9,11 @@
 #include <cstring>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/offload.h"
 #include "engine/core/clock.h"
+#include "engine/core/cuda_hooks.h"
+#include "ops/functions.h"
 #include "engine/core/error.h"
 #include "kernels/cpu/x86_intrinsics.h"
 
@@ -157,6 +161,52 @@ double cuda_peak_flops(ScalarType dtype) {
 MachinePeaks default_machine_peaks(Device device) {
   if (device.is_cuda()) return MachinePeaks{kCUDAPeakFlops, kCUDABandwidth};
   return cpu_machine_peaks();
+}
+
+namespace {
+
+void check_offloads(Device device, const char* who) {
+  if (!device.is_cuda()) {
+    throw CheckpointError(std::string(who) + ": " + device.str() +
+                          " has no host link to price: offload moves CUDA tensors to pinned host memory");
+  }
+}
+
+}  // namespace
+
+double measure_host_link_bandwidth(Device device, int64_t bytes, int samples) {
+  check_offloads(device, "measure_host_link_bandwidth");
+  REMAT_CHECK(bytes > 0 && samples > 0, "measure_host_link_bandwidth: bytes and samples must be positive, got ",
+              bytes, " and ", samples);
+  offload_detail::PinnedOffloadHooks* hooks = offload_detail::pinned_offload_hooks();
+  REMAT_CHECK(hooks != nullptr, "measure_host_link_bandwidth: no pinned transfers on ", device.str(),
+              " (CUDA is not available)");
+  const Tensor t = empty({bytes / 4}, TensorOptions().device(device));
+  double to_host = 1e30, to_device = 1e30;
+  for (int i = 0; i <= samples; ++i) {  // the first of each is a warm-up
+    std::shared_ptr<void> ready;
+    const double t0 = now_seconds();
+    Tensor host = hooks->copy_to_pinned_host(t, &ready);
+    hooks->wait(ready);
+    const double t1 = now_seconds();
+    Tensor back = hooks->copy_to_device(host, device, &ready);
+    hooks->wait(ready);
+    const double t2 = now_seconds();
+    if (i > 0) to_host = std::min(to_host, t1 - t0), to_device = std::min(to_device, t2 - t1);
+  }
+  return static_cast<double>(t.nbytes()) / std::max(to_host, to_device);
+}
+
+double default_host_link_bandwidth(Device device) {
+  check_offloads(device, "default_host_link_bandwidth");
+  if (cuda::is_emulated()) return kH200HostLinkBandwidth;
+  static const double measured = measure_host_link_bandwidth(device, int64_t{64} << 20, 3);
+  return measured;
+}
+
+const char* host_link_bandwidth_source(Device device) {
+  check_offloads(device, "host_link_bandwidth_source");
+  return cuda::is_emulated() ? "PCIe 5.0 x16 datasheet (emulated device: no link)" : "measured";
 }
 
 }  // namespace remat

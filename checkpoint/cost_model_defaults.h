@@ -38,6 +38,21 @@ constexpr double kCUDAPeakFlops = 6.7e13, kCUDABandwidth = 4.8e12;
 constexpr double kCUDAPeakFlopsBF16 = 9.89e14, kCUDAPeakFlopsF64 = 6.7e13;
 double cuda_peak_flops(ScalarType dtype);
 
+// The link between a CUDA device and pinned host memory, bytes/s each way, what the planner prices
+// an offload's transfers at (PlannerOptions::host_link_bandwidth 0). On a GPU: measured on the
+// first call (measure_host_link_bandwidth, 64 MiB each way, the slower direction) and cached for
+// the process. On the emulated device, which has no link: kH200HostLinkBandwidth, PCIe 5.0 x16's
+// per-direction figure (32 GT/s on 16 lanes, 128b/130b), an H200 SXM's host link, labelled as the
+// datasheet's, not a measurement. Throws CheckpointError for a device that does not offload (the
+// CPU), naming it.
+constexpr double kH200HostLinkBandwidth = 6.3e10;
+double default_host_link_bandwidth(Device device);
+// "measured" or "PCIe 5.0 x16 datasheet (emulated device: no link)": where the figure above comes from.
+const char* host_link_bandwidth_source(Device device);
+// One measurement, not cached: `bytes` copied from `device` to pinned host memory and back through
+// the offload hooks (checkpoint/offload.h), the fastest of `samples`, the slower direction.
+double measure_host_link_bandwidth(Device device, int64_t bytes, int samples);
+
 // One measurement, not cached. FLOP/s of `threads` threads each running 12 independent FMA
 // chains on the widest vectors the build targets (fma_isa()), the fastest of `samples` runs of
 // `iters` loop trips after a warm-up; on a build without AVX2/AVX-512 FMA, separate multiplies

@@ -24,6 +24,7 @@ struct CheckpointPlan::Data {
     bool needed = false;            // backward saves (a view of) its output
     bool mutated = false;           // an in-place op changes its output later: SAC cannot keep it
     bool kept = false;
+    bool offloaded = false;         // the plan moves its output to host memory (MUST_CPU_OFFLOAD)
   };
   struct Region {
     std::string scope;

@@ -39,6 +39,18 @@
 // always gives the same plan. The rungs share options.max_dry_runs. The result is verified by one
 // more dry run.
 //
+// Offload, the third choice (host_budget_bytes > 0, CUDA only). Each candidate may also be moved to
+// pinned host memory (MUST_CPU_OFFLOAD, checkpoint/selective.h): no recompute, and no device
+// memory between its region's forward end and its prefetch one region early in backward, for a
+// transfer each way priced at host_link_bandwidth, less what compute hides (the model in
+// checkpoint/offload_cost.h: a copy to host hides behind the rest of its region's forward, the
+// copy back behind the next region's backward). After the keep/recompute search at each rung,
+// the offload phases (checkpoint/planner_offload.h) start from its keep-set; each choice is
+// priced by a dry run, which counts the device and the host bytes exactly, and fits when both
+// peaks are within their budgets. The plan is the cheapest, recompute plus exposed transfer, so it
+// never costs more than the plan without a host budget. The transfer figure is modeled, never
+// measured: on the emulated device, whose link is not real, it is the H200's PCIe 5.0 figure.
+//
 // Dry runs and threads (docs/dry_runs.md). Every dry run is a DryRun of its own
 // (engine/core/dry_run.h): its Meta counters, storage observers and checkpoint_stats() are its
 // own, so plans can be made in several threads at once, each equal to the plan made alone, and a
@@ -80,7 +92,10 @@ struct PlannerOptions {
   Device device = Device{kCPU};  // the device whose speed the cost model assumes (and whose accounting: CUDA counts blocks)
   double peak_flops = 0;         // FLOP/s of the device; 0: default_machine_peaks (cost_model_defaults.h)
   double bandwidth = 0;          // bytes/s of the device; 0: likewise (on the CPU: measured once per process)
-  int64_t max_dry_runs = 200;    // bound on all of a plan's dry runs (the result is deterministic for the cost model)
+  // Bound on all of a plan's dry runs (the result is deterministic for the cost model); with a host
+  // budget, the offload phases may make as many again (each search bounded apart, so that the
+  // keep/recompute search runs as it would without one: offload never makes a plan dearer).
+  int64_t max_dry_runs = 200;
   // How a recomputed call is priced: the roofline on peak_flops and bandwidth, or each call timed
   // on options.device (which must then be available: the step itself still runs on Meta only).
   EstimateMode estimate_mode = EstimateMode::kCostModel;
@@ -108,7 +123,10 @@ struct CheckpointPlan {
   int64_t recompute_all_peak_bytes = 0;  // the lowest peak any plan reaches (everything recomputable recomputed)
   int64_t keep_all_peak_bytes = 0;       // the peak when every output backward needs is kept (nothing recomputed)
   double recompute_flops = 0;            // FLOPs recomputed in one call of `step`, counted as checkpoint_stats() counts them
-  double predicted_overhead_seconds = 0; // the estimator's price of that recompute on options.device (what the plan minimises)
+  // What the plan minimises: the estimator's price of that recompute on options.device, plus the
+  // modeled transfer time of its offloads (predicted_transfer_seconds; 0 without offload).
+  double predicted_overhead_seconds = 0;
+  double predicted_recompute_seconds = 0;  // the recompute part of it
   EstimateMode estimate_mode = EstimateMode::kCostModel;  // how it was priced
   std::vector<std::string> kept;         // "scope / op / #index" of every op output the plan keeps
   // Those it offloads to pinned host memory (MUST_CPU_OFFLOAD; empty unless host_budget_bytes > 0).
@@ -120,8 +138,8 @@ struct CheckpointPlan {
   // checkpoint/offload_cost.h), at host_link_bandwidth bytes/s each way. Modeled, never measured.
   double predicted_transfer_seconds = 0;
   double host_link_bandwidth = 0;         // what the transfers were priced at
-  // What the plan minimises: predicted_overhead_seconds + predicted_transfer_seconds.
-  double predicted_cost_seconds() const { return predicted_overhead_seconds + predicted_transfer_seconds; }
+  // The modeled step overhead, recompute plus transfers: predicted_overhead_seconds.
+  double predicted_cost_seconds() const { return predicted_overhead_seconds; }
   std::vector<std::string> candidates;   // every output backward needs, in the search's order (best value first)
   // Outputs backward does not need but a rerun recomputes on the way to one it does (attention's
   // scores before the softmax): keeping one replays it in the rerun instead. Best value first.

@@ -4,6 +4,8 @@
 #include <exception>
 #include <unordered_set>
 
+#include "checkpoint/cost_model_defaults.h"
+#include "checkpoint/offload_cost.h"
 #include "checkpoint/planner_profile.h"
 #include "checkpoint/stats_detail.h"
 #include "checkpoint/thread_state.h"
@@ -41,24 +43,34 @@ Planner::Planner(const PlannedStep& step, const PlannerOptions& o)
               toString(estimator_->device().type), ", but options.device is ", toString(o.device.type));
   data.options = o;
   data.options.estimator = estimator_;  // with_kept prices with the same measurements
+  if (o.host_budget_bytes > 0)
+    host_link_bandwidth_ = o.host_link_bandwidth > 0 ? o.host_link_bandwidth : default_host_link_bandwidth(o.device);
 }
 
 EstimateMode Planner::estimate_mode() const { return estimator_->mode(); }
 
-RunResult Planner::run(const std::vector<bool>& keep, bool profile, bool record_regions) {
+RunResult Planner::run(const KeepSet& set, bool profile, bool record_regions) {
   const bool memoized = !profile && !record_regions;
+  const std::vector<bool>& keep = set.keep;
+  const bool offloads = std::find(set.offload.begin(), set.offload.end(), true) != set.offload.end();
   if (memoized) {
-    auto it = memo_.find(keep);
+    auto it = memo_.find(offloads ? set : KeepSet{keep, {}});
     if (it != memo_.end()) return evaluated[it->second].second;
   }
-  const int64_t number = ++dry_runs_;
+  const int64_t number = dry_runs_ + offload_dry_runs_ + 1;
+  ++(offloads ? offload_dry_runs_ : dry_runs_);
   auto kept_keys = std::make_shared<std::unordered_set<std::string>>();
+  auto offloaded_keys = std::make_shared<std::unordered_set<std::string>>();
   for (size_t i = 0; i < keep.size(); ++i)
     if (keep[i]) kept_keys->insert(data.calls[i].key);
-  PolicyFn policy = [kept_keys](const SelectiveCheckpointContext& ctx, const OperatorHandle& op,
-                                const std::vector<IValue>&) {
-    return kept_keys->count(call_key(ctx.scope, op.name(), ctx.index)) ? CheckpointPolicy::MUST_SAVE
-                                                                       : CheckpointPolicy::PREFER_RECOMPUTE;
+  if (offloads)
+    for (size_t i = 0; i < set.offload.size(); ++i)
+      if (set.offload[i]) offloaded_keys->insert(data.calls[i].key);
+  PolicyFn policy = [kept_keys, offloaded_keys](const SelectiveCheckpointContext& ctx, const OperatorHandle& op,
+                                                const std::vector<IValue>&) {
+    const std::string key = call_key(ctx.scope, op.name(), ctx.index);
+    if (offloaded_keys->count(key)) return CheckpointPolicy::MUST_CPU_OFFLOAD;
+    return kept_keys->count(key) ? CheckpointPolicy::MUST_SAVE : CheckpointPolicy::PREFER_RECOMPUTE;
   };
   DryRunObserver observer(&data, profile, estimator_.get(), record_regions);
   const ThreadStateSnapshot before;
@@ -93,30 +105,32 @@ RunResult Planner::run(const std::vector<bool>& keep, bool profile, bool record_
     r.peak = counter_ == MemoryCounter::Reserved ? r.reserved_peak : r.allocated_peak;
     r.flops = checkpoint_stats().total.flops_recomputed;
     r.overhead = observer.overhead();
+    r.host_peak = imitated_ == kCUDA ? max_offloaded_memory_allocated(Device{kMeta}) : 0;
+    r.offloaded_bytes = checkpoint_stats().total.sac_bytes_offloaded;
+  }
+  if (offloads) {  // priced like the overhead: the regions since checkpoint_stats() was last reset
+    r.transfer = transfer_cost(data, keep, set.offload, host_link_bandwidth_, observer.first_region()).exposed_seconds;
   }
   const std::string differs = observer.mismatch();
   if (!differs.empty()) throw CheckpointError(not_the_same_step(where, differs));
   if (profile) {  // nothing kept: the keep-set of no candidate
-    memo_.emplace(std::vector<bool>(data.calls.size(), false), evaluated.size());
-    evaluated.emplace_back(std::vector<bool>(data.calls.size(), false), r);
+    const KeepSet none{std::vector<bool>(data.calls.size(), false), {}};
+    memo_.emplace(none, evaluated.size());
+    evaluated.emplace_back(none, r);
   } else if (memoized) {
-    memo_.emplace(keep, evaluated.size());
-    evaluated.emplace_back(keep, r);
+    const KeepSet key = offloads ? set : KeepSet{keep, {}};
+    memo_.emplace(key, evaluated.size());
+    evaluated.emplace_back(key, r);
   }
   return r;
 }
 
-size_t Planner::cheapest_fitting(int64_t budget) const {
+size_t Planner::cheapest_fitting(int64_t budget, bool with_offload) const {
   size_t best = evaluated.size();
   for (size_t i = 0; i < evaluated.size(); ++i) {
     const RunResult& r = evaluated[i].second;
-    if (r.peak > budget) continue;
-    if (best == evaluated.size()) {
-      best = i;
-      continue;
-    }
-    const RunResult& b = evaluated[best].second;
-    if (r.overhead < b.overhead || (r.overhead == b.overhead && r.peak < b.peak)) best = i;
+    if (!fits(r, budget, host_budget()) || (!with_offload && !evaluated[i].first.offload.empty())) continue;
+    if (best == evaluated.size() || cheaper(r, evaluated[best].second)) best = i;
   }
   return best;
 }
@@ -128,14 +142,18 @@ std::string Planner::not_the_same_step(const std::string& where, const std::stri
 }
 
 // The last dry run: the plan's figures, verified, and each region priced.
-void finish_plan(Planner& planner, const std::vector<bool>& best, CheckpointPlan* plan) {
+void finish_plan(Planner& planner, const KeepSet& best, CheckpointPlan* plan) {
   Data& data = planner.data;
   for (Data::Region& r : data.regions) r.overhead = r.flops = 0, r.recomputed = 0;
   planner.phase = "the plan's final check";
   RunResult final_run = planner.run(best, false, /*record_regions=*/true);
+  plan->kept.clear();
+  plan->offloaded.clear();
   for (size_t i = 0; i < data.calls.size(); ++i) {
-    data.calls[i].kept = best[i];
-    if (best[i]) plan->kept.push_back(data.calls[i].key);
+    data.calls[i].offloaded = !best.offload.empty() && best.offload[i];
+    data.calls[i].kept = best.keep[i] && !data.calls[i].offloaded;
+    if (data.calls[i].kept) plan->kept.push_back(data.calls[i].key);
+    if (data.calls[i].offloaded) plan->offloaded.push_back(data.calls[i].key);
   }
   plan->candidates.clear();
   plan->replay_candidates.clear();
@@ -146,7 +164,13 @@ void finish_plan(Planner& planner, const std::vector<bool>& best, CheckpointPlan
   plan->predicted_allocated_peak_bytes = final_run.allocated_peak;
   plan->predicted_reserved_peak_bytes = final_run.reserved_peak;
   plan->recompute_flops = final_run.flops;
-  plan->predicted_overhead_seconds = final_run.overhead;
+  plan->predicted_overhead_seconds = final_run.cost();
+  plan->predicted_recompute_seconds = final_run.overhead;
+  plan->host_budget_bytes = data.options.host_budget_bytes;
+  plan->predicted_host_peak_bytes = final_run.host_peak;
+  plan->offloaded_bytes = final_run.offloaded_bytes;
+  plan->predicted_transfer_seconds = final_run.transfer;
+  plan->host_link_bandwidth = planner.host_link_bandwidth();
   plan->estimate_mode = planner.estimate_mode();
   plan->data = std::make_shared<const Data>(std::move(data));
 }

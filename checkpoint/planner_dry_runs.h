@@ -16,11 +16,31 @@
 
 namespace remat::planner_detail {
 
-// What one dry run measured.
+// What one dry run measured, and the transfer model's price of its offloads.
 struct RunResult {
   int64_t peak = 0;  // of the plan's counter
   int64_t allocated_peak = 0, reserved_peak = 0;
+  int64_t host_peak = 0;       // of offloaded host bytes (max_offloaded_memory_allocated)
+  int64_t offloaded_bytes = 0;  // copied to host in the step (checkpoint_stats().total.sac_bytes_offloaded)
   double flops = 0, overhead = 0;
+  double transfer = 0;  // the offloads' exposed transfer seconds (checkpoint/offload_cost.h)
+  double cost() const { return overhead + transfer; }  // what the search minimises
+};
+
+// Whether `r` fits a device budget and a host budget, and whether it is cheaper than `than`
+// (ties: the lower peak).
+inline bool fits(const RunResult& r, int64_t budget, int64_t host_budget) {
+  return r.peak <= budget && r.host_peak <= host_budget;
+}
+inline bool cheaper(const RunResult& r, const RunResult& than) {
+  return r.cost() < than.cost() || (r.cost() == than.cost() && r.peak < than.peak);
+}
+
+// A choice per call of the profile: kept on the device (keep), offloaded to host memory
+// (offload; empty: none), or else recomputed.
+struct KeepSet {
+  std::vector<bool> keep, offload;
+  bool operator<(const KeepSet& o) const { return keep != o.keep ? keep < o.keep : offload < o.offload; }
 };
 
 // What the search (checkpoint/planner_search.h) prices keep-sets with: a keep-set in, what its dry
@@ -29,7 +49,11 @@ class KeepSetPricer {
  public:
   virtual ~KeepSetPricer() = default;
   virtual RunResult price(const std::vector<bool>& keep) = 0;
+  // `keep` kept and `offload` offloaded (the planner's offload phase, planner_offload.h).
+  virtual RunResult price(const KeepSet& set) = 0;
   virtual int64_t dry_runs() const = 0;                 // made so far
+  // Of those, the ones of keep-sets that offload (the offload phases' own count; default: all).
+  virtual int64_t offload_dry_runs() const { return dry_runs(); }
   virtual void set_phase(const std::string& phase) = 0;  // what the search does (for error messages)
 };
 
@@ -44,20 +68,31 @@ class Planner : public KeepSetPricer {
   // run. A keep-set priced before is not run again. The step must make the profiling run's calls
   // (else CheckpointError); if it throws, the thread's state is restored and its error re-raised
   // with the dry run's number and phase.
-  RunResult run(const std::vector<bool>& keep, bool profile = false, bool record_regions = false);
+  RunResult run(const KeepSet& set, bool profile = false, bool record_regions = false);
+  RunResult run(const std::vector<bool>& keep, bool profile = false, bool record_regions = false) {
+    return run(KeepSet{keep, {}}, profile, record_regions);
+  }
   RunResult price(const std::vector<bool>& keep) override { return run(keep); }
+  RunResult price(const KeepSet& set) override { return run(set); }
+  // The keep/recompute search's count (the profile, keep-all, keep-sets that offload nothing, the
+  // final check), and the offload phases' (keep-sets that offload): each bounded by max_dry_runs,
+  // so that the keep/recompute search runs as it would without a host budget.
   int64_t dry_runs() const override { return dry_runs_; }
+  int64_t offload_dry_runs() const override { return offload_dry_runs_; }
   void set_phase(const std::string& phase) override { this->phase = phase; }
 
-  // The cheapest keep-set priced so far whose peak fits `budget` (ties: the lower peak, then the
-  // first priced); evaluated.size() if none fits.
-  size_t cheapest_fitting(int64_t budget) const;
+  // The cheapest keep-set priced so far whose peak fits `budget` and whose host peak the host
+  // budget (ties: the lower peak, then the first priced); only those that offload nothing unless
+  // with_offload. evaluated.size() if none fits.
+  size_t cheapest_fitting(int64_t budget, bool with_offload = false) const;
+  int64_t host_budget() const { return data.options.host_budget_bytes; }
+  double host_link_bandwidth() const { return host_link_bandwidth_; }
 
   Data data;
   std::string who = "plan_checkpointing";  // for error messages: the caller,
   std::string phase = "profile";           // what it is doing,
   std::string profile_name = "the profiling run (dry run 1)";  // and the run every later one must repeat
-  std::vector<std::pair<std::vector<bool>, RunResult>> evaluated;  // every keep-set priced, in order
+  std::vector<std::pair<KeepSet, RunResult>> evaluated;  // every keep-set priced, in order
 
  private:
   std::string not_the_same_step(const std::string& where, const std::string& differs) const;
@@ -66,11 +101,12 @@ class Planner : public KeepSetPricer {
   std::shared_ptr<RuntimeEstimator> estimator_;
   DeviceType imitated_;
   MemoryCounter counter_;
-  int64_t dry_runs_ = 0;
-  std::map<std::vector<bool>, size_t> memo_;  // keep-set -> index into evaluated
+  int64_t dry_runs_ = 0, offload_dry_runs_ = 0;
+  double host_link_bandwidth_ = 0;
+  std::map<KeepSet, size_t> memo_;  // keep-set -> index into evaluated
 };
 
 // The last dry run: the plan's figures, verified, and each region priced; `plan` takes the data.
-void finish_plan(Planner& planner, const std::vector<bool>& best, CheckpointPlan* plan);
+void finish_plan(Planner& planner, const KeepSet& best, CheckpointPlan* plan);
 
 }  // namespace remat::planner_detail

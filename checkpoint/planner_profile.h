@@ -32,12 +32,17 @@ class DryRunObserver : public stats_detail::PlanningObserver {
                   const std::vector<IValue>& outputs) override;
   // The price of what was recomputed since checkpoint_stats() was last reset (a step that resets
   // it per training step, as the benchmark's does, is priced per step like its recompute_flops).
-  void stats_reset() override { overhead_ = 0; }
+  void stats_reset() override {
+    overhead_ = 0;
+    first_region_ = region_index_.size();
+  }
 
   // After the run: "" if it made the profiling run's calls, else the first difference.
   std::string mismatch();
   // The estimator's price of what was recomputed.
   double overhead() const { return overhead_; }
+  // The first region (in the run's order) since checkpoint_stats() was last reset.
+  size_t first_region() const { return first_region_; }
 
  private:
   // Whether the n-th call of a later dry run is the profiling run's n-th call (its region, op,
@@ -56,6 +61,7 @@ class DryRunObserver : public stats_detail::PlanningObserver {
   std::unordered_map<uint64_t, size_t> producer_;  // storage id -> the call that made it
   std::unordered_map<int64_t, size_t> region_index_;
   size_t calls_seen_ = 0;
+  size_t first_region_ = 0;
   std::string mismatch_;
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "checkpoint/knapsack_frontier.h"
+#include "checkpoint/planner_offload.h"
 
 namespace remat::planner_detail {
 
@@ -61,9 +62,7 @@ SearchSpace order_by_value(Data* data) {
   return space;
 }
 
-bool Search::better(const RunResult& r) const {
-  return fits(r) && (r.overhead < best_run.overhead || (r.overhead == best_run.overhead && r.peak < best_run.peak));
-}
+bool Search::better(const RunResult& r) const { return fits(r) && cheaper(r, best_run); }
 
 bool Search::try_set(const std::vector<bool>& s) {
   if (!budget_left()) return false;
@@ -190,12 +189,19 @@ constexpr Phase kPhases[] = {
 void search_at(Planner& planner, const SearchSpace& space, int64_t budget, int64_t allowance,
                const std::string& rung_name) {
   const size_t start = planner.cheapest_fitting(budget);  // nothing kept fits: the budget is >= its peak
-  Search s{planner.data, space, planner, budget, planner.dry_runs() + allowance, planner.evaluated.at(start).first,
-           planner.evaluated.at(start).second};
+  Search s{planner.data, space, planner, budget, planner.dry_runs() + allowance,
+           planner.evaluated.at(start).first.keep, planner.evaluated.at(start).second};
   for (const Phase& phase : kPhases) {
     planner.set_phase(rung_name + ": " + phase.name);
     phase.run(s);
   }
+  if (planner.host_budget() == 0) return;
+  // The offload phases, from the rung's keep-set, with dry runs of their own: an equal share of
+  // max_dry_runs per rung, so that what they price at a rung does not depend on the budget.
+  const int64_t offload_allowance = planner.data.options.max_dry_runs / (kRungs + 1);
+  OffloadSearch o{planner.data, space, planner, budget, planner.host_budget(),
+                  planner.offload_dry_runs() + offload_allowance, KeepSet{s.best, {}}, s.best_run};
+  search_offload(o, [&](const char* phase) { planner.set_phase(rung_name + ": " + phase); });
 }
 
 // The ladder: a larger budget never costs more. The plan for a budget is the cheapest keep-set
@@ -203,9 +209,9 @@ void search_at(Planner& planner, const SearchSpace& space, int64_t budget, int64
 // each search starting from the cheapest keep-set known to fit its rung ("the plan of the next
 // smaller budget"). The rungs depend on the profile only, so for two budgets the larger one's
 // searches include the smaller one's: its choice is among more keep-sets, under a looser bound.
-std::vector<bool> search_ladder(Planner& planner, SearchSpace* space, int64_t budget, int64_t recompute_all_peak,
-                                int64_t keep_all_peak) {
-  if (budget >= keep_all_peak) return space->all;
+KeepSet search_ladder(Planner& planner, SearchSpace* space, int64_t budget, int64_t recompute_all_peak,
+                      int64_t keep_all_peak) {
+  if (budget >= keep_all_peak) return KeepSet{space->all, {}};
   std::vector<bool> keepable_mask(planner.data.calls.size(), false);
   for (size_t c : space->keepable) keepable_mask[c] = true;
   space->front = knapsack_frontier(planner.data, keepable_mask);
@@ -222,7 +228,7 @@ std::vector<bool> search_ladder(Planner& planner, SearchSpace* space, int64_t bu
                   std::to_string(rung) + " bytes)");
     if (rung >= budget) break;
   }
-  return planner.evaluated.at(planner.cheapest_fitting(budget)).first;
+  return planner.evaluated.at(planner.cheapest_fitting(budget, /*with_offload=*/true)).first;
 }
 
 }  // namespace remat::planner_detail

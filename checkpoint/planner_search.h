@@ -42,7 +42,7 @@ struct Search {
   RunResult best_run;
 
   bool fits(const RunResult& r) const { return r.peak <= budget; }
-  // Fits, and recomputes less than `best` (ties: the lower peak).
+  // Fits, and costs less than `best` (ties: the lower peak).
   bool better(const RunResult& r) const;
   bool budget_left() const { return pricer.dry_runs() < stop; }
   // Prices `s` (if dry runs are left); whether it became `best`.
@@ -63,13 +63,15 @@ void search_first_fit(Search& s);
 void search_swaps(Search& s);
 
 // The phases above at one budget, from the cheapest keep-set `planner` priced so far that fits it;
-// at most `allowance` new dry runs. `rung_name` heads the phases' names in error messages.
+// at most `allowance` new dry runs (half of them the offload phases', with a host budget). `rung_name` heads the phases' names in error messages.
 void search_at(Planner& planner, const SearchSpace& space, int64_t budget, int64_t allowance,
                const std::string& rung_name);
 
 // The plan's keep-set for `budget` (at least recompute-all's peak): keep-all if it fits, else the
 // cheapest that fits among all the searches at a ladder of budgets up to it priced.
-std::vector<bool> search_ladder(Planner& planner, SearchSpace* space, int64_t budget, int64_t recompute_all_peak,
-                                int64_t keep_all_peak);
+// With a host budget, each rung's search ends with the offload phases (planner_offload.h), and
+// the cheapest may offload.
+KeepSet search_ladder(Planner& planner, SearchSpace* space, int64_t budget, int64_t recompute_all_peak,
+                      int64_t keep_all_peak);
 
 }  // namespace remat::planner_detail

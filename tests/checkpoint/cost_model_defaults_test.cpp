@@ -65,3 +65,15 @@ TEST_CASE("cost model defaults: one uncached measurement, and its error paths", 
                          What(Contains("measure_copy_bandwidth: threads, floats and samples must be positive and "
                                        "time_limit_s >= 0, got 1, 4096, 0 and 0")));
 }
+
+TEST_CASE("default_host_link_bandwidth: the CPU has no host link to price", "[cost_model][offload][errors]") {
+  CHECK_THROWS_WITH(default_host_link_bandwidth(Device{kCPU}),
+                    "default_host_link_bandwidth: cpu has no host link to price: offload moves CUDA tensors to pinned "
+                    "host memory");
+  CHECK_THROWS_WITH(host_link_bandwidth_source(Device{kCPU}),
+                    "host_link_bandwidth_source: cpu has no host link to price: offload moves CUDA tensors to pinned "
+                    "host memory");
+  CHECK_THROWS_WITH(measure_host_link_bandwidth(Device{kCPU}, 1 << 20, 1),
+                    "measure_host_link_bandwidth: cpu has no host link to price: offload moves CUDA tensors to pinned "
+                    "host memory");
+}

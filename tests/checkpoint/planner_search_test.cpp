@@ -23,6 +23,11 @@ class FakePricer : public KeepSetPricer {
     }
     return r;
   }
+  // The keep/recompute phases price keep-sets only (the offload phases: planner_offload_test.cpp).
+  RunResult price(const KeepSet& set) override {
+    REQUIRE(set.offload.empty());
+    return price(set.keep);
+  }
   int64_t dry_runs() const override { return runs_; }
   void set_phase(const std::string&) override {}
 
