@@ -372,6 +372,10 @@ int main(int argc, char** argv) {
     cfg.dry_run = a.dry_run;
     cfg.meta_accounting = a.meta_accounting;
     cfg.offload_bytes = a.planning.offload_bytes;
+    if (cfg.offload_bytes > 0) {
+      cfg.host_link_source = host_link_bandwidth_source(planning_device(a));
+      cfg.host_link_datasheet = kH200HostLinkBandwidth;  // checkpoint/cost_model_defaults.h
+    }
     cfg.threads = omp_get_max_threads();
     // Before the steps, in the same run: the peak the step's matmul throughput is compared with.
     if (!a.dry_run && device.is_cpu()) cfg.fma_peak_gflops = measure_fma_peak_gflops(cfg.threads);

@@ -109,6 +109,7 @@ void record_plan(const CheckpointPlan& plan, StrategyResult* r) {
   r->plan_counter = toString(plan.counter);
   r->plan_recompute_flops = plan.recompute_flops;
   r->plan_overhead_seconds = plan.predicted_overhead_seconds;
+  r->plan_recompute_seconds = plan.predicted_recompute_seconds;
   r->planning_seconds = plan.planning_seconds;
   r->planning_dry_runs = plan.dry_runs;
   r->plan_host_budget_bytes = plan.host_budget_bytes;

@@ -61,12 +61,13 @@ struct StrategyResult {
   int64_t plan_predicted_peak_bytes = 0;  // CheckpointPlan::predicted_peak_bytes
   std::string plan_counter = "allocated";  // what that peak and the budget bound (CheckpointPlan::counter)
   double plan_recompute_flops = 0;        // CheckpointPlan::recompute_flops (per step)
-  double plan_overhead_seconds = 0;       // CheckpointPlan::predicted_overhead_seconds (per step)
+  double plan_overhead_seconds = 0;       // CheckpointPlan::predicted_overhead_seconds (per step: recompute + exposed transfer)
+  double plan_recompute_seconds = 0;      // CheckpointPlan::predicted_recompute_seconds (its recompute part)
   double planning_seconds = 0;            // wall time of plan_checkpointing
   int64_t planning_dry_runs = 0;
   // A plan that may offload (--offload): CheckpointPlan::host_budget_bytes (0: a keep/recompute
   // plan), predicted_host_peak_bytes, offloaded_bytes, offloaded.size(), predicted_transfer_seconds
-  // (modeled) and host_link_bandwidth.
+  // (modeled; in plan_overhead_seconds) and host_link_bandwidth.
   int64_t plan_host_budget_bytes = 0;
   int64_t plan_host_peak_bytes = 0;
   int64_t plan_offloaded_bytes = 0;
@@ -84,8 +85,6 @@ struct StrategyResult {
   std::vector<PairedTiming> paired;
 
   bool planned() const { return budget_bytes > 0; }
-  // What the planner minimises: recompute plus the exposed transfer (CheckpointPlan::predicted_cost_seconds).
-  double plan_cost_seconds() const { return plan_overhead_seconds + plan_transfer_seconds; }
   // The peak (measured, or predicted when nothing was measured) is within the budget.
   bool fits() const { return (measured.known ? measured.peak_bytes : predicted.peak_bytes) <= budget_bytes; }
 };
@@ -104,6 +103,8 @@ struct RunConfig {
   std::string clock = "wall";           // step times: "wall" clock or process "cpu" time
   double fma_peak_gflops = 0;           // FP32 FMA peak measured in the same run (0: not measured)
   int64_t offload_bytes = 0;            // --offload: the host memory the offload plans could use (0: none)
+  std::string host_link_source;         // --offload: where the link's bandwidth came from (host_link_bandwidth_source)
+  double host_link_datasheet = 0;       // --offload: the documented figure the emulated device is priced at (bytes/s)
 };
 
 // The median of step times (the upper one of an even count, as every table here reads it).

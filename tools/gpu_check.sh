@@ -245,8 +245,9 @@ off = [r["offload"] for r in rows]
 bad = [r["plan"] for r in off if r.get("measured_peak_bytes") != r["predicted_peak_bytes"]]
 saved = sum(1 for r in rows if "keep_recompute" in r and r["offload"]["cost_seconds"] < r["keep_recompute"]["cost_seconds"])
 print(("FAILED" if bad else "ok") + "|%d budgets, measured device peak %s predicted%s; offload cheaper at %d; "
-      "link priced at %.1f GB/s (%s)" % (len(rows), "!=" if bad else "==", (" at " + ",".join(bad)) if bad else "",
-      saved, o["host_link_bandwidth"] / 1e9, o["caveat"]))
+      "link at %.1f GB/s, %s (the datasheet's: %.1f); %s" % (len(rows), "!=" if bad else "==",
+      (" at " + ",".join(bad)) if bad else "", saved, o["host_link_bandwidth"] / 1e9, o.get("host_link_source", "?"),
+      o.get("host_link_datasheet_bandwidth", 0) / 1e9, o["caveat"]))
 PY
 )
       if [[ "$verdict" == ok\|* || "$verdict" == FAILED\|* ]]; then

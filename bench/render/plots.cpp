@@ -456,8 +456,8 @@ std::string modeled_cost_svg(const RunConfig& cfg, const std::vector<StrategyRes
   double xmin = 1e300, xmax = -1e300, ymin = 1e300, ymax = -1e300;
   for (const auto* f : {&frontier, &offload_frontier})
     for (const auto& r : *f) {
-      xmin = std::min(xmin, r.plan_cost_seconds() * 1e3);
-      xmax = std::max(xmax, r.plan_cost_seconds() * 1e3);
+      xmin = std::min(xmin, r.plan_overhead_seconds * 1e6);
+      xmax = std::max(xmax, r.plan_overhead_seconds * 1e6);
       ymin = std::min(ymin, peak(r) / u.bytes);
       ymax = std::max(ymax, peak(r) / u.bytes);
     }
@@ -467,7 +467,7 @@ std::string modeled_cost_svg(const RunConfig& cfg, const std::vector<StrategyRes
   auto py = [&](double v) { return area.y + area.h - area.h * (v - ya.lo) / (ya.hi - ya.lo); };
   auto points = [&](const std::vector<StrategyResult>& f) {
     std::vector<std::pair<double, double>> p;
-    for (const StrategyResult* r : by_peak(f, peak)) p.emplace_back(px(r->plan_cost_seconds() * 1e3), py(peak(*r) / u.bytes));
+    for (const StrategyResult* r : by_peak(f, peak)) p.emplace_back(px(r->plan_overhead_seconds * 1e6), py(peak(*r) / u.bytes));
     return p;
   };
   std::ostringstream s;
@@ -482,7 +482,7 @@ std::string modeled_cost_svg(const RunConfig& cfg, const std::vector<StrategyRes
             "purple: keep/recompute/offload plans at the same budgets (--offload " + byte_size_text(cfg.offload_bytes) +
                 " of host memory)",
             "fill='#9467bd'");
-  s << axes(area, xa, ya, "modeled cost per step (ms): recompute + transfer not hidden by compute",
+  s << axes(area, xa, ya, "modeled cost per step (microseconds): recompute + transfer not hidden by compute",
             std::string("predicted peak memory (") + u.name + ")");
   std::vector<Box> obstacles;
   s << frontier_line(points(frontier), "planned-frontier", kFrontierColor, &obstacles);

@@ -27,7 +27,7 @@ std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& 
                        const std::vector<StrategyResult>& offload_frontier = {});
 // --offload: the two frontiers by the planner's figures alone, so also after --dry-run: each
 // plan's predicted peak against its modeled step cost (recompute + exposed transfer,
-// StrategyResult::plan_cost_seconds), the keep/recompute plans as id='planned-frontier', those
+// StrategyResult::plan_overhead_seconds), the keep/recompute plans as id='planned-frontier', those
 // that may offload as id='planned-frontier-offload', captioned with offload_caveat(cfg).
 std::string modeled_cost_svg(const RunConfig& cfg, const std::vector<StrategyResult>& frontier,
                              const std::vector<StrategyResult>& offload_frontier);

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "tests/testing/matchers.h"
 
@@ -126,7 +127,8 @@ TEST_CASE("planning: record_plan carries the plan's offload figures onto the res
   CheckpointPlan plan;
   plan.budget_bytes = 48 << 20;
   plan.predicted_peak_bytes = (48 << 20) - 512;
-  plan.predicted_overhead_seconds = 0.004;
+  plan.predicted_recompute_seconds = 0.004;
+  plan.predicted_overhead_seconds = 0.005;  // with the transfer
   plan.host_budget_bytes = 16 << 20;
   plan.predicted_host_peak_bytes = 6 << 20;
   plan.offloaded_bytes = 9 << 20;
@@ -141,11 +143,12 @@ TEST_CASE("planning: record_plan carries the plan's offload figures onto the res
   CHECK(r.plan_offloaded_calls == 2);
   CHECK(r.plan_transfer_seconds == plan.predicted_transfer_seconds);
   CHECK(r.plan_host_link_bandwidth == plan.host_link_bandwidth);
-  CHECK(r.plan_cost_seconds() == plan.predicted_cost_seconds());
+  CHECK(r.plan_recompute_seconds == plan.predicted_recompute_seconds);
+  CHECK(r.plan_overhead_seconds == plan.predicted_cost_seconds());
   StrategyResult keep_recompute;
   record_plan(CheckpointPlan{}, &keep_recompute);
   CHECK(keep_recompute.plan_host_budget_bytes == 0);
-  CHECK(keep_recompute.plan_cost_seconds() == 0);
+  CHECK(keep_recompute.plan_transfer_seconds == 0);
 }
 
 TEST_CASE("planning: sweep budgets are evenly spaced, both ends included", "[planning]") {
@@ -233,4 +236,50 @@ TEST_CASE("planning: a budget below the minimum is the planner's CheckpointError
                               Contains("no plan fits a budget of " + std::to_string(lo - 1) + " bytes") &&
                               Contains("the minimum feasible peak is " + std::to_string(lo) + " bytes")));
   CHECK_NOTHROW(plan_budget(kSmall, TrainingOptions{}, lo, Device{kCPU}));
+}
+
+TEST_CASE("planning: with a host budget (--offload) the plan for a CUDA device may offload, is never dearer, and "
+          "its dry run peaks at its prediction",
+          "[planning]") {
+  const TrainingOptions o;
+  const Device cuda{kCUDA};  // planned by dry runs on Meta counting like CUDA: no device needed
+  const int64_t host = int64_t{64} << 20;
+  // Both plans at `budget`; checks the offload plan against the plain one and its dry run against
+  // its prediction, and returns the two.
+  auto plan_both = [&](const ModelShape& shape, int64_t budget) {
+    const CheckpointPlan plain = plan_budget(shape, o, budget, cuda, "--sweep");
+    const CheckpointPlan with_offload = plan_budget(shape, o, budget, cuda, "--offload 64.0 MiB, --sweep", {}, host);
+    CHECK(plain.host_budget_bytes == 0);
+    CHECK(plain.offloaded.empty());
+    CHECK(with_offload.host_budget_bytes == host);
+    CHECK(with_offload.predicted_peak_bytes <= budget);
+    CHECK(with_offload.predicted_host_peak_bytes <= host);
+    CHECK(with_offload.predicted_cost_seconds() <= plain.predicted_cost_seconds());
+    CHECK(with_offload.offloaded.empty() == (with_offload.offloaded_bytes == 0));
+    // Run as memory_vs_recompute runs it (its dry run, counting like CUDA): the plan's peaks, exactly.
+    StrategyResult r;
+    {
+      MetaAccountingGuard accounting(kCUDA);
+      record_predicted(run_training_steps(planned_strategy(with_offload, planned_name(budget, true)), shape,
+                                          Device{kMeta}, 3),
+                       1, 0, &r);
+    }
+    record_plan(with_offload, &r);
+    CHECK(r.predicted.peak_reserved_bytes == with_offload.predicted_reserved_peak_bytes);
+    CHECK(r.predicted.peak_bytes == with_offload.predicted_allocated_peak_bytes);
+    CHECK(r.plan_host_budget_bytes == host);
+    CHECK(r.plan_offloaded_calls == static_cast<int64_t>(with_offload.offloaded.size()));
+    return std::make_pair(plain, with_offload);
+  };
+  const CheckpointPlan small = plan_bounds(kSmall, o, cuda);
+  for (int64_t budget : sweep_budgets(small.recompute_all_peak_bytes, small.keep_all_peak_bytes, 3))
+    plan_both(kSmall, budget);
+  // Config A (the benchmark's default shape) at its lowest budget: there, moving a tensor to host
+  // memory is cheaper than recomputing it, and the plan does.
+  const ModelShape config_a{8, 128, 256, 4, 65, 4};
+  const CheckpointPlan a = plan_bounds(config_a, o, cuda);
+  const auto [plain, with_offload] = plan_both(config_a, a.recompute_all_peak_bytes);
+  CHECK_FALSE(with_offload.offloaded.empty());
+  CHECK(with_offload.predicted_host_peak_bytes > 0);
+  CHECK(with_offload.predicted_cost_seconds() < plain.predicted_cost_seconds());
 }

@@ -303,7 +303,8 @@ TEST_CASE("plots: the modeled-cost chart draws both frontiers from the planner's
   RunConfig cfg = emulated_cuda_config();
   std::string svg = modeled_cost_svg(cfg, sweep, offload);
   CHECK(svg.find("modeled, not measured: the emulated device has no real link") != std::string::npos);
-  CHECK(svg.find("modeled cost per step (ms): recompute + transfer not hidden by compute") != std::string::npos);
+  CHECK(svg.find("modeled cost per step (microseconds): recompute + transfer not hidden by compute") !=
+        std::string::npos);
   const std::vector<double> plain = polyline_ys(svg, "planned-frontier");
   const std::vector<double> with_offload = polyline_ys(svg, "planned-frontier-offload");
   REQUIRE(plain.size() == sweep.size());
