@@ -373,8 +373,13 @@ int main(int argc, char** argv) {
     cfg.meta_accounting = a.meta_accounting;
     cfg.offload_bytes = a.planning.offload_bytes;
     if (cfg.offload_bytes > 0) {
-      cfg.host_link_source = host_link_bandwidth_source(planning_device(a));
       cfg.host_link_datasheet = kH200HostLinkBandwidth;  // checkpoint/cost_model_defaults.h
+      if (cuda_is_available()) {
+        cfg.host_link_source = host_link_bandwidth_source(planning_device(a));
+      } else {  // a dry run in a build without CUDA: no link to measure
+        a.planning.host_link_bandwidth = kH200HostLinkBandwidth;
+        cfg.host_link_source = "PCIe 5.0 x16 datasheet (no CUDA device here to measure)";
+      }
     }
     cfg.threads = omp_get_max_threads();
     // Before the steps, in the same run: the peak the step's matmul throughput is compared with.

@@ -69,6 +69,7 @@ CheckpointPlan plan_budget(const ModelShape& shape, const TrainingOptions& optio
   po.estimate_mode = machine.estimate_mode;
   po.estimator = machine.estimator;
   po.host_budget_bytes = host_budget_bytes;
+  po.host_link_bandwidth = machine.host_link_bandwidth;
   try {
     return plan_checkpointing(benchmark_step(shape, options), po);
   } catch (const CheckpointError& e) {

@@ -43,6 +43,10 @@ struct PlanningArgs {
   // (PlannerOptions::host_budget_bytes), the keep/recompute/offload frontier beside the
   // keep/recompute one; 0: no offload.
   int64_t offload_bytes = 0;
+  // The link's bytes/s the offloads are priced at (PlannerOptions::host_link_bandwidth); 0: the
+  // planner's default (measured on a GPU, the datasheet's on the emulated device). memory_vs_recompute
+  // sets the datasheet's where no CUDA device is there to measure (a dry run in a CPU build).
+  double host_link_bandwidth = 0;
   bool sweeps() const { return sweep > 0 || sweep_at_strategies; }
 };
 

@@ -374,10 +374,9 @@ std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& 
               "fill='#2ca02c'");
   if (!offload_frontier.empty())
     s << text(area.x, 74 + (frontier.empty() ? 0 : 16),
-              "purple: the keep/recompute/offload frontier (--offload " + byte_size_text(cfg.offload_bytes) +
-                  " of host memory, the same budgets, each run and measured" +
-                  (cfg.device.find("emulated") != std::string::npos ? "; the emulated device has no real link" : "") +
-                  ")",
+              "purple: keep/recompute/offload (--offload " + byte_size_text(cfg.offload_bytes) +
+                  " of host memory, same budgets" +
+                  (cfg.device.find("emulated") != std::string::npos ? "; emulated: no real link" : "") + ")",
               "fill='#9467bd'");
   // An emulated device's step times are CPU times of the emulation: the axis says so.
   const bool emulated = cfg.device.find("emulated") != std::string::npos;

@@ -244,11 +244,13 @@ TEST_CASE("planning: with a host budget (--offload) the plan for a CUDA device m
   const TrainingOptions o;
   const Device cuda{kCUDA};  // planned by dry runs on Meta counting like CUDA: no device needed
   const int64_t host = int64_t{64} << 20;
+  PlanningArgs link;  // priced at the datasheet's figure, so that a build without CUDA needs no device to measure
+  link.host_link_bandwidth = kH200HostLinkBandwidth;
   // Both plans at `budget`; checks the offload plan against the plain one and its dry run against
   // its prediction, and returns the two.
   auto plan_both = [&](const ModelShape& shape, int64_t budget) {
     const CheckpointPlan plain = plan_budget(shape, o, budget, cuda, "--sweep");
-    const CheckpointPlan with_offload = plan_budget(shape, o, budget, cuda, "--offload 64.0 MiB, --sweep", {}, host);
+    const CheckpointPlan with_offload = plan_budget(shape, o, budget, cuda, "--offload 64.0 MiB, --sweep", link, host);
     CHECK(plain.host_budget_bytes == 0);
     CHECK(plain.offloaded.empty());
     CHECK(with_offload.host_budget_bytes == host);
@@ -269,6 +271,7 @@ TEST_CASE("planning: with a host budget (--offload) the plan for a CUDA device m
     CHECK(r.predicted.peak_bytes == with_offload.predicted_allocated_peak_bytes);
     CHECK(r.plan_host_budget_bytes == host);
     CHECK(r.plan_offloaded_calls == static_cast<int64_t>(with_offload.offloaded.size()));
+    CHECK(r.plan_host_link_bandwidth == link.host_link_bandwidth);
     return std::make_pair(plain, with_offload);
   };
   const CheckpointPlan small = plan_bounds(kSmall, o, cuda);

@@ -289,8 +289,8 @@ TEST_CASE("plots: with --offload the keep/recompute/offload frontier is a second
     const std::vector<double> ys = polyline_ys(svg, "planned-frontier-offload");
     REQUIRE(ys.size() == offload.size());
     for (size_t i = 1; i < ys.size(); ++i) CHECK(ys[i] < ys[i - 1]);
-    CHECK(svg.find("purple: the keep/recompute/offload frontier (--offload 32.0 MiB of host memory, the same budgets, "
-                   "each run and measured; the emulated device has no real link)") != std::string::npos);
+    CHECK(svg.find("purple: keep/recompute/offload (--offload 32.0 MiB of host memory, same budgets; emulated: no "
+                   "real link)") != std::string::npos);
     CHECK(count(svg, "fill='#9467bd'/>") == offload.size());  // one marker per offload plan
     CHECK(pareto_svg(cfg, rs, sweep, x).find("planned-frontier-offload") == std::string::npos);
   }
