@@ -7,6 +7,10 @@
 // strategy plan_checkpointing makes for that budget (a `planned` row: does it fit?); `--sweep N`
 // plans N budgets across the feasible range, runs each and draws the planned frontier beside the
 // fixed strategies; `--sweep-at-strategies` plans at each strategy's own peak and compares.
+// `--device cuda --offload SIZE --sweep N` plans each budget twice, without and with SIZE of pinned
+// host memory to offload to, and draws the keep/recompute/offload frontier beside the
+// keep/recompute one with each plan's modeled step cost (recompute plus exposed transfer; with
+// --dry-run too, since those costs are modeled either way).
 //
 //   ./bazelw run //bench:memory_vs_recompute
 //   ./bazelw run //bench:memory_vs_recompute -- --strategies none,full,sac-mm --out /tmp/mvr
@@ -14,6 +18,7 @@
 //   ./bazelw run //bench:memory_vs_recompute -- --compare /tmp/torch.json   (bench/torch_reference.py)
 //   ./bazelw run //bench:memory_vs_recompute -- --compare /tmp/torch2.json,/tmp/torch113.json
 //   ./bazelw run //bench:memory_vs_recompute -- --budget 80MiB --sweep 6 --sweep-at-strategies --out /tmp/mvr
+//   ./bazelw run --config=cuda_emu //bench:memory_vs_recompute -- --device cuda --dry-run --sweep 4 --offload 64MiB
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -51,7 +56,7 @@ struct Args {
   // machine; with more threads it also counts the OpenMP threads' spin-waiting).
   std::string clock = "wall";
   bool fused_adamw = true;  // --optimizer adamw-fused (default) or adamw (the single-tensor op sequence)
-  PlanningArgs planning;  // --budget, --sweep, --sweep-at-strategies, --estimate
+  PlanningArgs planning;  // --budget, --sweep, --sweep-at-strategies, --estimate, --offload
   std::string estimate;   // --estimate as given ("": benchmark when planning for this run's CPU, else cost-model)
 };
 
@@ -64,7 +69,7 @@ struct Args {
                "                           [--no-timeline] [--no-interleave] [--dry-run] [--meta-accounting cpu|cuda]\n"
                "                           [--clock wall|cpu] [--optimizer adamw-fused|adamw] [--attention math|sdpa]\n"
                "                           [--budget SIZE] [--sweep N] [--sweep-at-strategies]\n"
-               "                           [--estimate benchmark|cost-model]\n"
+               "                           [--estimate benchmark|cost-model] [--offload SIZE]\n"
                "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2, sac-megatron\n"
                "--dry-run: predict on the Meta device only (nothing computed, any model size); the dry runs\n"
                "  count as --device's allocator does (cuda: 512-byte blocks) unless --meta-accounting says otherwise\n"
@@ -83,8 +88,12 @@ struct Args {
                "--estimate: how the planner prices a recomputed op call: benchmark (each distinct call timed on\n"
                "  this machine once; the default when planning for the CPU it runs on) or cost-model (the roofline\n"
                "  on the FMA peak and copy bandwidth measured in this run; the default for --dry-run and cuda)\n"
-               "--out DIR: results.json, report.html, memory_vs_time.svg, memory_vs_flops.svg and\n"
-               "  timeline_<strategy>.svg\n");
+               "--offload SIZE (e.g. 64MiB; --device cuda, with --sweep N): plan every sweep budget again with SIZE\n"
+               "  of pinned host memory to offload to (keep, recompute or offload each op output), and compare the\n"
+               "  two frontiers' modeled step costs (recompute + exposed transfer); with --dry-run too. On the\n"
+               "  emulated device, or in a dry run, the transfers are modeled, not measured\n"
+               "--out DIR: results.json, report.html, memory_vs_time.svg, memory_vs_flops.svg,\n"
+               "  timeline_<strategy>.svg and (--offload) memory_vs_modeled_cost.svg\n");
   std::exit(error.empty() ? 0 : 2);
 }
 
@@ -152,6 +161,7 @@ Args parse(int argc, char** argv) {
     else if (f == "--meta-accounting") a.meta_accounting = v;
     else if (f == "--budget") a.planning.budget_bytes = planning_value(parse_budget, v);
     else if (f == "--sweep") a.planning.sweep = planning_value(parse_sweep, v);
+    else if (f == "--offload") a.planning.offload_bytes = planning_value(parse_offload, v);
     else if (f == "--clock") a.clock = v;
     else if (f == "--estimate") {
       a.estimate = v;
@@ -176,6 +186,7 @@ Args parse(int argc, char** argv) {
   if (a.dry_run && !a.compare.empty()) usage("--compare needs measurements; it cannot go with --dry-run");
   try {
     check_planning_args(a.planning, a.dry_run);
+    check_offload_args(a.planning, a.device, a.meta_accounting, a.dry_run);
   } catch (const Error& e) {
     usage(e.what());
   }
@@ -272,8 +283,10 @@ StrategyResult run_plan(const CheckpointPlan& plan, const std::string& name, con
   return r;
 }
 
-// --sweep N and --sweep-at-strategies: the budgets, each planned and run.
-std::vector<StrategyResult> run_sweep(const Args& a, const std::vector<StrategyResult>& results, Device device) {
+// --sweep N and --sweep-at-strategies: the budgets, each planned and run; with --offload, each
+// planned again allowing offload and run likewise, into `offload`.
+std::vector<StrategyResult> run_sweep(const Args& a, const std::vector<StrategyResult>& results, Device device,
+                                      std::vector<StrategyResult>* offload) {
   const TrainingOptions o = training_options(a);
   const CheckpointPlan bounds = plan_bounds(a.shape, o, planning_device(a), a.planning);
   const int64_t lo = bounds.recompute_all_peak_bytes, hi = bounds.keep_all_peak_bytes;
@@ -304,6 +317,15 @@ std::vector<StrategyResult> run_sweep(const Args& a, const std::vector<StrategyR
     const CheckpointPlan plan = plan_budget(a.shape, o, budgets[i], planning_device(a), "--sweep", a.planning);
     planning += plan.planning_seconds;
     sweep.push_back(run_plan(plan, planned_name(budgets[i]), a, i, budgets.size(), device, /*timeline=*/false));
+    if (a.planning.offload_bytes > 0) {
+      const CheckpointPlan with_offload =
+          plan_budget(a.shape, o, budgets[i], planning_device(a),
+                      "--offload " + byte_size_text(a.planning.offload_bytes) + ", --sweep", a.planning,
+                      a.planning.offload_bytes);
+      planning += with_offload.planning_seconds;
+      offload->push_back(run_plan(with_offload, planned_name(budgets[i], /*offload=*/true), a, i, budgets.size(), device,
+                                  /*timeline=*/false));
+    }
     auto it = at.find(budgets[i]);
     if (it == at.end()) continue;
     sweep.back().at_strategy = it->second;
@@ -318,8 +340,9 @@ std::vector<StrategyResult> run_sweep(const Args& a, const std::vector<StrategyR
     }
   }
   if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%90s\r", "");
-  std::printf("planning took %.2f s for the %zu budgets (%.2f s each on average)\n", planning, budgets.size(),
-              budgets.empty() ? 0.0 : planning / static_cast<double>(budgets.size()));
+  const size_t plans = budgets.size() * (a.planning.offload_bytes > 0 ? 2 : 1);
+  std::printf("planning took %.2f s for the %zu plans (%.2f s each on average)\n", planning, plans,
+              plans == 0 ? 0.0 : planning / static_cast<double>(plans));
   return sweep;
 }
 
@@ -348,6 +371,16 @@ int main(int argc, char** argv) {
     cfg.model_flops_per_step = 3 * forward_matmul_flops(a.shape, false);
     cfg.dry_run = a.dry_run;
     cfg.meta_accounting = a.meta_accounting;
+    cfg.offload_bytes = a.planning.offload_bytes;
+    if (cfg.offload_bytes > 0) {
+      cfg.host_link_datasheet = kH200HostLinkBandwidth;  // checkpoint/cost_model_defaults.h
+      if (cuda_is_available()) {
+        cfg.host_link_source = host_link_bandwidth_source(planning_device(a));
+      } else {  // a dry run in a build without CUDA: no link to measure
+        a.planning.host_link_bandwidth = kH200HostLinkBandwidth;
+        cfg.host_link_source = "PCIe 5.0 x16 datasheet (no CUDA device here to measure)";
+      }
+    }
     cfg.threads = omp_get_max_threads();
     // Before the steps, in the same run: the peak the step's matmul throughput is compared with.
     if (!a.dry_run && device.is_cpu()) cfg.fma_peak_gflops = measure_fma_peak_gflops(cfg.threads);
@@ -393,26 +426,30 @@ int main(int argc, char** argv) {
                     static_cast<long long>(e.benchmarked_calls()), e.benchmark_seconds());
     };
     if (a.planning.budget_bytes > 0 && !a.planning.sweeps()) print_estimator();
-    std::vector<StrategyResult> sweep;
+    std::vector<StrategyResult> sweep, offload;
     if (a.planning.sweeps()) {
-      sweep = run_sweep(a, results, device);
+      sweep = run_sweep(a, results, device, &offload);
       print_sweep(results, sweep);
+      print_offload(cfg, sweep, offload);
       print_estimator();
     }
 
     if (!a.out.empty()) {
       mkdir(a.out.c_str(), 0755);
-      write_file(a.out + "/results.json", to_json(cfg, results, sweep));
+      write_file(a.out + "/results.json", to_json(cfg, results, sweep, offload));
       if (!a.dry_run) {
-        write_file(a.out + "/memory_vs_time.svg", pareto_svg(cfg, results, sweep));
-        write_file(a.out + "/memory_vs_flops.svg", pareto_svg(cfg, results, sweep, ParetoX::kRecomputedFlops));
+        write_file(a.out + "/memory_vs_time.svg", pareto_svg(cfg, results, sweep, ParetoX::kStepTime, offload));
+        write_file(a.out + "/memory_vs_flops.svg",
+                   pareto_svg(cfg, results, sweep, ParetoX::kRecomputedFlops, offload));
       }
+      if (!offload.empty()) write_file(a.out + "/memory_vs_modeled_cost.svg", modeled_cost_svg(cfg, sweep, offload));
       for (const StrategyResult& r : results)
         if (!r.measured.timeline.empty() || !r.predicted.timeline.empty())
           write_file(a.out + "/timeline_" + r.name + ".svg", timeline_svg(cfg, r));
-      write_file(a.out + "/report.html", report_html(cfg, results, sweep));
-      std::printf("\nwrote %s/report.html (open it in a browser), results.json, %stimeline_<strategy>.svg\n",
-                  a.out.c_str(), a.dry_run ? "" : "memory_vs_time.svg, memory_vs_flops.svg, ");
+      write_file(a.out + "/report.html", report_html(cfg, results, sweep, offload));
+      std::printf("\nwrote %s/report.html (open it in a browser), results.json, %s%stimeline_<strategy>.svg\n",
+                  a.out.c_str(), a.dry_run ? "" : "memory_vs_time.svg, memory_vs_flops.svg, ",
+                  offload.empty() ? "" : "memory_vs_modeled_cost.svg, ");
     }
     // One comparison per file (e.g. PyTorch 2.x and 1.13 runs of bench/torch_reference.py).
     std::stringstream files(a.compare);

@@ -39,6 +39,14 @@ struct PlanningArgs {
   // Shared by every plan of the run, so that a benchmark times each distinct call once and all
   // plans are priced alike; null: each plan makes its own from the fields above.
   std::shared_ptr<RuntimeEstimator> estimator;
+  // --offload SIZE: each sweep budget planned a second time with this much pinned host memory
+  // (PlannerOptions::host_budget_bytes), the keep/recompute/offload frontier beside the
+  // keep/recompute one; 0: no offload.
+  int64_t offload_bytes = 0;
+  // The link's bytes/s the offloads are priced at (PlannerOptions::host_link_bandwidth); 0: the
+  // planner's default (measured on a GPU, the datasheet's on the emulated device). memory_vs_recompute
+  // sets the datasheet's where no CUDA device is there to measure (a dry run in a CPU build).
+  double host_link_bandwidth = 0;
   bool sweeps() const { return sweep > 0 || sweep_at_strategies; }
 };
 
@@ -46,10 +54,19 @@ struct PlanningArgs {
 // throw remat::Error naming the flag and the value.
 int64_t parse_budget(const std::string& value);
 int64_t parse_sweep(const std::string& value);
+// --offload's value: a size like --budget's (parse_byte_size), naming --offload in its errors.
+int64_t parse_offload(const std::string& value);
 // --estimate's value: "benchmark" or "cost-model" (throws remat::Error naming the value).
 EstimateMode parse_estimate(const std::string& value);
-// Combinations that make no sense: a sweep runs every plan for real, so not with --dry-run.
+// Combinations that make no sense: a sweep runs every plan for real, so not with --dry-run
+// (unless it is an --offload sweep: the two frontiers' modeled costs are the point).
 void check_planning_args(const PlanningArgs& args, bool dry_run);
+// --offload's needs: --sweep N (the budgets to compare at), and a CUDA device to plan for (the
+// CPU's tensors already live in host memory): dry runs that count like cuda (--meta-accounting,
+// which defaults to --device) and, unless `dry_run`, --device cuda. Throws remat::Error naming
+// the device.
+void check_offload_args(const PlanningArgs& args, const std::string& device, const std::string& meta_accounting,
+                        bool dry_run);
 
 // The benchmark's training step as the planner calls it: `steps` steps of run_training_steps on
 // `shape` under SAC with the planner's policy (selective regions in every block). From the second
@@ -60,9 +77,10 @@ PlannedStep benchmark_step(const ModelShape& shape, const TrainingOptions& optio
 // plan_checkpointing on the benchmark's step for `budget_bytes`, with `device`'s cost model (or
 // the machine's figures in `machine`) and allocator accounting (cpu or cuda). A budget below the minimum throws the planner's
 // CheckpointError (it names the minimum feasible peak in bytes), prefixed with `flag` and the
-// budget.
+// budget. `host_budget_bytes` > 0: the plan may also offload (PlannerOptions::host_budget_bytes).
 CheckpointPlan plan_budget(const ModelShape& shape, const TrainingOptions& options, int64_t budget_bytes,
-                           Device device, const std::string& flag = "--budget", const PlanningArgs& machine = {});
+                           Device device, const std::string& flag = "--budget", const PlanningArgs& machine = {},
+                           int64_t host_budget_bytes = 0);
 // The feasible range in three dry runs: a plan with no limit (it keeps everything backward
 // needs), whose recompute_all_peak_bytes and keep_all_peak_bytes bound every plan's peak.
 CheckpointPlan plan_bounds(const ModelShape& shape, const TrainingOptions& options, Device device,
@@ -72,8 +90,9 @@ CheckpointPlan plan_bounds(const ModelShape& shape, const TrainingOptions& optio
 // Throws remat::Error for n < 1 or hi < lo.
 std::vector<int64_t> sweep_budgets(int64_t lo, int64_t hi, int64_t n);
 
-// "plan@60.0MiB": a sweep point's name in tables and pictures.
-std::string planned_name(int64_t budget_bytes);
+// "plan@60.0MiB": a sweep point's name in tables and pictures; "plan+offload@60.0MiB" for a plan
+// that may offload.
+std::string planned_name(int64_t budget_bytes, bool offload = false);
 // The plan as a benchmark strategy (nn::ActivationCheckpointing::planned).
 Strategy planned_strategy(const CheckpointPlan& plan, const std::string& name);
 // The plan's budget and figures onto the result of running it.

@@ -61,9 +61,19 @@ struct StrategyResult {
   int64_t plan_predicted_peak_bytes = 0;  // CheckpointPlan::predicted_peak_bytes
   std::string plan_counter = "allocated";  // what that peak and the budget bound (CheckpointPlan::counter)
   double plan_recompute_flops = 0;        // CheckpointPlan::recompute_flops (per step)
-  double plan_overhead_seconds = 0;       // CheckpointPlan::predicted_overhead_seconds (per step)
+  double plan_overhead_seconds = 0;       // CheckpointPlan::predicted_overhead_seconds (per step: recompute + exposed transfer)
+  double plan_recompute_seconds = 0;      // CheckpointPlan::predicted_recompute_seconds (its recompute part)
   double planning_seconds = 0;            // wall time of plan_checkpointing
   int64_t planning_dry_runs = 0;
+  // A plan that may offload (--offload): CheckpointPlan::host_budget_bytes (0: a keep/recompute
+  // plan), predicted_host_peak_bytes, offloaded_bytes, offloaded.size(), predicted_transfer_seconds
+  // (modeled; in plan_overhead_seconds) and host_link_bandwidth.
+  int64_t plan_host_budget_bytes = 0;
+  int64_t plan_host_peak_bytes = 0;
+  int64_t plan_offloaded_bytes = 0;
+  int64_t plan_offloaded_calls = 0;
+  double plan_transfer_seconds = 0;
+  double plan_host_link_bandwidth = 0;
   std::string at_strategy;                // planned at this fixed strategy's measured peak (--sweep-at-strategies)
   // --sweep-at-strategies: the plan's and each such strategy's step times measured alternately,
   // step by step in one process (interleaved_step_seconds), medians.
@@ -92,6 +102,9 @@ struct RunConfig {
   int64_t threads = 0;                  // intra-op threads of the run (0: not recorded)
   std::string clock = "wall";           // step times: "wall" clock or process "cpu" time
   double fma_peak_gflops = 0;           // FP32 FMA peak measured in the same run (0: not measured)
+  int64_t offload_bytes = 0;            // --offload: the host memory the offload plans could use (0: none)
+  std::string host_link_source;         // --offload: where the link's bandwidth came from (host_link_bandwidth_source)
+  double host_link_datasheet = 0;       // --offload: the documented figure the emulated device is priced at (bytes/s)
 };
 
 // The median of step times (the upper one of an even count, as every table here reads it).

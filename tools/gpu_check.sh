@@ -8,6 +8,10 @@
 #   3. bench/torch_reference.py --device cuda, if python3 has torch (its JSON is then compared);
 #   4. bench/memory_vs_recompute --device cuda at its default configuration (results.json and
 #      SVG plots in the output folder), and bench/ops --device cuda once such a bench exists;
+#      then the offload check: the CUDA offload test's own row (it ran in 2), and
+#      memory_vs_recompute --device cuda --sweep 4 --offload $OFFLOAD (default 64MiB; one
+#      measured step per plan): each offload plan's measured device peak against its prediction,
+#      the link's bandwidth as priced;
 #   5. the CPU tests, built and run in parallel, if the time spent so far leaves room
 #      (CPU_TESTS=auto|yes|no);
 #   6. prints a summary table (also written to summary.txt).
@@ -24,7 +28,7 @@
 # device, else 0.
 #
 # Usage: tools/gpu_check.sh   (env: JOBS=16 CUDA_ARCH=90 CPU_TESTS=auto DEADLINE=360
-#                              REMAT_GPU_BUILD=build/gpu)
+#                              REMAT_GPU_BUILD=build/gpu OFFLOAD=64MiB)
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -34,6 +38,7 @@ JOBS="${JOBS:-16}"
 CUDA_ARCH="${CUDA_ARCH:-90}"
 CPU_TESTS="${CPU_TESTS:-auto}"
 DEADLINE="${DEADLINE:-360}"
+OFFLOAD="${OFFLOAD:-64MiB}"
 mkdir -p "$LOGS"
 
 ROWS=()  # "step|result|detail"
@@ -201,6 +206,60 @@ if [[ $build_ok -eq 1 ]]; then
         fail "bench ops" "exit $? after $(( $(now) - t ))s (see bench_ops.log)"
         tail -n 20 "$LOGS/bench_ops.log"
       fi
+    fi
+  fi
+fi
+
+# ---- 4b. offload: the CUDA offload test and the two frontiers, measured -----------------------
+if [[ $build_ok -eq 1 ]]; then
+  # The test binary ran with the other CUDA tests (step 2); its line, or why there is none.
+  offload_line=$(grep -E '^checkpoint/cuda/offload_test ' "$LOGS/cuda_tests.txt" 2>/dev/null)
+  if [[ -z "$offload_line" ]]; then
+    fail "offload test" "tests/checkpoint/cuda/offload_test was not built or not run (see cuda_tests.txt)"
+  elif [[ "$offload_line" =~ exit\ 0\ +([0-9]+)\ cases\ +0\ failed\ +([0-9]+)\ skipped ]]; then
+    if [[ ${BASH_REMATCH[2]} -gt 0 ]]; then
+      row "offload test" "SKIPPED" "${BASH_REMATCH[1]} cases, ${BASH_REMATCH[2]} skipped (no device)"
+    else
+      row "offload test" "ok" "${BASH_REMATCH[1]} cases (bitwise gradients, exact device and host peaks)"
+    fi
+  else
+    row "offload test" "FAILED" "$(echo "$offload_line" | tr -s ' ')"  # counted in the CUDA tests' row
+  fi
+  if [[ -z "$GPU" ]]; then
+    row "bench offload" "skipped" "no GPU"
+  elif [[ $(time_left) -lt 90 ]]; then
+    row "bench offload" "skipped" "out of time ($(elapsed)s spent)"
+  else
+    section "bench/memory_vs_recompute --device cuda --sweep 4 --offload $OFFLOAD"
+    t=$(now)
+    left=$(time_left)
+    if timeout "$(( left > 150 ? 120 : left - 30 ))" "$BUILD/bench/memory_vs_recompute" --device cuda --steps 1 \
+        --warmup 1 --sweep 4 --offload "$OFFLOAD" --no-interleave --out "$LOGS/memory_vs_recompute_offload" \
+        >"$LOGS/bench_offload.log" 2>"$LOGS/bench_offload.stderr"; then
+      # Each offload plan's measured device peak against its prediction, exactly (results.json).
+      verdict=$(python3 - "$LOGS/memory_vs_recompute_offload/results.json" 2>&1 <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))["offload"]
+rows = o["rows"]
+off = [r["offload"] for r in rows]
+bad = [r["plan"] for r in off if r.get("measured_peak_bytes") != r["predicted_peak_bytes"]]
+saved = sum(1 for r in rows if "keep_recompute" in r and r["offload"]["cost_seconds"] < r["keep_recompute"]["cost_seconds"])
+print(("FAILED" if bad else "ok") + "|%d budgets, measured device peak %s predicted%s; offload cheaper at %d; "
+      "link at %.1f GB/s, %s (the datasheet's: %.1f); %s" % (len(rows), "!=" if bad else "==",
+      (" at " + ",".join(bad)) if bad else "", saved, o["host_link_bandwidth"] / 1e9, o.get("host_link_source", "?"),
+      o.get("host_link_datasheet_bandwidth", 0) / 1e9, o["caveat"]))
+PY
+)
+      if [[ "$verdict" == ok\|* || "$verdict" == FAILED\|* ]]; then
+        [[ "$verdict" == FAILED\|* ]] && FAILED=1
+        row "bench offload" "${verdict%%|*}" "$(( $(now) - t ))s, --offload $OFFLOAD: ${verdict#*|}"
+      else
+        row "bench offload" "ok" "$(( $(now) - t ))s, --offload $OFFLOAD; results.json not checked: $(echo "$verdict" | tail -n 1)"
+      fi
+      sed -n '/^keep\/recompute against keep\/recompute\/offload/,/^host peak/p' "$LOGS/bench_offload.log" | head -n 24
+    else
+      fail "bench offload" "exit $? after $(( $(now) - t ))s (see bench_offload.*)"
+      tail -n 20 "$LOGS/bench_offload.log" "$LOGS/bench_offload.stderr"
     fi
   fi
 fi

@@ -84,6 +84,12 @@ Table interleaved_table(const std::vector<StrategyResult>& results);
 // The sweep, one row per plan: budget, the plan's predicted peak, the measured peak, fits,
 // recomputed FLOPs, median step time, planning time.
 Table sweep_table(const std::vector<StrategyResult>& sweep);
+// --offload: one row per budget, the keep/recompute plan (`sweep`) beside the one that may also
+// offload (`offload`, matched by budget): device budget, each plan's predicted peak (and the
+// offload plan's measured peak when run), recompute ms, transfer ms and modeled cost ms
+// (recompute + exposed transfer), the offload plan's host peak and offloaded bytes, and the
+// cost it saves.
+Table offload_table(const std::vector<StrategyResult>& sweep, const std::vector<StrategyResult>& offload);
 // Each measured fixed strategy beside the plan made for its own measured peak: step times and
 // their ratio (the plan should be no slower: ratio <= 1.03), recomputed FLOPs.
 Table comparison_table(const std::vector<StrategyResult>& results, const std::vector<StrategyResult>& sweep);

@@ -181,6 +181,47 @@ std::vector<size_t> samples_to_draw(const CategoryStack& s, size_t events, doubl
   return keep;
 }
 
+// A planned frontier: a line through `points` (sorted by y, bottom to top: the plans in order of
+// peak) as the polyline with `id` (dashed where `dashes` says, so that a line drawn over another
+// leaves it visible), a square at each point; its markers and small boxes along its
+// segments go into `obstacles` (labels keep off them).
+std::string frontier_line(const std::vector<std::pair<double, double>>& points, const std::string& id,
+                          const std::string& color, std::vector<Box>* obstacles, const std::string& dashes = "") {
+  if (points.empty()) return "";
+  std::ostringstream s;
+  s << "<polyline id='" << id << "' fill='none' stroke='" << color << "' stroke-width='2'"
+    << (dashes.empty() ? "" : " stroke-dasharray='" + dashes + "'") << " points='";
+  for (const auto& [x, y] : points) s << num(x) << "," << num(y) << " ";
+  s << "'/>\n";
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto [x1, y1] = points[i];
+    s << rect(Box{x1 - 3.5, y1 - 3.5, 7, 7}, "fill='" + color + "'");
+    obstacles->push_back(Box{x1 - 4, y1 - 4, 8, 8});
+    if (i == 0) continue;
+    const auto [x0, y0] = points[i - 1];
+    const int pieces = std::max(1, static_cast<int>(std::hypot(x1 - x0, y1 - y0) / 6));
+    for (int k = 1; k < pieces; ++k) {
+      const double f = static_cast<double>(k) / pieces;
+      obstacles->push_back(Box{x0 + f * (x1 - x0) - 2, y0 + f * (y1 - y0) - 2, 4, 4});
+    }
+  }
+  return s.str();
+}
+
+// `frontier`'s points in order of `peak` (then of budget), as frontier_line draws them.
+std::vector<const StrategyResult*> by_peak(const std::vector<StrategyResult>& frontier,
+                                           int64_t (*peak)(const StrategyResult&)) {
+  std::vector<const StrategyResult*> planned;
+  for (const auto& r : frontier) planned.push_back(&r);
+  std::sort(planned.begin(), planned.end(), [&](auto* a, auto* b) {
+    return peak(*a) != peak(*b) ? peak(*a) < peak(*b) : a->budget_bytes < b->budget_bytes;
+  });
+  return planned;
+}
+
+constexpr const char* kFrontierColor = "#2ca02c";
+constexpr const char* kOffloadColor = "#9467bd";
+
 }  // namespace
 
 std::string escape_xml(const std::string& s) {
@@ -285,15 +326,18 @@ std::vector<PhaseBand> phase_bands(const StepTimeline& t) {
 }
 
 std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& results,
-                       const std::vector<StrategyResult>& frontier, ParetoX x) {
+                       const std::vector<StrategyResult>& frontier, ParetoX x,
+                       const std::vector<StrategyResult>& offload_frontier) {
   const bool time = x == ParetoX::kStepTime;
   auto xval = [&](const StrategyResult& r) { return time ? r.median_ms : r.recomputed_flops_per_step / 1e9; };
-  const double legend = frontier.empty() ? 0 : 16;  // a line for the frontier's legend
+  // A line for each frontier's legend.
+  const double legend = (frontier.empty() ? 0 : 16) + (offload_frontier.empty() ? 0 : 16);
   const double W = 760, H = 490 + legend;
   const Box area{76, 76 + legend, W - 76 - 24, H - 76 - legend - 58};
   double top = 0;
   for (const auto& r : results) top = std::max(top, static_cast<double>(r.measured.peak_bytes));
   for (const auto& r : frontier) top = std::max(top, static_cast<double>(r.measured.peak_bytes));
+  for (const auto& r : offload_frontier) top = std::max(top, static_cast<double>(r.measured.peak_bytes));
   const Unit u = unit_for(top);
   double xmin = 1e300, xmax = -1e300, ymin = 1e300, ymax = -1e300;
   auto extend = [&](const StrategyResult& r) {
@@ -304,7 +348,8 @@ std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& 
   };
   for (const auto& r : results) extend(r);
   for (const auto& r : frontier) extend(r);
-  if (results.empty() && frontier.empty()) xmin = ymin = 0, xmax = ymax = 1;
+  for (const auto& r : offload_frontier) extend(r);
+  if (results.empty() && frontier.empty() && offload_frontier.empty()) xmin = ymin = 0, xmax = ymax = 1;
   const Axis xa = axis_near_data(xmin, xmax), ya = axis_near_data(ymin, ymax);
   auto px = [&](double v) { return area.x + area.w * (v - xa.lo) / (xa.hi - xa.lo); };
   auto py = [&](double mib) { return area.y + area.h - area.h * (mib - ya.lo) / (ya.hi - ya.lo); };
@@ -327,6 +372,12 @@ std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& 
               "green: the planned frontier (plan_checkpointing at " + std::to_string(frontier.size()) +
                   " budgets, each run and measured)",
               "fill='#2ca02c'");
+  if (!offload_frontier.empty())
+    s << text(area.x, 74 + (frontier.empty() ? 0 : 16),
+              "purple: keep/recompute/offload (--offload " + byte_size_text(cfg.offload_bytes) +
+                  " of host memory, same budgets" +
+                  (cfg.device.find("emulated") != std::string::npos ? "; emulated: no real link" : "") + ")",
+              "fill='#9467bd'");
   // An emulated device's step times are CPU times of the emulation: the axis says so.
   const bool emulated = cfg.device.find("emulated") != std::string::npos;
   s << axes(area, xa, ya,
@@ -364,29 +415,14 @@ std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& 
     segments.push_back(Box{x0, y0 - 1.5, x1 - x0, 3});
     segments.push_back(Box{x1 - 1.5, std::min(y0, y1), 3, std::abs(y1 - y0)});
   }
-  std::vector<const StrategyResult*> planned;
-  for (const auto& r : frontier) planned.push_back(&r);
-  std::sort(planned.begin(), planned.end(), [](auto* a, auto* b) {
-    return a->measured.peak_bytes != b->measured.peak_bytes ? a->measured.peak_bytes < b->measured.peak_bytes
-                                                            : a->budget_bytes < b->budget_bytes;
-  });
-  if (!planned.empty()) {
-    s << "<polyline id='planned-frontier' fill='none' stroke='#2ca02c' stroke-width='2' points='";
-    for (const StrategyResult* r : planned) s << num(point_x(*r)) << "," << num(point_y(*r)) << " ";
-    s << "'/>\n";
-    for (size_t i = 0; i < planned.size(); ++i) {
-      const double x1 = point_x(*planned[i]), y1 = point_y(*planned[i]);
-      s << rect(Box{x1 - 3.5, y1 - 3.5, 7, 7}, "fill='#2ca02c'");
-      segments.push_back(Box{x1 - 4, y1 - 4, 8, 8});
-      if (i == 0) continue;
-      const double x0 = point_x(*planned[i - 1]), y0 = point_y(*planned[i - 1]);
-      const int pieces = std::max(1, static_cast<int>(std::hypot(x1 - x0, y1 - y0) / 6));
-      for (int k = 1; k < pieces; ++k) {
-        const double f = static_cast<double>(k) / pieces;
-        segments.push_back(Box{x0 + f * (x1 - x0) - 2, y0 + f * (y1 - y0) - 2, 4, 4});
-      }
-    }
-  }
+  auto measured_peak = [](const StrategyResult& r) { return r.measured.peak_bytes; };
+  auto points = [&](const std::vector<StrategyResult>& f) {
+    std::vector<std::pair<double, double>> p;
+    for (const StrategyResult* r : by_peak(f, measured_peak)) p.emplace_back(point_x(*r), point_y(*r));
+    return p;
+  };
+  s << frontier_line(points(frontier), "planned-frontier", kFrontierColor, &segments);
+  s << frontier_line(points(offload_frontier), "planned-frontier-offload", kOffloadColor, &segments, "7,4");
   const double marker = 5, font = 12;
   std::vector<PointLabel> labels;
   for (const auto& r : results) labels.push_back(PointLabel{point_x(r), point_y(r), r.name});
@@ -403,6 +439,53 @@ std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& 
       << (results[i].planned() && on_front ? " stroke='#d62728' stroke-width='2'" : "") << "/>\n";
     s << text(b.x, b.y + b.h - 0.3 * font, l.text);
   }
+  s << "</svg>\n";
+  return s.str();
+}
+
+std::string modeled_cost_svg(const RunConfig& cfg, const std::vector<StrategyResult>& frontier,
+                             const std::vector<StrategyResult>& offload_frontier) {
+  const double W = 760, H = 522;
+  const Box area{76, 108, W - 76 - 24, H - 108 - 58};
+  auto peak = [](const StrategyResult& r) { return r.plan_predicted_peak_bytes; };
+  double top = 0;
+  for (const auto* f : {&frontier, &offload_frontier})
+    for (const auto& r : *f) top = std::max(top, static_cast<double>(peak(r)));
+  const Unit u = unit_for(top);
+  double xmin = 1e300, xmax = -1e300, ymin = 1e300, ymax = -1e300;
+  for (const auto* f : {&frontier, &offload_frontier})
+    for (const auto& r : *f) {
+      xmin = std::min(xmin, r.plan_overhead_seconds * 1e6);
+      xmax = std::max(xmax, r.plan_overhead_seconds * 1e6);
+      ymin = std::min(ymin, peak(r) / u.bytes);
+      ymax = std::max(ymax, peak(r) / u.bytes);
+    }
+  if (frontier.empty() && offload_frontier.empty()) xmin = ymin = 0, xmax = ymax = 1;
+  const Axis xa = axis_near_data(xmin, xmax), ya = axis_near_data(ymin, ymax);
+  auto px = [&](double v) { return area.x + area.w * (v - xa.lo) / (xa.hi - xa.lo); };
+  auto py = [&](double v) { return area.y + area.h - area.h * (v - ya.lo) / (ya.hi - ya.lo); };
+  auto points = [&](const std::vector<StrategyResult>& f) {
+    std::vector<std::pair<double, double>> p;
+    for (const StrategyResult* r : by_peak(f, peak)) p.emplace_back(px(r->plan_overhead_seconds * 1e6), py(peak(*r) / u.bytes));
+    return p;
+  };
+  std::ostringstream s;
+  s << svg_open(W, H);
+  s << text(area.x, 24, "Predicted peak memory against modeled step cost, per plan", "font-size='15' font-weight='bold'");
+  s << text(area.x, 42, model_text(cfg), "fill='#555'");
+  s << text(area.x, 58, offload_caveat(cfg), "fill='#c62828' font-weight='bold'");
+  s << text(area.x, 74,
+            "green: keep/recompute plans (plan_checkpointing at " + std::to_string(frontier.size()) + " budgets)",
+            "fill='#2ca02c'");
+  s << text(area.x, 90,
+            "purple: keep/recompute/offload plans at the same budgets (--offload " + byte_size_text(cfg.offload_bytes) +
+                " of host memory)",
+            "fill='#9467bd'");
+  s << axes(area, xa, ya, "modeled cost per step (microseconds): recompute + transfer not hidden by compute",
+            std::string("predicted peak memory (") + u.name + ")");
+  std::vector<Box> obstacles;
+  s << frontier_line(points(frontier), "planned-frontier", kFrontierColor, &obstacles);
+  s << frontier_line(points(offload_frontier), "planned-frontier-offload", kOffloadColor, &obstacles, "7,4");
   s << "</svg>\n";
   return s.str();
 }

@@ -19,9 +19,18 @@ namespace remat::bench {
 enum class ParetoX { kStepTime, kRecomputedFlops };
 // Peak memory against step time (or recomputed FLOPs), one labelled point per strategy, the
 // Pareto front, and the planned frontier: `frontier`'s planned points (measured; --sweep), drawn
-// as a green line through them in order of peak, as the polyline with id='planned-frontier'.
+// as a green line through them in order of peak, as the polyline with id='planned-frontier';
+// `offload_frontier`'s (--offload: the plans that may also offload, measured likewise) beside it
+// as a purple line, id='planned-frontier-offload', each with its legend line.
 std::string pareto_svg(const RunConfig& cfg, const std::vector<StrategyResult>& results,
-                       const std::vector<StrategyResult>& frontier = {}, ParetoX x = ParetoX::kStepTime);
+                       const std::vector<StrategyResult>& frontier = {}, ParetoX x = ParetoX::kStepTime,
+                       const std::vector<StrategyResult>& offload_frontier = {});
+// --offload: the two frontiers by the planner's figures alone, so also after --dry-run: each
+// plan's predicted peak against its modeled step cost (recompute + exposed transfer,
+// StrategyResult::plan_overhead_seconds), the keep/recompute plans as id='planned-frontier', those
+// that may offload as id='planned-frontier-offload', captioned with offload_caveat(cfg).
+std::string modeled_cost_svg(const RunConfig& cfg, const std::vector<StrategyResult>& frontier,
+                             const std::vector<StrategyResult>& offload_frontier);
 // One step's memory as a stacked area by category over the event sequence, the phases (forward,
 // backward, recompute, optimizer) shaded behind, the dry run's predicted total drawn dashed over
 // the measured one; after --dry-run (no measurement) the predicted timeline's stack.
@@ -47,20 +56,32 @@ std::string planning_line(const StrategyResult& planned);
 // The sweep's table (--sweep, --sweep-at-strategies: one row per plan) and the comparison of each
 // measured fixed strategy with the plan made for its own peak (where there is one), as printed.
 void print_sweep(const std::vector<StrategyResult>& results, const std::vector<StrategyResult>& sweep);
+// --offload: the two frontiers at each budget (offload_table, internal.h) under a heading with
+// offload_caveat(cfg), as printed; nothing when `offload` is empty.
+void print_offload(const RunConfig& cfg, const std::vector<StrategyResult>& sweep,
+                   const std::vector<StrategyResult>& offload);
+// What the offload figures are: "modeled, not measured: the emulated device has no real link" on
+// the emulated device, "modeled, not measured: a dry run moves no bytes" after --dry-run, else
+// the transfers modeled at the planner's link bandwidth beside measured peaks and step times.
+std::string offload_caveat(const RunConfig& cfg);
 // Side by side with another framework's results, with ratios.
 void print_comparison(const RunConfig& ours_cfg, const std::vector<StrategyResult>& ours, const RunConfig& theirs_cfg,
                       const std::vector<StrategyResult>& theirs);
 
-// `sweep`: the planned frontier's points, written under "sweep" (none: no key).
+// `sweep`: the planned frontier's points, written under "sweep" (none: no key). `offload` (--offload):
+// under "offload", the host budget, offload_caveat(cfg), the offload plans' points ("sweep") and
+// one row per budget comparing the two plans ("rows": device budget, each plan's predicted peak,
+// recompute, transfer and modeled cost seconds, host peak and offloaded bytes).
 std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& results,
-                    const std::vector<StrategyResult>& sweep = {});
+                    const std::vector<StrategyResult>& sweep = {}, const std::vector<StrategyResult>& offload = {});
 // Reads a results file (remat's or bench/torch_reference.py's).
 void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResult>* results);
 
 // One HTML page with no external resource: the preamble, the table, the Pareto charts (when
 // something was measured; with the planned frontier through `sweep`), the sweep's tables and
-// every strategy's timeline, each SVG inline exactly as written to its own file.
+// every strategy's timeline, each SVG inline exactly as written to its own file; with `offload`
+// the offload frontier on the charts, its table and modeled_cost_svg.
 std::string report_html(const RunConfig& cfg, const std::vector<StrategyResult>& results,
-                        const std::vector<StrategyResult>& sweep = {});
+                        const std::vector<StrategyResult>& sweep = {}, const std::vector<StrategyResult>& offload = {});
 
 }  // namespace remat::bench

@@ -93,8 +93,17 @@ nlohmann::json result_json(const StrategyResult& r) {
     e["plan_counter"] = r.plan_counter;
     e["plan_recompute_flops"] = r.plan_recompute_flops;
     e["plan_overhead_seconds"] = r.plan_overhead_seconds;
+    e["plan_recompute_seconds"] = r.plan_recompute_seconds;
     e["planning_seconds"] = r.planning_seconds;
     e["planning_dry_runs"] = r.planning_dry_runs;
+    if (r.plan_host_budget_bytes > 0) {
+      e["plan_host_budget_bytes"] = r.plan_host_budget_bytes;
+      e["plan_host_peak_bytes"] = r.plan_host_peak_bytes;
+      e["plan_offloaded_bytes"] = r.plan_offloaded_bytes;
+      e["plan_offloaded_calls"] = r.plan_offloaded_calls;
+      e["plan_transfer_seconds"] = r.plan_transfer_seconds;
+      e["plan_host_link_bandwidth"] = r.plan_host_link_bandwidth;
+    }
     if (!r.at_strategy.empty()) e["at_strategy"] = r.at_strategy;
     for (const StrategyResult::PairedTiming& pt : r.paired)
       e["paired"].push_back({{"strategy", pt.strategy}, {"strategy_ms", pt.strategy_ms},
@@ -393,6 +402,69 @@ Table comparison_table(const std::vector<StrategyResult>& results, const std::ve
   return t;
 }
 
+// The measured peak of what the plan's budget bounds (memory_reserved on CUDA by default).
+static int64_t measured_plan_peak(const StrategyResult& r) {
+  return r.plan_counter == "reserved" ? r.measured.peak_reserved_bytes : r.measured.peak_bytes;
+}
+
+std::string offload_caveat(const RunConfig& cfg) {
+  if (cfg.device.find("emulated") != std::string::npos)
+    return "modeled, not measured: the emulated device has no real link";
+  if (cfg.dry_run) return "modeled, not measured: a dry run moves no bytes";
+  return "transfer times modeled at the planner's host link bandwidth; peaks and step times measured";
+}
+
+Table offload_table(const std::vector<StrategyResult>& sweep, const std::vector<StrategyResult>& offload) {
+  Table t;
+  t.header = {"budget MiB", "peak MiB",    "+off peak", "+off measured", "recomp us", "cost us",  "+off recomp",
+              "transfer us", "+off cost us", "host peak MiB", "offloaded MiB", "calls", "saved", "step ms",
+              "+off step ms"};
+  auto us = [](double seconds) { return fmt("%.1f", seconds * 1e6); };
+  double bandwidth = 0;
+  for (const StrategyResult& o : offload) {
+    const StrategyResult* p = planned_at(sweep, o.budget_bytes);
+    bandwidth = o.plan_host_link_bandwidth;
+    t.rows.push_back({mib(o.budget_bytes, "%.2f"), p ? mib(p->plan_predicted_peak_bytes, "%.2f") : "-",
+                      mib(o.plan_predicted_peak_bytes, "%.2f"), o.measured.known ? mib(measured_plan_peak(o), "%.2f") : "-",
+                      p ? us(p->plan_recompute_seconds) : "-", p ? us(p->plan_overhead_seconds) : "-",
+                      us(o.plan_recompute_seconds), us(o.plan_transfer_seconds), us(o.plan_overhead_seconds),
+                      mib(o.plan_host_peak_bytes, "%.2f"), mib(o.plan_offloaded_bytes, "%.2f"),
+                      std::to_string(o.plan_offloaded_calls),
+                      p && p->plan_overhead_seconds > 0
+                          ? fmt("%.0f%%", (1 - o.plan_overhead_seconds / p->plan_overhead_seconds) * 100)
+                          : "-",
+                      p && p->measured.known ? fmt("%.1f", p->median_ms) : "-",
+                      o.measured.known ? fmt("%.1f", o.median_ms) : "-"});
+  }
+  t.notes = {
+      "each device budget planned twice: keep/recompute (peak, recomp, cost) and keep/recompute/offload (+off);",
+      "peak: the plan's predicted device peak of " + (offload.empty() ? std::string("allocated") : offload[0].plan_counter) +
+          " memory (the dry run's, what a real step shows);",
+      "+off measured: the offload plan's measured device peak of the same (- after --dry-run); recomp us: the",
+      "planner's price of the recompute per step, in microseconds;",
+      "transfer us: the modeled transfer time compute does not hide (checkpoint/offload_cost.h), at " +
+          fmt("%.1f", bandwidth / 1e9) + " GB/s each way;",
+      "cost us: recompute + exposed transfer (CheckpointPlan::predicted_cost_seconds, what the planner minimises);",
+      "host peak: pinned host bytes held at once; offloaded: bytes copied to host and back per step, in `calls` op",
+      "outputs; saved: the offload plan's cost below the keep/recompute plan's; step ms: the measured median step",
+      "times of the two plans (- after --dry-run; on the emulated device CPU time, its copies no real link's).",
+  };
+  return t;
+}
+
+void print_offload(const RunConfig& cfg, const std::vector<StrategyResult>& sweep,
+                   const std::vector<StrategyResult>& offload) {
+  if (offload.empty()) return;
+  Table t = offload_table(sweep, offload);
+  std::printf("\nkeep/recompute against keep/recompute/offload (--offload %s of host memory); %s:\n\n%s\n",
+              byte_size_text(cfg.offload_bytes).c_str(), offload_caveat(cfg).c_str(), table_text(t).c_str());
+  for (const std::string& n : t.notes) std::printf("%s\n", n.c_str());
+  if (!cfg.host_link_source.empty())
+    std::printf("the host link's bandwidth: %.1f GB/s each way (%s; the datasheet's: %.1f GB/s)\n",
+                offload.front().plan_host_link_bandwidth / 1e9, cfg.host_link_source.c_str(),
+                cfg.host_link_datasheet / 1e9);
+}
+
 void print_sweep(const std::vector<StrategyResult>& results, const std::vector<StrategyResult>& sweep) {
   if (sweep.empty()) return;
   Table s = sweep_table(sweep);
@@ -405,7 +477,7 @@ void print_sweep(const std::vector<StrategyResult>& results, const std::vector<S
 }
 
 std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& results,
-                    const std::vector<StrategyResult>& sweep) {
+                    const std::vector<StrategyResult>& sweep, const std::vector<StrategyResult>& offload) {
   nlohmann::json j;
   j["framework"] = cfg.framework;
   j["config"] = {{"layers", cfg.shape.layers},
@@ -426,11 +498,40 @@ std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& res
                  {"threads", cfg.threads},
                  {"clock", cfg.clock},
                  {"fma_peak_gflops", cfg.fma_peak_gflops}};
+  if (cfg.offload_bytes > 0) j["config"]["offload_bytes"] = cfg.offload_bytes;
+  if (!cfg.host_link_source.empty()) j["config"]["host_link_source"] = cfg.host_link_source;
   j["results"] = nlohmann::json::array();
   for (const StrategyResult& r : results) j["results"].push_back(result_json(r));
   if (!sweep.empty()) {
     j["sweep"] = nlohmann::json::array();
     for (const StrategyResult& r : sweep) j["sweep"].push_back(result_json(r));
+  }
+  if (!offload.empty()) {
+    nlohmann::json o = {{"host_budget_bytes", cfg.offload_bytes},
+                        {"host_link_bandwidth", offload.front().plan_host_link_bandwidth},
+                        {"host_link_source", cfg.host_link_source},
+                        {"host_link_datasheet_bandwidth", cfg.host_link_datasheet},
+                        {"caveat", offload_caveat(cfg)},
+                        {"sweep", nlohmann::json::array()},
+                        {"rows", nlohmann::json::array()}};
+    auto plan_json = [](const StrategyResult& r) {
+      return nlohmann::json{{"plan", r.name},
+                            {"counter", r.plan_counter},
+                            {"predicted_peak_bytes", r.plan_predicted_peak_bytes},
+                            {"recompute_seconds", r.plan_recompute_seconds},
+                            {"transfer_seconds", r.plan_transfer_seconds},
+                            {"cost_seconds", r.plan_overhead_seconds},
+                            {"host_peak_bytes", r.plan_host_peak_bytes},
+                            {"offloaded_bytes", r.plan_offloaded_bytes}};
+    };
+    for (const StrategyResult& r : offload) {
+      o["sweep"].push_back(result_json(r));
+      nlohmann::json row = {{"budget_bytes", r.budget_bytes}, {"offload", plan_json(r)}};
+      if (r.measured.known) row["offload"]["measured_peak_bytes"] = measured_plan_peak(r);
+      if (const StrategyResult* p = planned_at(sweep, r.budget_bytes)) row["keep_recompute"] = plan_json(*p);
+      o["rows"].push_back(row);
+    }
+    j["offload"] = o;
   }
   return j.dump(1);
 }
@@ -452,6 +553,8 @@ void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResu
   cfg->forward_flops = c.value("forward_flops", 0.0);
   cfg->dry_run = c.value("dry_run", false);
   cfg->meta_accounting = c.value("meta_accounting", std::string("cpu"));
+  cfg->offload_bytes = c.value("offload_bytes", int64_t{0});
+  cfg->host_link_source = c.value("host_link_source", std::string());
   for (const auto& r : j.at("results")) {
     StrategyResult s;
     s.name = r.at("strategy");
@@ -476,13 +579,21 @@ void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResu
     s.plan_predicted_peak_bytes = r.value("plan_predicted_peak_bytes", int64_t{0});
     s.plan_counter = r.value("plan_counter", std::string("allocated"));
     s.plan_recompute_flops = r.value("plan_recompute_flops", 0.0);
+    s.plan_overhead_seconds = r.value("plan_overhead_seconds", 0.0);
+    s.plan_recompute_seconds = r.value("plan_recompute_seconds", 0.0);
+    s.plan_host_budget_bytes = r.value("plan_host_budget_bytes", int64_t{0});
+    s.plan_host_peak_bytes = r.value("plan_host_peak_bytes", int64_t{0});
+    s.plan_offloaded_bytes = r.value("plan_offloaded_bytes", int64_t{0});
+    s.plan_offloaded_calls = r.value("plan_offloaded_calls", int64_t{0});
+    s.plan_transfer_seconds = r.value("plan_transfer_seconds", 0.0);
+    s.plan_host_link_bandwidth = r.value("plan_host_link_bandwidth", 0.0);
     s.planning_seconds = r.value("planning_seconds", 0.0);
     results->push_back(s);
   }
 }
 
 std::string report_html(const RunConfig& cfg, const std::vector<StrategyResult>& results,
-                        const std::vector<StrategyResult>& sweep) {
+                        const std::vector<StrategyResult>& sweep, const std::vector<StrategyResult>& offload) {
   std::ostringstream s;
   const bool measured = any_measured(results);
   s << "<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n"
@@ -505,9 +616,10 @@ std::string report_html(const RunConfig& cfg, const std::vector<StrategyResult>&
   if (!interleaved_table(results).rows.empty())
     s << "<h2>Step times, every strategy in turn</h2>\n" << table_html(interleaved_table(results));
   if (measured) {
-    s << "<h2>Peak memory against step time</h2>\n<figure>\n" << pareto_svg(cfg, results, sweep) << "</figure>\n";
+    s << "<h2>Peak memory against step time</h2>\n<figure>\n"
+      << pareto_svg(cfg, results, sweep, ParetoX::kStepTime, offload) << "</figure>\n";
     s << "<h2>Peak memory against recomputed FLOPs</h2>\n<figure>\n"
-      << pareto_svg(cfg, results, sweep, ParetoX::kRecomputedFlops) << "</figure>\n";
+      << pareto_svg(cfg, results, sweep, ParetoX::kRecomputedFlops, offload) << "</figure>\n";
   }
   for (const StrategyResult& r : results)
     if (r.planned())
@@ -516,6 +628,15 @@ std::string report_html(const RunConfig& cfg, const std::vector<StrategyResult>&
     s << "<h2>The planned frontier</h2>\n" << table_html(sweep_table(sweep));
     Table c = comparison_table(results, sweep);
     if (!c.rows.empty()) s << "<h2>Planned at each strategy's own peak</h2>\n" << table_html(c);
+  }
+  if (!offload.empty()) {
+    s << "<h2>Keep/recompute against keep/recompute/offload (" << escape_xml(offload_caveat(cfg)) << ")</h2>\n"
+      << "<p class='pre'>--offload " << escape_xml(byte_size_text(cfg.offload_bytes))
+      << " of pinned host memory; each device budget planned with and without it; the host link: "
+      << fmt("%.1f", offload.front().plan_host_link_bandwidth / 1e9) << " GB/s each way"
+      << (cfg.host_link_source.empty() ? "" : " (" + escape_xml(cfg.host_link_source) + ")") << "</p>\n"
+      << table_html(offload_table(sweep, offload)) << "<figure>\n"
+      << modeled_cost_svg(cfg, sweep, offload) << "</figure>\n";
   }
   s << "<h2>Memory over one training step</h2>\n";
   for (const StrategyResult& r : results) {

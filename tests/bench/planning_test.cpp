@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "tests/testing/matchers.h"
 
@@ -84,8 +85,70 @@ TEST_CASE("planning: the flags' values, and the combinations that make no sense,
   REQUIRE_THROWS_WITH(check_planning_args(a, true), Contains("--sweep-at-strategies") && Contains("--dry-run"));
 }
 
+TEST_CASE("planning: --offload's value and its needs (a sweep, a CUDA device) are errors naming them",
+          "[planning]") {
+  CHECK(parse_offload("64MiB") == 64 << 20);
+  CHECK(parse_offload("1.5GiB") == int64_t{3} << 29);
+  REQUIRE_THROWS_WITH(parse_offload("lots"), Contains("--offload: expected a size like 40MiB, 1.5GiB, 800KB or "
+                                                      "65536, got 'lots'"));
+  REQUIRE_THROWS_WITH(parse_offload("0MiB"), Contains("--offload: the size must be positive, got '0MiB'"));
+  PlanningArgs a;
+  CHECK_NOTHROW(check_offload_args(a, "cpu", "cpu", false));  // no --offload: nothing to check
+  a.offload_bytes = 64 << 20;
+  REQUIRE_THROWS_WITH(check_offload_args(a, "cuda", "cuda", false),
+                      Contains("--offload 64.0 MiB compares the two frontiers at the budgets of a sweep: it needs "
+                               "--sweep N"));
+  a.sweep = 4;
+  CHECK_NOTHROW(check_offload_args(a, "cuda", "cuda", false));
+  CHECK_NOTHROW(check_offload_args(a, "cuda", "cuda", true));
+  CHECK_NOTHROW(check_offload_args(a, "cpu", "cuda", true));  // a dry run counting like cuda
+  REQUIRE_THROWS_WITH(check_offload_args(a, "cpu", "cpu", false),
+                      Contains("--offload 64.0 MiB moves a CUDA device's tensors to pinned host memory: it needs "
+                               "--device cuda, got --device cpu"));
+  REQUIRE_THROWS_WITH(check_offload_args(a, "cpu", "cuda", false), Contains("it needs --device cuda, got --device cpu"));
+  REQUIRE_THROWS_WITH(check_offload_args(a, "cpu", "cpu", true),
+                      Contains("--offload 64.0 MiB plans for a CUDA device: its dry runs must count like cuda "
+                               "(--device cuda or --meta-accounting cuda), got --meta-accounting cpu with --device cpu"));
+  REQUIRE_THROWS_WITH(check_offload_args(a, "cuda", "cpu", false), Contains("got --meta-accounting cpu with --device "
+                                                                            "cuda"));
+  // An offload sweep compares modeled costs: it may be a dry run, unlike a plain sweep.
+  CHECK_NOTHROW(check_planning_args(a, /*dry_run=*/true));
+  a.offload_bytes = 0;
+  REQUIRE_THROWS_WITH(check_planning_args(a, true), Contains("--sweep 4 runs every plan for real; it cannot go with "
+                                                             "--dry-run") && Contains("--offload SIZE --sweep N --dry-run"));
+}
+
 TEST_CASE("planning: a planned row is named by its budget as people write it", "[planning]") {
   CHECK(planned_name(60 << 20) == "plan@60.0MiB");
+  CHECK(planned_name(60 << 20, /*offload=*/true) == "plan+offload@60.0MiB");
+}
+
+TEST_CASE("planning: record_plan carries the plan's offload figures onto the result", "[planning]") {
+  CheckpointPlan plan;
+  plan.budget_bytes = 48 << 20;
+  plan.predicted_peak_bytes = (48 << 20) - 512;
+  plan.predicted_recompute_seconds = 0.004;
+  plan.predicted_overhead_seconds = 0.005;  // with the transfer
+  plan.host_budget_bytes = 16 << 20;
+  plan.predicted_host_peak_bytes = 6 << 20;
+  plan.offloaded_bytes = 9 << 20;
+  plan.offloaded = {"h.0 / aten::mm / #0", "h.1 / aten::mm / #0"};
+  plan.predicted_transfer_seconds = 0.001;
+  plan.host_link_bandwidth = 5e10;
+  StrategyResult r;
+  record_plan(plan, &r);
+  CHECK(r.plan_host_budget_bytes == plan.host_budget_bytes);
+  CHECK(r.plan_host_peak_bytes == plan.predicted_host_peak_bytes);
+  CHECK(r.plan_offloaded_bytes == plan.offloaded_bytes);
+  CHECK(r.plan_offloaded_calls == 2);
+  CHECK(r.plan_transfer_seconds == plan.predicted_transfer_seconds);
+  CHECK(r.plan_host_link_bandwidth == plan.host_link_bandwidth);
+  CHECK(r.plan_recompute_seconds == plan.predicted_recompute_seconds);
+  CHECK(r.plan_overhead_seconds == plan.predicted_cost_seconds());
+  StrategyResult keep_recompute;
+  record_plan(CheckpointPlan{}, &keep_recompute);
+  CHECK(keep_recompute.plan_host_budget_bytes == 0);
+  CHECK(keep_recompute.plan_transfer_seconds == 0);
 }
 
 TEST_CASE("planning: sweep budgets are evenly spaced, both ends included", "[planning]") {
@@ -173,4 +236,53 @@ TEST_CASE("planning: a budget below the minimum is the planner's CheckpointError
                               Contains("no plan fits a budget of " + std::to_string(lo - 1) + " bytes") &&
                               Contains("the minimum feasible peak is " + std::to_string(lo) + " bytes")));
   CHECK_NOTHROW(plan_budget(kSmall, TrainingOptions{}, lo, Device{kCPU}));
+}
+
+TEST_CASE("planning: with a host budget (--offload) the plan for a CUDA device may offload, is never dearer, and "
+          "its dry run peaks at its prediction",
+          "[planning]") {
+  const TrainingOptions o;
+  const Device cuda{kCUDA};  // planned by dry runs on Meta counting like CUDA: no device needed
+  const int64_t host = int64_t{64} << 20;
+  PlanningArgs link;  // priced at the datasheet's figure, so that a build without CUDA needs no device to measure
+  link.host_link_bandwidth = kH200HostLinkBandwidth;
+  // Both plans at `budget`; checks the offload plan against the plain one and its dry run against
+  // its prediction, and returns the two.
+  auto plan_both = [&](const ModelShape& shape, int64_t budget) {
+    const CheckpointPlan plain = plan_budget(shape, o, budget, cuda, "--sweep");
+    const CheckpointPlan with_offload = plan_budget(shape, o, budget, cuda, "--offload 64.0 MiB, --sweep", link, host);
+    CHECK(plain.host_budget_bytes == 0);
+    CHECK(plain.offloaded.empty());
+    CHECK(with_offload.host_budget_bytes == host);
+    CHECK(with_offload.predicted_peak_bytes <= budget);
+    CHECK(with_offload.predicted_host_peak_bytes <= host);
+    CHECK(with_offload.predicted_cost_seconds() <= plain.predicted_cost_seconds());
+    CHECK(with_offload.offloaded.empty() == (with_offload.offloaded_bytes == 0));
+    // Run as memory_vs_recompute runs it (its dry run, counting like CUDA): the plan's peaks, exactly.
+    StrategyResult r;
+    {
+      MetaAccountingGuard accounting(kCUDA);
+      record_predicted(run_training_steps(planned_strategy(with_offload, planned_name(budget, true)), shape,
+                                          Device{kMeta}, 3),
+                       1, 0, &r);
+    }
+    record_plan(with_offload, &r);
+    CHECK(r.predicted.peak_reserved_bytes == with_offload.predicted_reserved_peak_bytes);
+    CHECK(r.predicted.peak_bytes == with_offload.predicted_allocated_peak_bytes);
+    CHECK(r.plan_host_budget_bytes == host);
+    CHECK(r.plan_offloaded_calls == static_cast<int64_t>(with_offload.offloaded.size()));
+    CHECK(r.plan_host_link_bandwidth == link.host_link_bandwidth);
+    return std::make_pair(plain, with_offload);
+  };
+  const CheckpointPlan small = plan_bounds(kSmall, o, cuda);
+  for (int64_t budget : sweep_budgets(small.recompute_all_peak_bytes, small.keep_all_peak_bytes, 3))
+    plan_both(kSmall, budget);
+  // Config A (the benchmark's default shape) at its lowest budget: there, moving a tensor to host
+  // memory is cheaper than recomputing it, and the plan does.
+  const ModelShape config_a{8, 128, 256, 4, 65, 4};
+  const CheckpointPlan a = plan_bounds(config_a, o, cuda);
+  const auto [plain, with_offload] = plan_both(config_a, a.recompute_all_peak_bytes);
+  CHECK_FALSE(with_offload.offloaded.empty());
+  CHECK(with_offload.predicted_host_peak_bytes > 0);
+  CHECK(with_offload.predicted_cost_seconds() < plain.predicted_cost_seconds());
 }

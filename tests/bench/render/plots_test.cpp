@@ -261,3 +261,60 @@ TEST_CASE("plots: the planned frontier is one line through the sweep's points in
   CHECK(flops.find(">recomputed GFLOP per step<") != std::string::npos);
   CHECK(count(flops, "id='planned-frontier'") == 1);
 }
+
+namespace {
+// The y coordinates of the polyline with `id` (one per point, in the order drawn).
+std::vector<double> polyline_ys(const std::string& svg, const std::string& id) {
+  std::smatch m;
+  REQUIRE(std::regex_search(svg, m, std::regex("id='" + id + "'[^>]* points='([^']*)'")));
+  std::vector<double> ys;
+  std::istringstream points(m[1].str());
+  std::string point;
+  while (points >> point) ys.push_back(std::stod(point.substr(point.find(',') + 1)));
+  return ys;
+}
+}  // namespace
+
+TEST_CASE("plots: with --offload the keep/recompute/offload frontier is a second line beside the planned one",
+          "[report]") {
+  std::vector<StrategyResult> rs = synthetic_results();
+  std::vector<StrategyResult> sweep = synthetic_sweep(rs);
+  std::vector<StrategyResult> offload = synthetic_offload_sweep(sweep);
+  std::swap(offload[0], offload[2]);  // drawn in order of peak whatever the order given
+  const RunConfig cfg = emulated_cuda_config();
+  for (ParetoX x : {ParetoX::kStepTime, ParetoX::kRecomputedFlops}) {
+    const std::string svg = pareto_svg(cfg, rs, sweep, x, offload);
+    CHECK(count(svg, "id='planned-frontier'") == 1);
+    REQUIRE(count(svg, "id='planned-frontier-offload'") == 1);
+    const std::vector<double> ys = polyline_ys(svg, "planned-frontier-offload");
+    REQUIRE(ys.size() == offload.size());
+    for (size_t i = 1; i < ys.size(); ++i) CHECK(ys[i] < ys[i - 1]);
+    CHECK(svg.find("purple: keep/recompute/offload (--offload 32.0 MiB of host memory, same budgets; emulated: no "
+                   "real link)") != std::string::npos);
+    CHECK(count(svg, "fill='#9467bd'/>") == offload.size());  // one marker per offload plan
+    CHECK(pareto_svg(cfg, rs, sweep, x).find("planned-frontier-offload") == std::string::npos);
+  }
+}
+
+TEST_CASE("plots: the modeled-cost chart draws both frontiers from the planner's figures, labelled as modeled",
+          "[report]") {
+  std::vector<StrategyResult> sweep = synthetic_sweep(synthetic_results());
+  std::vector<StrategyResult> offload = synthetic_offload_sweep(sweep);
+  RunConfig cfg = emulated_cuda_config();
+  std::string svg = modeled_cost_svg(cfg, sweep, offload);
+  CHECK(svg.find("modeled, not measured: the emulated device has no real link") != std::string::npos);
+  CHECK(svg.find("modeled cost per step (microseconds): recompute + transfer not hidden by compute") !=
+        std::string::npos);
+  const std::vector<double> plain = polyline_ys(svg, "planned-frontier");
+  const std::vector<double> with_offload = polyline_ys(svg, "planned-frontier-offload");
+  REQUIRE(plain.size() == sweep.size());
+  REQUIRE(with_offload.size() == offload.size());
+  // Each offload plan peaks lower than the plan at its budget: lower on the picture is larger y.
+  for (size_t i = 0; i < plain.size(); ++i) CHECK(with_offload[i] > plain[i]);
+  // A dry run's figures are modeled too, whatever the device; so are the ones nothing measured.
+  cfg.device = "cuda";
+  cfg.dry_run = true;
+  for (StrategyResult& r : offload) r.measured.known = false;
+  CHECK(modeled_cost_svg(cfg, sweep, offload).find("modeled, not measured: a dry run moves no bytes") !=
+        std::string::npos);
+}

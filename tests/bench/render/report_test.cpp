@@ -222,3 +222,89 @@ TEST_CASE("report: the JSON and the HTML page carry the planned points", "[repor
   CHECK(html.find(table_html(sweep_table(sweep))) != std::string::npos);
   CHECK(html.find(table_html(comparison_table(rs, sweep))) != std::string::npos);
 }
+
+TEST_CASE("report: --offload's table, JSON and page compare the two plans at each budget, labelled as modeled",
+          "[report]") {
+  std::vector<StrategyResult> rs = synthetic_results();
+  std::vector<StrategyResult> sweep = synthetic_sweep(rs);
+  std::vector<StrategyResult> offload = synthetic_offload_sweep(sweep);
+  RunConfig cfg = emulated_cuda_config();
+  CHECK(offload_caveat(cfg) == "modeled, not measured: the emulated device has no real link");
+  RunConfig dry = cfg;
+  dry.device = "cuda";
+  dry.dry_run = true;
+  CHECK(offload_caveat(dry) == "modeled, not measured: a dry run moves no bytes");
+  RunConfig real = cfg;
+  real.device = "cuda";
+  CHECK(offload_caveat(real).find("transfer times modeled at the planner's host link bandwidth") == 0);
+
+  Table t = offload_table(sweep, offload);
+  REQUIRE(t.rows.size() == offload.size());
+  REQUIRE(t.header.size() == 15);
+  for (size_t i = 0; i < offload.size(); ++i) {
+    const StrategyResult &p = sweep[i], &o = offload[i];
+    char cost[32], with[32], transfer[32];
+    std::snprintf(cost, sizeof cost, "%.1f", p.plan_overhead_seconds * 1e6);  // microseconds
+    std::snprintf(with, sizeof with, "%.1f", o.plan_overhead_seconds * 1e6);
+    std::snprintf(transfer, sizeof transfer, "%.1f", o.plan_transfer_seconds * 1e6);
+    CHECK(t.rows[i][5] == cost);
+    CHECK(t.rows[i][7] == transfer);
+    CHECK(t.rows[i][8] == with);
+    CHECK(t.rows[i][11] == std::to_string(o.plan_offloaded_calls));
+    // A sixth of the cost saved where there was recompute to save (1 - (2/3 + 1/6)); none at keep-all.
+    CHECK(t.rows[i][12] == (p.plan_overhead_seconds > 0 ? "17%" : "-"));
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.1f", o.median_ms);
+    CHECK(t.rows[i][14] == ms);
+  }
+  CHECK(table_text(t).find("transfer us") != std::string::npos);
+  std::string notes;
+  for (const std::string& n : t.notes) notes += n + "\n";
+  CHECK(notes.find("at 50.0 GB/s each way") != std::string::npos);
+
+  nlohmann::json j = nlohmann::json::parse(to_json(cfg, rs, sweep, offload));
+  CHECK(j["config"]["offload_bytes"] == cfg.offload_bytes);
+  const nlohmann::json& o = j.at("offload");
+  CHECK(o["host_budget_bytes"] == cfg.offload_bytes);
+  CHECK(o["caveat"] == offload_caveat(cfg));
+  CHECK(o["host_link_bandwidth"] == 50e9);
+  CHECK(o["host_link_source"] == cfg.host_link_source);
+  REQUIRE(o["rows"].size() == offload.size());
+  REQUIRE(o["sweep"].size() == offload.size());
+  for (size_t i = 0; i < offload.size(); ++i) {
+    const nlohmann::json& row = o["rows"][i];
+    CHECK(row["budget_bytes"] == sweep[i].budget_bytes);
+    CHECK(row["keep_recompute"]["predicted_peak_bytes"] == sweep[i].plan_predicted_peak_bytes);
+    CHECK(row["keep_recompute"]["cost_seconds"] == sweep[i].plan_overhead_seconds);
+    CHECK(row["keep_recompute"]["transfer_seconds"] == 0.0);
+    CHECK(row["offload"]["predicted_peak_bytes"] == offload[i].plan_predicted_peak_bytes);
+    CHECK(row["offload"]["measured_peak_bytes"] == offload[i].measured.peak_bytes);
+    CHECK(row["offload"]["recompute_seconds"] == offload[i].plan_recompute_seconds);
+    CHECK(row["offload"]["transfer_seconds"] == offload[i].plan_transfer_seconds);
+    CHECK(row["offload"]["cost_seconds"] == offload[i].plan_overhead_seconds);
+    CHECK(row["offload"]["host_peak_bytes"] == offload[i].plan_host_peak_bytes);
+    CHECK(row["offload"]["offloaded_bytes"] == offload[i].plan_offloaded_bytes);
+    CHECK(o["sweep"][i]["plan_host_budget_bytes"] == cfg.offload_bytes);
+  }
+  CHECK_FALSE(nlohmann::json::parse(to_json(cfg, rs, sweep)).contains("offload"));
+  // Read back, the offload plans keep their figures.
+  RunConfig back_cfg;
+  std::vector<StrategyResult> back;
+  nlohmann::json as_results = j;
+  as_results["results"] = o["sweep"];
+  from_json(as_results.dump(), &back_cfg, &back);
+  CHECK(back_cfg.offload_bytes == cfg.offload_bytes);
+  CHECK(back_cfg.host_link_source == cfg.host_link_source);
+  REQUIRE(back.size() == offload.size());
+  CHECK(back[0].plan_overhead_seconds == offload[0].plan_overhead_seconds);
+  CHECK(back[0].plan_offloaded_bytes == offload[0].plan_offloaded_bytes);
+
+  std::string html = report_html(cfg, rs, sweep, offload);
+  CHECK(html.find(table_html(offload_table(sweep, offload))) != std::string::npos);
+  CHECK(html.find(modeled_cost_svg(cfg, sweep, offload)) != std::string::npos);
+  CHECK(html.find(pareto_svg(cfg, rs, sweep, ParetoX::kStepTime, offload)) != std::string::npos);
+  CHECK(html.find("(modeled, not measured: the emulated device has no real link)</h2>") != std::string::npos);
+  CHECK(html.find("the host link: 50.0 GB/s each way (PCIe 5.0 x16 datasheet (emulated device: no link))") !=
+        std::string::npos);
+  CHECK(report_html(cfg, rs, sweep).find("planned-frontier-offload") == std::string::npos);
+}

@@ -73,7 +73,7 @@ inline std::vector<StrategyResult> synthetic_sweep(const std::vector<StrategyRes
     r.measured.peak_bytes = r.predicted.peak_bytes = r.plan_predicted_peak_bytes = r.budget_bytes - 4096;
     r.median_ms = ms;
     r.recomputed_flops_per_step = r.plan_recompute_flops = flops;
-    r.plan_overhead_seconds = flops / 50e9;  // the planner's price: 62.0 ms at 3.1 GFLOP
+    r.plan_overhead_seconds = r.plan_recompute_seconds = flops / 50e9;  // the planner's price: 62.0 ms at 3.1 GFLOP
     r.planning_seconds = 0.5;
     sweep.push_back(r);
   }
@@ -81,6 +81,41 @@ inline std::vector<StrategyResult> synthetic_sweep(const std::vector<StrategyRes
   sweep[0].at_strategy = strategies.at(1).name;
   sweep[0].paired = {{strategies.at(1).name, 560.0, 532.0, 10}};
   return sweep;
+}
+
+// The plans at the same budgets that may also offload (--offload 32 MiB): a third of each
+// plan's recompute moved to the link instead, priced at 50 GB/s; the last (keep-all) offloads
+// nothing.
+inline std::vector<StrategyResult> synthetic_offload_sweep(const std::vector<StrategyResult>& sweep) {
+  std::vector<StrategyResult> offload;
+  for (const StrategyResult& p : sweep) {
+    StrategyResult r = p;
+    r.name = "plan+offload@" + std::to_string(r.budget_bytes);
+    r.at_strategy.clear();
+    r.paired.clear();
+    r.plan_host_budget_bytes = int64_t{32} << 20;
+    r.plan_offloaded_bytes = static_cast<int64_t>(p.plan_recompute_flops / 1e3);
+    r.plan_offloaded_calls = r.plan_offloaded_bytes > 0 ? 3 : 0;
+    r.plan_host_peak_bytes = r.plan_offloaded_bytes / 2;
+    r.plan_host_link_bandwidth = 50e9;
+    r.plan_recompute_seconds = p.plan_recompute_seconds * 2 / 3;
+    r.plan_transfer_seconds = p.plan_recompute_seconds / 6;  // half of what it no longer recomputes
+    r.plan_overhead_seconds = r.plan_recompute_seconds + r.plan_transfer_seconds;
+    r.recomputed_flops_per_step = r.plan_recompute_flops = p.plan_recompute_flops * 2 / 3;
+    r.measured.peak_bytes = r.predicted.peak_bytes = r.plan_predicted_peak_bytes = p.plan_predicted_peak_bytes - (2 << 20);
+    r.median_ms = p.median_ms - 5;
+    offload.push_back(r);
+  }
+  return offload;
+}
+
+inline RunConfig emulated_cuda_config() {
+  RunConfig cfg = tiny_config();
+  cfg.device = "cuda (emulated)";
+  cfg.meta_accounting = "cuda";
+  cfg.offload_bytes = int64_t{32} << 20;
+  cfg.host_link_source = "PCIe 5.0 x16 datasheet (emulated device: no link)";
+  return cfg;
 }
 
 // How often `needle` occurs in `haystack`.
