@@ -85,8 +85,13 @@ struct StrategyResult {
   std::vector<PairedTiming> paired;
 
   bool planned() const { return budget_bytes > 0; }
-  // The peak (measured, or predicted when nothing was measured) is within the budget.
-  bool fits() const { return (measured.known ? measured.peak_bytes : predicted.peak_bytes) <= budget_bytes; }
+  // The measured peak of what the plan's budget bounds: max_memory_reserved for a plan of reserved
+  // bytes (CUDA's default), else max_memory_allocated.
+  int64_t measured_plan_peak() const {
+    return plan_counter == "reserved" ? measured.peak_reserved_bytes : measured.peak_bytes;
+  }
+  // That peak (measured, or the plan's prediction when nothing was measured) is within the budget.
+  bool fits() const { return (measured.known ? measured_plan_peak() : plan_predicted_peak_bytes) <= budget_bytes; }
 };
 
 struct RunConfig {

@@ -361,15 +361,15 @@ Table sweep_table(const std::vector<StrategyResult>& sweep) {
   if (at) t.header.push_back("at the peak of");
   for (const StrategyResult& r : sweep) {
     t.rows.push_back({r.name, mib(r.budget_bytes, "%.2f"), mib(r.plan_predicted_peak_bytes, "%.2f"),
-                      r.measured.known ? mib(r.measured.peak_bytes, "%.2f") : "-", fits_text(r),
+                      r.measured.known ? mib(r.measured_plan_peak(), "%.2f") : "-", fits_text(r),
                       fmt("%.3f", r.recomputed_flops_per_step / 1e9), fmt("%.1f", r.plan_overhead_seconds * 1e3),
                       r.measured.known ? fmt("%.1f", r.median_ms) : "-",
                       fmt("%.2f", r.planning_seconds)});
     if (at) t.rows.back().push_back(r.at_strategy.empty() ? "-" : r.at_strategy);
   }
   t.notes = {
-      "budget: what plan_checkpointing was given; predicted: the plan's dry-run peak; measured: max_memory_allocated",
-      "over the measured steps; fits: measured <= budget; recomp GF: GFLOP recomputed per step (measured); est ms:",
+      "budget: what plan_checkpointing was given; predicted: the plan's dry-run peak; measured: the same counter over",
+      "the measured steps (max_memory_reserved for a plan of reserved bytes, else allocated); fits: measured <= budget; recomp GF: GFLOP recomputed per step (measured); est ms:",
       "the planner's price of that recompute per step (what it minimises); step ms: median step time, the same steps",
       "as the strategies'; plan s: wall time of plan_checkpointing.",
   };
@@ -402,10 +402,6 @@ Table comparison_table(const std::vector<StrategyResult>& results, const std::ve
   return t;
 }
 
-// The measured peak of what the plan's budget bounds (memory_reserved on CUDA by default).
-static int64_t measured_plan_peak(const StrategyResult& r) {
-  return r.plan_counter == "reserved" ? r.measured.peak_reserved_bytes : r.measured.peak_bytes;
-}
 
 std::string offload_caveat(const RunConfig& cfg) {
   if (cfg.device.find("emulated") != std::string::npos)
@@ -425,7 +421,7 @@ Table offload_table(const std::vector<StrategyResult>& sweep, const std::vector<
     const StrategyResult* p = planned_at(sweep, o.budget_bytes);
     bandwidth = o.plan_host_link_bandwidth;
     t.rows.push_back({mib(o.budget_bytes, "%.2f"), p ? mib(p->plan_predicted_peak_bytes, "%.2f") : "-",
-                      mib(o.plan_predicted_peak_bytes, "%.2f"), o.measured.known ? mib(measured_plan_peak(o), "%.2f") : "-",
+                      mib(o.plan_predicted_peak_bytes, "%.2f"), o.measured.known ? mib(o.measured_plan_peak(), "%.2f") : "-",
                       p ? us(p->plan_recompute_seconds) : "-", p ? us(p->plan_overhead_seconds) : "-",
                       us(o.plan_recompute_seconds), us(o.plan_transfer_seconds), us(o.plan_overhead_seconds),
                       mib(o.plan_host_peak_bytes, "%.2f"), mib(o.plan_offloaded_bytes, "%.2f"),
@@ -527,7 +523,7 @@ std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& res
     for (const StrategyResult& r : offload) {
       o["sweep"].push_back(result_json(r));
       nlohmann::json row = {{"budget_bytes", r.budget_bytes}, {"offload", plan_json(r)}};
-      if (r.measured.known) row["offload"]["measured_peak_bytes"] = measured_plan_peak(r);
+      if (r.measured.known) row["offload"]["measured_peak_bytes"] = r.measured_plan_peak();
       if (const StrategyResult* p = planned_at(sweep, r.budget_bytes)) row["keep_recompute"] = plan_json(*p);
       o["rows"].push_back(row);
     }

@@ -60,3 +60,19 @@ TEST_CASE("strategy result: the median of step times is the upper middle one", "
   CHECK(median_of({5.0}) == 5.0);
   REQUIRE_THROWS_WITH(median_of({}), Catch::Contains("median_of: no values"));
 }
+
+TEST_CASE("StrategyResult::fits: a plan of reserved bytes is judged by the measured reserved peak", "[bench]") {
+  StrategyResult r;
+  r.budget_bytes = 15;
+  r.plan_predicted_peak_bytes = 14;
+  CHECK(r.fits());  // nothing measured: the plan's prediction
+  r.measured.known = true;
+  r.measured.peak_bytes = 10;           // allocated
+  r.measured.peak_reserved_bytes = 20;  // reserved: over the budget
+  r.plan_counter = "reserved";
+  CHECK(r.measured_plan_peak() == 20);
+  CHECK_FALSE(r.fits());
+  r.plan_counter = "allocated";
+  CHECK(r.measured_plan_peak() == 10);
+  CHECK(r.fits());
+}
