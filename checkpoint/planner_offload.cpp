@@ -2,6 +2,9 @@
 #include "checkpoint/planner_offload.h"
 
 #include <algorithm>
+#include <utility>
+
+#include "checkpoint/offload_cost.h"
 
 namespace remat::planner_detail {
 
@@ -33,30 +36,84 @@ bool OffloadSearch::try_set(const KeepSet& set) {
   return true;
 }
 
-void offload_prefix(OffloadSearch& s) {
-  std::vector<size_t> recomputed;  // candidates neither kept nor offloaded, best value first
-  for (size_t c : s.space.candidates)
-    if (!s.best.keep[c] && !offloaded(s.best, c)) recomputed.push_back(c);
+double exposed_alone(const OffloadSearch& s, size_t c) {
+  std::vector<bool> off(s.best.keep.size(), false);
+  off[c] = true;
+  return transfer_cost(s.data, s.best.keep, off, s.bandwidth).exposed_seconds;
+}
+
+namespace {
+
+// The longest prefix of `order` that fits with each of its calls moved as `add` says (true: kept,
+// false: offloaded), from s.best, by binary search; every prefix priced may become best. Returns
+// the set of the longest prefix that fits (s.best's set if none does) and its result.
+std::pair<KeepSet, RunResult> longest_fitting_prefix(OffloadSearch& s, const std::vector<size_t>& order, bool keep) {
   const KeepSet start = with_offload_vector(s.best);
   auto prefix = [&](size_t k) {
     KeepSet set = start;
-    for (size_t i = 0; i < k; ++i) set.offload[recomputed[i]] = true;
+    for (size_t i = 0; i < k; ++i) {
+      set.keep[order[i]] = keep;
+      set.offload[order[i]] = !keep;
+    }
     return set;
   };
-  // More offloaded: more host bytes and more device bytes before each release: the longest prefix
-  // that fits, by binary search; every prefix priced on the way may become best.
-  size_t lo = 0, hi = recomputed.size() + 1;  // prefix lo fits (the start), prefix hi is past the end
+  // More moved up: more bytes held, on the device or the host: the peaks rise with the prefix.
+  std::pair<KeepSet, RunResult> longest{start, s.best_run};
+  size_t lo = 0, hi = order.size() + 1;  // prefix lo fits (the start), prefix hi is past the end
   while (hi - lo > 1 && s.budget_left()) {
     const size_t mid = lo + (hi - lo) / 2;
-    const KeepSet set = prefix(mid);
+    KeepSet set = prefix(mid);
+    if (std::find(set.offload.begin(), set.offload.end(), true) == set.offload.end()) break;  // not the phases' to price
     const RunResult r = s.pricer.price(set);
     if (fits(r, s.budget, s.host_budget)) {
       lo = mid;
       if (cheaper(r, s.best_run)) s.best = set, s.best_run = r;
+      longest = {std::move(set), r};
     } else {
       hi = mid;
     }
   }
+  return longest;
+}
+
+// The recomputed candidates whose recompute costs more than their transfer alone exposes, most
+// saved per byte first.
+std::vector<size_t> worth_offloading(const OffloadSearch& s) {
+  std::vector<std::pair<double, size_t>> ranked;  // (seconds saved per byte, call)
+  for (size_t c : s.space.candidates) {
+    if (s.best.keep[c] || offloaded(s.best, c)) continue;
+    const double saved = s.data.calls[c].cost - exposed_alone(s, c);
+    if (saved > 0) ranked.emplace_back(saved / static_cast<double>(s.data.calls[c].bytes), c);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<size_t> order;
+  for (const auto& r : ranked) order.push_back(r.second);
+  return order;
+}
+
+}  // namespace
+
+void offload_prefix(OffloadSearch& s) { longest_fitting_prefix(s, worth_offloading(s), /*keep=*/false); }
+
+void offload_kept(OffloadSearch& s) {
+  KeepSet hidden = with_offload_vector(s.best);
+  bool moves = false;
+  for (size_t c : s.space.candidates)
+    if (hidden.keep[c] && exposed_alone(s, c) < s.data.calls[c].cost) hidden.keep[c] = false, hidden.offload[c] = moves = true;
+  if (!moves || !s.budget_left()) return;
+  const RunResult r = s.pricer.price(hidden);
+  if (!fits(r, s.budget, s.host_budget)) return;
+  // From here even if it costs more than best: what it frees on the device buys back more.
+  OffloadSearch from{s.data, s.space, s.pricer, s.budget, s.host_budget, s.bandwidth, s.stop, hidden, r};
+  std::vector<size_t> recomputed;  // by value, as the keep/recompute search keeps
+  for (size_t c : s.space.candidates)
+    if (!hidden.keep[c] && !hidden.offload[c]) recomputed.push_back(c);
+  auto [kept_more, kept_run] = longest_fitting_prefix(from, recomputed, /*keep=*/true);
+  if (cheaper(from.best_run, s.best_run)) s.best = from.best, s.best_run = from.best_run;
+  from.best = kept_more;  // on from the longest kept prefix that fits
+  from.best_run = kept_run;
+  offload_prefix(from);
+  if (cheaper(from.best_run, s.best_run)) s.best = from.best, s.best_run = from.best_run;
 }
 
 // Two passes, best value first: each recomputed candidate kept, else offloaded; then each
@@ -73,27 +130,13 @@ void offload_first_fit(OffloadSearch& s) {
   }
 }
 
-void offload_kept_then_first_fit(OffloadSearch& s) {
-  KeepSet all = with_offload_vector(s.best);
-  bool moves = false;
-  for (size_t c : s.space.candidates)
-    if (all.keep[c]) all.keep[c] = false, all.offload[c] = moves = true;
-  if (!moves || !s.budget_left()) return;
-  const RunResult r = s.pricer.price(all);
-  if (!fits(r, s.budget, s.host_budget)) return;
-  // From here even if it costs more than best: first fit may buy it back and more.
-  OffloadSearch from_all{s.data, s.space, s.pricer, s.budget, s.host_budget, s.stop, all, r};
-  offload_first_fit(from_all);
-  if (cheaper(from_all.best_run, s.best_run)) s.best = from_all.best, s.best_run = from_all.best_run;
-}
-
 void search_offload(OffloadSearch& s, const std::function<void(const char*)>& phase) {
-  phase("offload: the longest prefix of the recomputed candidates that fits");
+  phase("offload: the recomputed outputs worth moving, the longest prefix that fits");
   offload_prefix(s);
+  phase("offload: the kept outputs cheaper to move than to recompute, then more kept");
+  offload_kept(s);
   phase("offload: first fit, one step up");
   offload_first_fit(s);
-  phase("offload: every kept candidate offloaded, then first fit");
-  offload_kept_then_first_fit(s);
 }
 
 }  // namespace remat::planner_detail

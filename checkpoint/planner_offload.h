@@ -23,6 +23,7 @@ struct OffloadSearch {
   const SearchSpace& space;
   KeepSetPricer& pricer;
   int64_t budget, host_budget;
+  double bandwidth;  // of the host link, bytes/s each way (what offload_cost.h prices transfers at)
   int64_t stop;  // pricer.offload_dry_runs() at which it stops
   KeepSet best;  // best.offload may be empty (nothing offloaded yet)
   RunResult best_run;
@@ -33,16 +34,24 @@ struct OffloadSearch {
   bool try_set(const KeepSet& set);
 };
 
-// The phases, each from `best`: the longest prefix (by value) of the recomputed candidates
-// offloaded that fits; then first fit, best value first: each recomputed candidate kept, else
-// offloaded, then each offloaded one kept; then the same from every kept candidate offloaded
-// instead (which frees device memory for more). `phase` names each for
-// error messages.
+// The phases, each from `best`, each move priced by a dry run:
+//   offload_prefix: the recomputed candidates whose recompute costs more than their transfer
+//     alone would expose (transfer_cost), most saved per byte first: the longest prefix of them
+//     offloaded that fits;
+//   offload_kept: every kept candidate whose transfer alone exposes less than its recompute would
+//     cost offloaded instead (the device holds it only until its region's forward ends), then the
+//     longest prefix of the recomputed candidates, by value, kept in the room that frees, then
+//     offload_prefix from there;
+//   offload_first_fit: best value first, each recomputed candidate kept, else offloaded; then
+//     each offloaded one kept.
+// `phase` names each for error messages.
 void search_offload(OffloadSearch& s, const std::function<void(const char*)>& phase);
 
 // The phases one by one (for tests).
 void offload_prefix(OffloadSearch& s);
+void offload_kept(OffloadSearch& s);
 void offload_first_fit(OffloadSearch& s);
-void offload_kept_then_first_fit(OffloadSearch& s);
+// The transfer seconds compute would not hide were call c offloaded alone, beside s.best's keep-set.
+double exposed_alone(const OffloadSearch& s, size_t c);
 
 }  // namespace remat::planner_detail

@@ -199,7 +199,7 @@ void search_at(Planner& planner, const SearchSpace& space, int64_t budget, int64
   // The offload phases, from the rung's keep-set, with dry runs of their own: an equal share of
   // max_dry_runs per rung, so that what they price at a rung does not depend on the budget.
   const int64_t offload_allowance = planner.data.options.max_dry_runs / (kRungs + 1);
-  OffloadSearch o{planner.data, space, planner, budget, planner.host_budget(),
+  OffloadSearch o{planner.data, space, planner, budget, planner.host_budget(), planner.host_link_bandwidth(),
                   planner.offload_dry_runs() + offload_allowance, KeepSet{s.best, {}}, s.best_run};
   search_offload(o, [&](const char* phase) { planner.set_phase(rung_name + ": " + phase); });
 }

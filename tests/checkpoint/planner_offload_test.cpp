@@ -17,7 +17,9 @@ namespace {
 
 OffloadSearch search(const Data& d, const SearchSpace& space, FakePricer& pricer, int64_t budget, int64_t host,
                      const std::vector<bool>& keep) {
-  return OffloadSearch{d, space, pricer, budget, host, 1000, KeepSet{keep, {}}, pricer.price(keep)};
+  // A link so fast that next to no transfer is exposed (transfer_cost): every candidate is cheaper
+  // to move than to recompute; the fake pricer charges its own transfer price.
+  return OffloadSearch{d, space, pricer, budget, host, 1e30, 1000, KeepSet{keep, {}}, pricer.price(keep)};
 }
 
 bool offloads(const KeepSet& s, size_t c) { return !s.offload.empty() && s.offload[c]; }
@@ -56,7 +58,9 @@ TEST_CASE("search_offload: the host budget bounds what is offloaded; within it t
   // A device budget of 4: keep-only keeps one (cost 9); offloading both A and B takes 4 bytes of
   // the device and 8 of the host, costs 1 + 2 s.
   OffloadSearch both = search(d, space, pricer, 4, 8, {true, false, false});
-  offload_kept_then_first_fit(both);
+  offload_prefix(both);  // B offloaded beside A kept needs 6 bytes: nothing fits
+  CHECK(both.best.offload.empty());
+  offload_kept(both);
   CHECK(offloads(both.best, 0));
   CHECK(offloads(both.best, 1));
   CHECK(both.best_run.cost() == 3);
@@ -64,9 +68,9 @@ TEST_CASE("search_offload: the host budget bounds what is offloaded; within it t
   std::vector<std::string> phases;
   OffloadSearch named = search(d, space, pricer, 6, 8, {true, false, false});
   search_offload(named, [&](const char* p) { phases.push_back(p); });
-  CHECK(phases == std::vector<std::string>{"offload: the longest prefix of the recomputed candidates that fits",
-                                           "offload: first fit, one step up",
-                                           "offload: every kept candidate offloaded, then first fit"});
+  CHECK(phases == std::vector<std::string>{"offload: the recomputed outputs worth moving, the longest prefix that fits",
+                                           "offload: the kept outputs cheaper to move than to recompute, then more kept",
+                                           "offload: first fit, one step up"});
 }
 
 TEST_CASE("offload_prefix: the longest prefix of the recomputed candidates, by value, that fits", "[planner][offload]") {
@@ -88,4 +92,21 @@ TEST_CASE("offload_prefix: the longest prefix of the recomputed candidates, by v
   spent.stop = pricer.dry_runs();
   offload_prefix(spent);
   CHECK(spent.best.offload.empty());
+}
+
+TEST_CASE("offload_prefix: only outputs whose recompute costs more than their exposed transfer are offloaded",
+          "[planner][offload]") {
+  // One region: c0 (4 bytes, 1 s), then c1 (4 bytes, 20 s). At 1 byte/s, c0's copy to host hides
+  // behind c1 but nothing hides its copy back (no later region): 4 s exposed, dearer than its 1 s of
+  // recompute. c1's copy starts when the forward ends: 4 + 4 s exposed, cheaper than its 20 s.
+  Data d = one_region({planner_call(4, 1, "c0"), planner_call(4, 20, "c1")});
+  SearchSpace space = order_by_value(&d);
+  FakePricer pricer(d);
+  OffloadSearch s{d, space, pricer, 100, 100, /*bandwidth=*/1.0, 1000, KeepSet{{false, false}, {}},
+                  pricer.price(std::vector<bool>{false, false})};
+  CHECK(exposed_alone(s, 0) == 4.0);
+  CHECK(exposed_alone(s, 1) == 8.0);
+  offload_prefix(s);
+  CHECK(!offloads(s.best, 0));
+  CHECK(offloads(s.best, 1));
 }
