@@ -3,7 +3,9 @@
 #include "ops/functions.h"
 
 #include "engine/dispatch/dispatcher.h"
+#include "ops/linalg_defs.h"
 #include "ops/pointwise_defs.h"
+#include "ops/reduction_defs.h"
 #include "ops/softmax_defs.h"
 
 namespace remat {
@@ -19,7 +21,8 @@ TypedOperatorHandle<Sig> lookup(const char* name) {
 // REMAT_OP(Sig, "aten::x"): a function-local handle, looked up on first use.
 #define REMAT_OP(SIG, NAME) static const auto op = lookup<SIG>(NAME)
 
-// An op by its Def (ops/pointwise_defs.h, ops/softmax_defs.h): one handle per Def, looked up on first use.
+// An op by its Def (ops/pointwise_defs.h, softmax_defs.h, linalg_defs.h,
+// reduction_defs.h): one handle per Def, looked up on first use.
 template <class Def, class... A>
 Tensor call_def(const A&... args) {
   static const auto op = lookup<typename Def::Sig>(Def::name);
@@ -78,18 +81,17 @@ Tensor gelu_backward(T g, T self, const std::string& approximate) {
   return call_def<ops::structured_gelu_backward>(g, self, approximate);
 }
 
-Tensor mm(T a, T b) { REMAT_OP(Binary, "aten::mm"); return op.call(a, b); }
-Tensor bmm(T a, T b) { REMAT_OP(Binary, "aten::bmm"); return op.call(a, b); }
+Tensor mm(T a, T b) { return call_def<ops::structured_mm>(a, b); }
+Tensor bmm(T a, T b) { return call_def<ops::structured_bmm>(a, b); }
 Tensor matmul(T a, T b) { REMAT_OP(Binary, "aten::matmul"); return op.call(a, b); }
-Tensor addmm(T bias, T a, T b) { REMAT_OP(Tensor(T, T, T), "aten::addmm"); return op.call(bias, a, b); }
+Tensor addmm(T bias, T a, T b) { return call_def<ops::structured_addmm>(bias, a, b); }
 Tensor linear(T x, T w, T b) { REMAT_OP(Tensor(T, T, T), "aten::linear"); return op.call(x, w, b); }
 
-using Reduce = Tensor(T, const std::optional<Shape>&, bool);
-Tensor sum(T a) { REMAT_OP(Reduce, "aten::sum"); return op.call(a, std::nullopt, false); }
-Tensor sum(T a, const Shape& dims, bool keepdim) { REMAT_OP(Reduce, "aten::sum"); return op.call(a, dims, keepdim); }
-Tensor mean(T a) { REMAT_OP(Reduce, "aten::mean"); return op.call(a, std::nullopt, false); }
-Tensor mean(T a, const Shape& dims, bool keepdim) { REMAT_OP(Reduce, "aten::mean"); return op.call(a, dims, keepdim); }
-Tensor amax(T a, int64_t dim, bool keepdim) { REMAT_OP(Tensor(T, int64_t, bool), "aten::amax"); return op.call(a, dim, keepdim); }
+Tensor sum(T a) { return call_def<ops::structured_sum>(a, std::optional<Shape>(), false); }
+Tensor sum(T a, const Shape& dims, bool keepdim) { return call_def<ops::structured_sum>(a, std::optional<Shape>(dims), keepdim); }
+Tensor mean(T a) { return call_def<ops::structured_mean>(a, std::optional<Shape>(), false); }
+Tensor mean(T a, const Shape& dims, bool keepdim) { return call_def<ops::structured_mean>(a, std::optional<Shape>(dims), keepdim); }
+Tensor amax(T a, int64_t dim, bool keepdim) { return call_def<ops::structured_amax>(a, dim, keepdim); }
 Tensor sum_to_size(T a, const Shape& size) { REMAT_OP(Tensor(T, const Shape&), "aten::sum_to_size"); return op.call(a, size); }
 
 Tensor softmax(T a, int64_t dim) { return call_def<ops::structured_softmax>(a, dim); }

@@ -26,17 +26,11 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("_fused_sgd_(Tensor(a!) self, Tensor grad, Tensor(b!)? momentum_buffer, *, float weight_decay, "
         "float momentum, float lr, float dampening, bool nesterov, bool maximize, bool is_first_step) -> Tensor(a!)");
 
-  // ---- matrix products ----
-  m.def("mm(Tensor self, Tensor mat2) -> Tensor");
-  m.def("bmm(Tensor self, Tensor mat2) -> Tensor");
-  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2) -> Tensor");
+  // ---- matrix products (mm, bmm, addmm: ops/linalg_defs.h) ----
   m.def("matmul(Tensor self, Tensor other) -> Tensor");                     // composite
   m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");  // composite
 
-  // ---- reductions ----
-  m.def("sum(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor");
-  m.def("mean(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor");
-  m.def("amax(Tensor self, int dim, bool keepdim=False) -> Tensor");
+  // ---- reductions (sum, mean, amax: ops/reduction_defs.h) ----
   m.def("sum_to_size(Tensor self, int[] size) -> Tensor");  // composite
 
   // ---- normalisation, activations with state, losses (softmax: ops/softmax_defs.h) ----
