@@ -25,6 +25,17 @@ void check_def_registered(std::initializer_list<DispatchKey> keys) {
   }
 }
 
+// check_def_registered for each Def that for_each (a for_each_*_def of ops/) walks; how many.
+template <class ForEach>
+int check_defs_registered(const ForEach& for_each, std::initializer_list<DispatchKey> keys) {
+  int defs = 0;
+  for_each([&](auto def) {
+    ++defs;
+    check_def_registered<typename decltype(def)::type>(keys);
+  });
+  return defs;
+}
+
 // The message `call` throws, or "" when it returns.
 template <class F>
 std::string error_of(const F& call) {

@@ -16,12 +16,7 @@ using namespace remat;
 using namespace remat::testing;
 
 TEST_CASE("every Def of ops/linalg_defs.h has a CUDA kernel", "[cuda][linalg][structured]") {
-  int defs = 0;
-  ops::for_each_linalg_def([&](auto def) {
-    ++defs;
-    check_def_registered<typename decltype(def)::type>({DispatchKey::CUDA});
-  });
-  CHECK(defs == 3);
+  CHECK(check_defs_registered([](const auto& f) { ops::for_each_linalg_def(f); }, {DispatchKey::CUDA}) == 3);
 }
 
 TEST_CASE("the matrix products' CUDA kernels raise the CPU kernels' errors", "[cuda][linalg][structured]") {

@@ -18,12 +18,7 @@ using namespace remat;
 using namespace remat::testing;
 
 TEST_CASE("every Def of ops/reduction_defs.h has a CUDA kernel", "[cuda][reduction][structured]") {
-  int defs = 0;
-  ops::for_each_reduction_def([&](auto def) {
-    ++defs;
-    check_def_registered<typename decltype(def)::type>({DispatchKey::CUDA});
-  });
-  CHECK(defs == 3);
+  CHECK(check_defs_registered([](const auto& f) { ops::for_each_reduction_def(f); }, {DispatchKey::CUDA}) == 3);
 }
 
 TEST_CASE("the reductions' CUDA kernels raise the CPU kernels' errors", "[cuda][reduction][structured]") {
