@@ -86,16 +86,6 @@ Tensor index_error_flag() { return meta_empty({kIndexErrorWords}, kLong); }
 
 }  // namespace
 
-void layer_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& mean, const Tensor& rstd,
-                         const Tensor& weight, const Tensor& bias, ScalarType stat_dtype, int64_t rows, int64_t cols) {
-  Tensor dy = contiguous_copy(grad_out), x = contiguous_copy(input);
-  auto as_stat = [&](const Tensor& t) { return t.defined() ? cast_contiguous_copy(t, stat_dtype) : Tensor(); };
-  Tensor mu = as_stat(mean), r = as_stat(rstd), w = as_stat(weight);
-  Tensor ws = weight.defined() || bias.defined()
-                  ? workspace(kc::norm_backward_workspace_bytes(input.dtype(), rows, cols))
-                  : Tensor();
-}
-
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   Tensor x = contiguous_copy(logits), t = contiguous_copy(targets);
   Tensor loss = meta_empty({}, logits.dtype());

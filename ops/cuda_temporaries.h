@@ -11,7 +11,8 @@
 //     if (cuda_temporaries::imitating()) cuda_temporaries::embedding(weight, indices);  // CUDA's
 //   }
 // The GEMM's copies are a plan both the CUDA kernel and the Meta kernel make (ops/gemm_copies.h);
-// the reduction's are one template both run (reduce_input, over CUDACopies or MetaCopies).
+// the reduction's and the normalizations' are templates both run (reduce_input here,
+// ops/norm_buffers.h), over CUDACopies or MetaCopies.
 #pragma once
 
 #include <cstddef>
@@ -86,8 +87,6 @@ ReduceInput reduce_input(const Tensor& self, const std::vector<bool>& mask, Scal
 // ---- a Meta dry run's imitation: each allocates, then frees, what the CUDA op does ----
 // (called by the Meta kernel once it has allocated the outputs the CUDA op makes first)
 
-void layer_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& mean, const Tensor& rstd,
-                         const Tensor& weight, const Tensor& bias, ScalarType stat_dtype, int64_t rows, int64_t cols);
 // cross_entropy copies its operands before it allocates its output: this returns the loss.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
 void cross_entropy_backward(const Tensor& grad_output, const Tensor& logits, const Tensor& targets);

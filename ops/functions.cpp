@@ -4,6 +4,7 @@
 
 #include "engine/dispatch/dispatcher.h"
 #include "ops/linalg_defs.h"
+#include "ops/normalization_defs.h"
 #include "ops/pointwise_defs.h"
 #include "ops/reduction_defs.h"
 #include "ops/softmax_defs.h"
@@ -22,9 +23,9 @@ TypedOperatorHandle<Sig> lookup(const char* name) {
 #define REMAT_OP(SIG, NAME) static const auto op = lookup<SIG>(NAME)
 
 // An op by its Def (ops/pointwise_defs.h, softmax_defs.h, linalg_defs.h,
-// reduction_defs.h): one handle per Def, looked up on first use.
+// reduction_defs.h, normalization_defs.h): one handle per Def, looked up on first use.
 template <class Def, class... A>
-Tensor call_def(const A&... args) {
+auto call_def(const A&... args) {
   static const auto op = lookup<typename Def::Sig>(Def::name);
   return op.call(args...);
 }
@@ -107,24 +108,20 @@ Tensor layer_norm(T x, const Shape& shape, T w, T b, double eps) {
   return op.call(x, shape, w, b, eps);
 }
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm(T x, const Shape& shape, T w, T b, double eps) {
-  REMAT_OP(Tensor3(T, const Shape&, T, T, double), "aten::native_layer_norm");
-  return op.call(x, shape, w, b, eps);
+  return call_def<ops::structured_native_layer_norm>(x, shape, w, b, eps);
 }
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward(T g, T x, const Shape& shape, T mean, T rstd, T w, T b) {
-  REMAT_OP(Tensor3(T, T, const Shape&, T, T, T, T), "aten::native_layer_norm_backward");
-  return op.call(g, x, shape, mean, rstd, w, b);
+  return call_def<ops::structured_native_layer_norm_backward>(g, x, shape, mean, rstd, w, b);
 }
 Tensor rms_norm(T x, const Shape& shape, T w, double eps) {
   REMAT_OP(Tensor(T, const Shape&, T, double), "aten::rms_norm");
   return op.call(x, shape, w, eps);
 }
 std::tuple<Tensor, Tensor> _fused_rms_norm(T x, const Shape& shape, T w, double eps) {
-  REMAT_OP(Tensor2(T, const Shape&, T, double), "aten::_fused_rms_norm");
-  return op.call(x, shape, w, eps);
+  return call_def<ops::structured__fused_rms_norm>(x, shape, w, eps);
 }
 std::tuple<Tensor, Tensor> _fused_rms_norm_backward(T g, T x, const Shape& shape, T rstd, T w) {
-  REMAT_OP(Tensor2(T, T, const Shape&, T, T), "aten::_fused_rms_norm_backward");
-  return op.call(g, x, shape, rstd, w);
+  return call_def<ops::structured__fused_rms_norm_backward>(g, x, shape, rstd, w);
 }
 Tensor dropout(T x, double p, bool train, Generator* g) {
   REMAT_OP(Tensor(T, double, bool, Generator*), "aten::dropout");

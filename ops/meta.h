@@ -122,14 +122,16 @@ struct NormGeometry {
 };
 ScalarType stat_dtype_for(ScalarType input);
 NormGeometry norm_geometry(const char* op, const Tensor& input, const Shape& normalized_shape);
-NormGeometry layer_norm_meta(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
-                             const Tensor& bias);
-NormGeometry layer_norm_backward_meta(const Tensor& grad_out, const Tensor& input, const Shape& normalized_shape,
-                                      const Tensor& mean, const Tensor& rstd, const Tensor& weight,
-                                      const Tensor& bias);
-NormGeometry rms_norm_meta(const Tensor& input, const Shape& normalized_shape, const Tensor& weight);
-NormGeometry rms_norm_backward_meta(const Tensor& grad_out, const Tensor& input, const Shape& normalized_shape,
-                                    const Tensor& rstd, const Tensor& weight);
+// The Defs' meta functions (ops/normalization_defs.h); op: the name errors give.
+NormGeometry layer_norm_meta(const char* op, const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+                             const Tensor& bias, double eps);
+NormGeometry layer_norm_backward_meta(const char* op, const Tensor& grad_out, const Tensor& input,
+                                      const Shape& normalized_shape, const Tensor& mean, const Tensor& rstd,
+                                      const Tensor& weight, const Tensor& bias);
+NormGeometry rms_norm_meta(const char* op, const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+                           double eps);
+NormGeometry rms_norm_backward_meta(const char* op, const Tensor& grad_out, const Tensor& input,
+                                    const Shape& normalized_shape, const Tensor& rstd, const Tensor& weight);
 
 // ---- ops/dropout.cpp ----
 void check_probability(const char* op, double p);
