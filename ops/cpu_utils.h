@@ -14,4 +14,11 @@ Tensor contiguous_cpu(const Tensor& t);
 // out[...] = in[...] elementwise with broadcasting of in to out's shape and dtype conversion.
 void copy_into_cpu(const Tensor& out, const Tensor& in);
 
+// The CPU's copies, for kernels whose temporaries are a template over a backend's copies (the
+// Meta kernel runs the same template with MetaCopies, ops/meta_copies.h).
+struct CPUCopies {
+  static Tensor cast(const Tensor& t, ScalarType dtype) { return cast_cpu(t, dtype); }
+  static Tensor contiguous(const Tensor& t) { return contiguous_cpu(t); }
+};
+
 }  // namespace remat::ops

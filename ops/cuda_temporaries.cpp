@@ -86,35 +86,6 @@ Tensor index_error_flag() { return meta_empty({kIndexErrorWords}, kLong); }
 
 }  // namespace
 
-void gemm(const Tensor& out, const Tensor& a, const Tensor& b) {
-  if (out.numel() == 0 || a.sizes()[a.dim() - 1] == 0) return;  // no GEMM runs
-  const GemmCopies c = gemm_copies(out, a, b);
-  Tensor copy_a, copy_b;  // freed together when the GEMM returns
-  if (c.a_layout) copy_a = meta_empty(a.sizes(), a.dtype());
-  if (c.b_layout) copy_b = meta_empty(b.sizes(), b.dtype());
-  if (c.a_batch) copy_a = meta_empty(a.sizes(), a.dtype());
-  if (c.b_batch) copy_b = meta_empty(b.sizes(), b.dtype());
-}
-
-void reduce(const Tensor& self, const std::vector<bool>& mask, ScalarType dtype, const Tensor& out) {
-  if (out.numel() == 0 || self.numel() == 0) return;  // filled, no kernel
-  Tensor in = cast_contiguous_copy(self, dtype);
-  const ReduceLayout l = reduce_layout(self, mask, out.numel());
-  if (l.permuted_copy) in = meta_empty(self.sizes(), dtype);  // the copy with reduced dims last; then the old one goes
-  const size_t ws_bytes = kc::reduce_workspace_bytes(dtype, l.outer, l.red_n, l.inner);
-  Tensor ws = ws_bytes > 0 ? workspace(ws_bytes) : Tensor();
-}
-
-void layer_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& mean, const Tensor& rstd,
-                         const Tensor& weight, const Tensor& bias, ScalarType stat_dtype, int64_t rows, int64_t cols) {
-  Tensor dy = contiguous_copy(grad_out), x = contiguous_copy(input);
-  auto as_stat = [&](const Tensor& t) { return t.defined() ? cast_contiguous_copy(t, stat_dtype) : Tensor(); };
-  Tensor mu = as_stat(mean), r = as_stat(rstd), w = as_stat(weight);
-  Tensor ws = weight.defined() || bias.defined()
-                  ? workspace(kc::norm_backward_workspace_bytes(input.dtype(), rows, cols))
-                  : Tensor();
-}
-
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   Tensor x = contiguous_copy(logits), t = contiguous_copy(targets);
   Tensor loss = meta_empty({}, logits.dtype());

@@ -6,10 +6,13 @@
 // step's memory_allocated and memory_reserved to the byte. Workspace sizes come from
 // kernels/cuda/workspace_sizes.h, which the kernels plan their launches by.
 //
-//   Tensor bmm_meta_kernel(a, b) {
-//     Tensor out = ...;                                     // what every backend allocates
-//     if (cuda_temporaries::imitating()) cuda_temporaries::gemm(out, a, b);  // what CUDA adds
+//   Tensor embedding_meta_kernel(weight, indices) {
+//     Tensor out = ...;                                         // what every backend allocates
+//     if (cuda_temporaries::imitating()) cuda_temporaries::embedding(weight, indices);  // CUDA's
 //   }
+// The GEMM's copies are a plan both the CUDA kernel and the Meta kernel make (ops/gemm_copies.h);
+// the reduction's and the normalizations' are templates both run (reduce_input here,
+// ops/norm_buffers.h), over CUDACopies or MetaCopies.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "engine/core/tensor.h"
+#include "kernels/cuda/workspace_sizes.h"
 
 namespace remat::ops::cuda_temporaries {
 
@@ -48,13 +52,41 @@ struct ReduceLayout {
 };
 ReduceLayout reduce_layout(const Tensor& self, const std::vector<bool>& mask, int64_t out_numel);
 
+// What the CUDA reduction of `self` over `mask` into `out` (not empty) reads: self converted to
+// dtype and contiguous, as [outer, reduced, inner] (through a copy with the reduced dims last
+// when they are not one run), and its workspace. All undefined when self is empty (no kernel
+// runs). Copies: CUDACopies (ops/cuda/cuda_utils.h) in the kernel, MetaCopies
+// (ops/meta_copies.h) in a dry run's Meta kernel.
+struct ReduceInput {
+  Tensor in;
+  ReduceLayout layout;
+  Tensor workspace;
+};
+template <class Copies>
+ReduceInput reduce_input(const Tensor& self, const std::vector<bool>& mask, ScalarType dtype, const Tensor& out) {
+  ReduceInput r;
+  if (self.numel() == 0) return r;
+  r.in = Copies::contiguous(Copies::cast(self, dtype));
+  r.layout = reduce_layout(self, mask, out.numel());
+  if (r.layout.permuted_copy) {  // the new copy is made before the old one goes
+    Shape sizes, strides;
+    for (const std::vector<int64_t>* group : {&r.layout.kept, &r.layout.reduced}) {
+      for (int64_t d : *group) {
+        sizes.push_back(r.in.sizes()[static_cast<size_t>(d)]);
+        strides.push_back(r.in.strides()[static_cast<size_t>(d)]);
+      }
+    }
+    r.in = Copies::contiguous(make_alias(r.in, sizes, strides, r.in.storage_offset()));
+  }
+  const size_t ws_bytes =
+      kernels::cuda::reduce_workspace_bytes(dtype, r.layout.outer, r.layout.red_n, r.layout.inner);
+  if (ws_bytes > 0) r.workspace = Copies::workspace(ws_bytes, out.device());
+  return r;
+}
+
 // ---- a Meta dry run's imitation: each allocates, then frees, what the CUDA op does ----
 // (called by the Meta kernel once it has allocated the outputs the CUDA op makes first)
 
-void gemm(const Tensor& out, const Tensor& a, const Tensor& b);
-void reduce(const Tensor& self, const std::vector<bool>& mask, ScalarType dtype, const Tensor& out);
-void layer_norm_backward(const Tensor& grad_out, const Tensor& input, const Tensor& mean, const Tensor& rstd,
-                         const Tensor& weight, const Tensor& bias, ScalarType stat_dtype, int64_t rows, int64_t cols);
 // cross_entropy copies its operands before it allocates its output: this returns the loss.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
 void cross_entropy_backward(const Tensor& grad_output, const Tensor& logits, const Tensor& targets);

@@ -3,7 +3,10 @@
 #include "ops/functions.h"
 
 #include "engine/dispatch/dispatcher.h"
+#include "ops/linalg_defs.h"
+#include "ops/normalization_defs.h"
 #include "ops/pointwise_defs.h"
+#include "ops/reduction_defs.h"
 #include "ops/softmax_defs.h"
 
 namespace remat {
@@ -19,9 +22,10 @@ TypedOperatorHandle<Sig> lookup(const char* name) {
 // REMAT_OP(Sig, "aten::x"): a function-local handle, looked up on first use.
 #define REMAT_OP(SIG, NAME) static const auto op = lookup<SIG>(NAME)
 
-// An op by its Def (ops/pointwise_defs.h, ops/softmax_defs.h): one handle per Def, looked up on first use.
+// An op by its Def (ops/pointwise_defs.h, softmax_defs.h, linalg_defs.h,
+// reduction_defs.h, normalization_defs.h): one handle per Def, looked up on first use.
 template <class Def, class... A>
-Tensor call_def(const A&... args) {
+auto call_def(const A&... args) {
   static const auto op = lookup<typename Def::Sig>(Def::name);
   return op.call(args...);
 }
@@ -78,18 +82,17 @@ Tensor gelu_backward(T g, T self, const std::string& approximate) {
   return call_def<ops::structured_gelu_backward>(g, self, approximate);
 }
 
-Tensor mm(T a, T b) { REMAT_OP(Binary, "aten::mm"); return op.call(a, b); }
-Tensor bmm(T a, T b) { REMAT_OP(Binary, "aten::bmm"); return op.call(a, b); }
+Tensor mm(T a, T b) { return call_def<ops::structured_mm>(a, b); }
+Tensor bmm(T a, T b) { return call_def<ops::structured_bmm>(a, b); }
 Tensor matmul(T a, T b) { REMAT_OP(Binary, "aten::matmul"); return op.call(a, b); }
-Tensor addmm(T bias, T a, T b) { REMAT_OP(Tensor(T, T, T), "aten::addmm"); return op.call(bias, a, b); }
+Tensor addmm(T bias, T a, T b) { return call_def<ops::structured_addmm>(bias, a, b); }
 Tensor linear(T x, T w, T b) { REMAT_OP(Tensor(T, T, T), "aten::linear"); return op.call(x, w, b); }
 
-using Reduce = Tensor(T, const std::optional<Shape>&, bool);
-Tensor sum(T a) { REMAT_OP(Reduce, "aten::sum"); return op.call(a, std::nullopt, false); }
-Tensor sum(T a, const Shape& dims, bool keepdim) { REMAT_OP(Reduce, "aten::sum"); return op.call(a, dims, keepdim); }
-Tensor mean(T a) { REMAT_OP(Reduce, "aten::mean"); return op.call(a, std::nullopt, false); }
-Tensor mean(T a, const Shape& dims, bool keepdim) { REMAT_OP(Reduce, "aten::mean"); return op.call(a, dims, keepdim); }
-Tensor amax(T a, int64_t dim, bool keepdim) { REMAT_OP(Tensor(T, int64_t, bool), "aten::amax"); return op.call(a, dim, keepdim); }
+Tensor sum(T a) { return call_def<ops::structured_sum>(a, std::optional<Shape>(), false); }
+Tensor sum(T a, const Shape& dims, bool keepdim) { return call_def<ops::structured_sum>(a, std::optional<Shape>(dims), keepdim); }
+Tensor mean(T a) { return call_def<ops::structured_mean>(a, std::optional<Shape>(), false); }
+Tensor mean(T a, const Shape& dims, bool keepdim) { return call_def<ops::structured_mean>(a, std::optional<Shape>(dims), keepdim); }
+Tensor amax(T a, int64_t dim, bool keepdim) { return call_def<ops::structured_amax>(a, dim, keepdim); }
 Tensor sum_to_size(T a, const Shape& size) { REMAT_OP(Tensor(T, const Shape&), "aten::sum_to_size"); return op.call(a, size); }
 
 Tensor softmax(T a, int64_t dim) { return call_def<ops::structured_softmax>(a, dim); }
@@ -105,24 +108,20 @@ Tensor layer_norm(T x, const Shape& shape, T w, T b, double eps) {
   return op.call(x, shape, w, b, eps);
 }
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm(T x, const Shape& shape, T w, T b, double eps) {
-  REMAT_OP(Tensor3(T, const Shape&, T, T, double), "aten::native_layer_norm");
-  return op.call(x, shape, w, b, eps);
+  return call_def<ops::structured_native_layer_norm>(x, shape, w, b, eps);
 }
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward(T g, T x, const Shape& shape, T mean, T rstd, T w, T b) {
-  REMAT_OP(Tensor3(T, T, const Shape&, T, T, T, T), "aten::native_layer_norm_backward");
-  return op.call(g, x, shape, mean, rstd, w, b);
+  return call_def<ops::structured_native_layer_norm_backward>(g, x, shape, mean, rstd, w, b);
 }
 Tensor rms_norm(T x, const Shape& shape, T w, double eps) {
   REMAT_OP(Tensor(T, const Shape&, T, double), "aten::rms_norm");
   return op.call(x, shape, w, eps);
 }
 std::tuple<Tensor, Tensor> _fused_rms_norm(T x, const Shape& shape, T w, double eps) {
-  REMAT_OP(Tensor2(T, const Shape&, T, double), "aten::_fused_rms_norm");
-  return op.call(x, shape, w, eps);
+  return call_def<ops::structured__fused_rms_norm>(x, shape, w, eps);
 }
 std::tuple<Tensor, Tensor> _fused_rms_norm_backward(T g, T x, const Shape& shape, T rstd, T w) {
-  REMAT_OP(Tensor2(T, T, const Shape&, T, T), "aten::_fused_rms_norm_backward");
-  return op.call(g, x, shape, rstd, w);
+  return call_def<ops::structured__fused_rms_norm_backward>(g, x, shape, rstd, w);
 }
 Tensor dropout(T x, double p, bool train, Generator* g) {
   REMAT_OP(Tensor(T, double, bool, Generator*), "aten::dropout");

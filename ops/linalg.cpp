@@ -1,4 +1,6 @@
-// Mirrors ATen/native/LinearAlgebra.cpp (mm, bmm, addmm, matmul) and Linear.cpp (linear).
+// Mirrors ATen/native/LinearAlgebra.cpp (mm, bmm, addmm, matmul) and Linear.cpp (linear): the
+// matrix products' meta functions and CPU kernels, their schemas and CPU/Meta registrations from
+// their Defs (ops/linalg_defs.h, ops/structured.h), and the composites matmul and linear.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -8,10 +10,12 @@
 #include "ops/composite.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
-#include "ops/cuda_temporaries.h"
-#include "ops/meta.h"
+#include "ops/gemm_copies.h"
+#include "ops/linalg_defs.h"
 #include "ops/functions.h"
+#include "ops/meta.h"
 #include "ops/op_utils.h"
+#include "ops/structured.h"
 
 namespace remat::ops {
 
@@ -28,7 +32,7 @@ GemmOperand gemm_operand(const Tensor& m, int64_t row_stride, int64_t col_stride
 }
 
 // op: the op named in errors (addmm checks its two matrices as mm does).
-TensorMeta mm_meta(const Tensor& a, const Tensor& b, const char* op) {
+TensorMeta mm_meta(const char* op, const Tensor& a, const Tensor& b) {
   check_defined(op, a, "self");
   check_defined(op, b, "mat2");
   check_dim(op, a, 2, "self");
@@ -43,22 +47,22 @@ TensorMeta mm_meta(const Tensor& a, const Tensor& b, const char* op) {
 
 // bmm takes [batch..., n, m] @ [batch..., m, p] with the same batch dims (one in PyTorch; up to
 // four here, so that matmul hands over strided 4-D attention operands without copying them).
-TensorMeta bmm_meta(const Tensor& a, const Tensor& b) {
-  check_defined("aten::bmm", a, "self");
-  check_defined("aten::bmm", b, "mat2");
+TensorMeta bmm_meta(const char* op, const Tensor& a, const Tensor& b) {
+  check_defined(op, a, "self");
+  check_defined(op, b, "mat2");
   for (const Tensor* t : {&a, &b}) {
-    REMAT_CHECK(t->dim() >= 3 && t->dim() <= 2 + kMaxBmmBatchDims, "aten::bmm: expected '", t == &a ? "self" : "mat2",
+    REMAT_CHECK(t->dim() >= 3 && t->dim() <= 2 + kMaxBmmBatchDims, op, ": expected '", t == &a ? "self" : "mat2",
                 "' to be a 3-D tensor (or up to ", 2 + kMaxBmmBatchDims, "-D: [batch..., rows, cols]), but got a ",
                 t->dim(), "-D tensor of shape ", t->sizes());
   }
-  Device d = common_device("aten::bmm", {&a, &b});
+  Device d = common_device(op, {&a, &b});
   const int64_t nd = a.dim();
   const Shape batch_a(a.sizes().begin(), a.sizes().end() - 2), batch_b(b.sizes().begin(), b.sizes().end() - 2);
   if (nd == 3 && b.dim() == 3) {
-    REMAT_CHECK(a.sizes()[0] == b.sizes()[0], "aten::bmm: batch1 and batch2 must have same number of batches, got ",
+    REMAT_CHECK(a.sizes()[0] == b.sizes()[0], op, ": batch1 and batch2 must have same number of batches, got ",
                 a.sizes()[0], " and ", b.sizes()[0]);
   } else {
-    REMAT_CHECK(batch_a == batch_b, "aten::bmm: self and mat2 must have the same batch dims, got ", batch_a, " and ",
+    REMAT_CHECK(batch_a == batch_b, op, ": self and mat2 must have the same batch dims, got ", batch_a, " and ",
                 batch_b, " (shapes ", a.sizes(), " and ", b.sizes(), ")");
   }
   auto batch_str = [](const Shape& s) {  // "2, 3": the batch dims inside PyTorch's [batch, n]
@@ -67,22 +71,22 @@ TensorMeta bmm_meta(const Tensor& a, const Tensor& b) {
     return r;
   };
   REMAT_CHECK(a.sizes()[nd - 1] == b.sizes()[nd - 2],
-              "aten::bmm: Expected size for first two dimensions of batch2 tensor to be: [", batch_str(batch_a),
+              op, ": Expected size for first two dimensions of batch2 tensor to be: [", batch_str(batch_a),
               a.sizes()[nd - 1], "] but got: [", batch_str(batch_b), b.sizes()[nd - 2], "].");
-  check_same_dtype("aten::bmm", a, b);
-  check_floating("aten::bmm", a, "self");
+  check_same_dtype(op, a, b);
+  check_floating(op, a, "self");
   Shape out = batch_a;
   out.push_back(a.sizes()[nd - 2]);
   out.push_back(b.sizes()[nd - 1]);
   return {out, a.dtype(), d};
 }
 
-TensorMeta addmm_meta(const Tensor& bias, const Tensor& a, const Tensor& b) {
-  TensorMeta m = mm_meta(a, b, "aten::addmm");
-  check_defined("aten::addmm", bias, "self");
-  common_device("aten::addmm", {&bias, &a});
-  Shape s = broadcast_shapes("aten::addmm", bias.sizes(), m.sizes);
-  REMAT_CHECK(s == m.sizes, "aten::addmm: bias of shape ", bias.sizes(), " does not broadcast to the product's shape ",
+TensorMeta addmm_meta(const char* op, const Tensor& bias, const Tensor& a, const Tensor& b) {
+  TensorMeta m = mm_meta(op, a, b);
+  check_defined(op, bias, "self");
+  common_device(op, {&bias, &a});
+  Shape s = broadcast_shapes(op, bias.sizes(), m.sizes);
+  REMAT_CHECK(s == m.sizes, op, ": bias of shape ", bias.sizes(), " does not broadcast to the product's shape ",
               m.sizes);
   return m;
 }
@@ -93,9 +97,10 @@ namespace cpu = kernels::cpu;
 
 // out[i] = a[i] @ b[i] (+ out[i] when accumulate, + bias on every row when bias is defined) for
 // each batch entry (any number of batch dims, any strides); out is contiguous, bias (if defined) n contiguous values of out's dtype.
-void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate, const Tensor& bias = Tensor()) {
+void batched_gemm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, bool accumulate,
+                  const Tensor& bias = Tensor()) {
   const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1];
-  const int64_t k = a.sizes()[a.dim() - 1];
+  const int64_t k = a_in.sizes()[a_in.dim() - 1];
   if (k == 0) {  // an empty sum: the product is zero (an empty operand may have any strides)
     if (bias.defined()) {
       copy_into_cpu(out, bias);
@@ -104,18 +109,13 @@ void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate, const 
     }
     return;
   }
+  // The copies (gemm_copies.h: the plan the Meta kernel makes them by too), then the layouts.
+  const GemmOperands g =
+      make_gemm_copies(cpu_gemm_copies(out, a_in, b_in), a_in, b_in, [](const Tensor& t) { return contiguous_cpu(t); });
+  const Tensor &a = g.a, &b = g.b;
   auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
-  // The copy is made before its strides are read (argument evaluation order is unspecified).
-  GemmOperand ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
-  if (!ga.t.defined()) {
-    a = contiguous_cpu(a);  // neither row- nor column-major (e.g. expanded): copy
-    ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
-  }
-  GemmOperand gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
-  if (!gb.t.defined()) {
-    b = contiguous_cpu(b);
-    gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
-  }
+  const GemmOperand ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
+  const GemmOperand gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
   REMAT_INTERNAL_ASSERT(ga.t.defined() && gb.t.defined());
   cpu::StridedGemm p;
   p.m = m;
@@ -150,16 +150,8 @@ void batched_gemm(const Tensor& out, Tensor a, Tensor b, bool accumulate, const 
   });
 }
 
-Tensor mm_cpu(const Tensor& a, const Tensor& b) {
-  Tensor out = empty_from(mm_meta(a, b));
-  if (out.numel() > 0) batched_gemm(out, a, b, false);
-  return out;
-}
-Tensor bmm_cpu(const Tensor& a, const Tensor& b) {
-  Tensor out = empty_from(bmm_meta(a, b));
-  if (out.numel() > 0) batched_gemm(out, a, b, false);
-  return out;
-}
+// The kernels (TORCH_IMPL_FUNC): out has the meta function's geometry and is not empty.
+void mm_cpu(const char*, const Tensor& out, const Tensor& a, const Tensor& b) { batched_gemm(out, a, b, false); }
 
 // A bias the GEMM can add itself: one row of n contiguous values of the product's dtype ([n] or
 // [1, n]), as nn.Linear's. Any other broadcast is copied into the output first.
@@ -170,52 +162,13 @@ bool is_row_bias(const Tensor& bias, const Tensor& out) {
   return bias.dim() == 2 && bias.sizes()[0] == 1 && (bias.strides()[1] == 1 || n == 1);
 }
 
-Tensor addmm_cpu(const Tensor& bias, const Tensor& a, const Tensor& b) {
-  Tensor out = empty_from(addmm_meta(bias, a, b));
-  if (out.numel() == 0) return out;
+void addmm_cpu(const char*, const Tensor& out, const Tensor& bias, const Tensor& a, const Tensor& b) {
   if (is_row_bias(bias, out)) {
     batched_gemm(out, a, b, false, bias);
   } else {
     copy_into_cpu(out, bias);
     batched_gemm(out, a, b, true);
   }
-  return out;
-}
-
-// What batched_gemm copies on the CPU (an operand neither row- nor column-major, e.g. the
-// expanded gradient of a sum), a Meta dry run allocates too, while the output is alive: the
-// same allocations in the same order.
-// Imitating CUDA, what the CUDA GEMM copies instead (cuda_temporaries.h).
-void meta_gemm_copies(const Tensor& out, const Tensor& a, const Tensor& b) {
-  if (cuda_temporaries::imitating()) return cuda_temporaries::gemm(out, a, b);
-  if (out.numel() == 0) return;
-  const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1], k = a.sizes()[a.dim() - 1];
-  auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
-  Tensor copy_a, copy_b;  // held until both are made, as batched_gemm holds them
-  if (!gemm_operand(a, stride(a, 2), stride(a, 1), m, k).t.defined()) copy_a = make_empty(a.sizes(), a.dtype(), Device{kMeta});
-  if (!gemm_operand(b, stride(b, 2), stride(b, 1), k, n).t.defined()) copy_b = make_empty(b.sizes(), b.dtype(), Device{kMeta});
-}
-
-Tensor mm_meta_kernel(const Tensor& a, const Tensor& b) {
-  TensorMeta m = mm_meta(a, b);
-  m.device = Device{kMeta};
-  Tensor out = empty_from(m);
-  meta_gemm_copies(out, a, b);
-  return out;
-}
-Tensor bmm_meta_kernel(const Tensor& a, const Tensor& b) {
-  TensorMeta m = bmm_meta(a, b);
-  m.device = Device{kMeta};
-  Tensor out = empty_from(m);
-  meta_gemm_copies(out, a, b);
-  return out;
-}
-Tensor addmm_meta_kernel(const Tensor& bias, const Tensor& a, const Tensor& b) {
-  TensorMeta m = addmm_meta(bias, a, b);
-  m.device = Device{kMeta};
-  Tensor out = empty_from(m);
-  meta_gemm_copies(out, a, b);
-  return out;
 }
 
 // matmul: PyTorch's rules for 1-D, 2-D and batched operands (broadcasting batch dims).
@@ -285,15 +238,22 @@ Tensor linear_composite(const Tensor& x, const Tensor& w, const Tensor& bias) {
 
 }  // namespace
 
-REMAT_LIBRARY_IMPL(aten, CPU, m) {
-  m.impl("mm", REMAT_FN(mm_cpu));
-  m.impl("bmm", REMAT_FN(bmm_cpu));
-  m.impl("addmm", REMAT_FN(addmm_cpu));
+// The schemas and the Meta kernels (with the GEMM's copies), from the Defs (ops/linalg_defs.h).
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  for_each_linalg_def([&](auto def) { structured::define<typename decltype(def)::type>(m, {}); });
 }
 REMAT_LIBRARY_IMPL(aten, Meta, m) {
-  m.impl("mm", REMAT_FN(mm_meta_kernel));
-  m.impl("bmm", REMAT_FN(bmm_meta_kernel));
-  m.impl("addmm", REMAT_FN(addmm_meta_kernel));
+  structured::impl_meta<structured_mm, &meta_gemm_copies>(m);
+  structured::impl_meta<structured_bmm, &meta_gemm_copies>(m);
+  structured::impl_meta<structured_addmm, &addmm_meta_copies>(m);
+}
+
+REMAT_LIBRARY_IMPL(aten, CPU, m) {
+  using structured::CPUBackend;
+  using structured::impl;
+  impl<structured_mm, CPUBackend, &mm_cpu>(m);
+  impl<structured_bmm, CPUBackend, &mm_cpu>(m);
+  impl<structured_addmm, CPUBackend, &addmm_cpu>(m);
 }
 REMAT_LIBRARY_FRAGMENT(aten, m) {
   impl_composite(m, "matmul", REMAT_FN(matmul_composite));

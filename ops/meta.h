@@ -57,6 +57,13 @@ Shape reduced_shape(const Tensor& self, const std::vector<bool>& mask, bool keep
 TensorMeta reduce_meta(const char* op, const Tensor& self, const std::optional<Shape>& dims, bool keepdim,
                        bool floating_only);
 void check_amax_nonempty(const Tensor& self, int64_t dim);
+// The Defs' meta functions (ops/reduction_defs.h): mean refuses integers; amax an empty self.
+TensorMeta sum_meta(const char* op, const Tensor& self, const std::optional<Shape>& dims, bool keepdim);
+TensorMeta mean_meta(const char* op, const Tensor& self, const std::optional<Shape>& dims, bool keepdim);
+TensorMeta amax_meta(const char* op, const Tensor& self, int64_t dim, bool keepdim);
+// The dims amax reduces, as sum's and mean's are given.
+inline std::optional<Shape> reduced_dims(int64_t dim) { return Shape{dim}; }
+inline const std::optional<Shape>& reduced_dims(const std::optional<Shape>& dims) { return dims; }
 
 // ---- ops/fused_adam.cpp ----
 // _fused_adamw_'s checks (every backend): the parameter Float, Double or BFloat16; moments and
@@ -80,11 +87,11 @@ struct GemmOperand {
 };
 GemmOperand gemm_operand(const Tensor& m, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols);
 // op: the op named in errors (addmm checks its two matrices as mm does).
-TensorMeta mm_meta(const Tensor& a, const Tensor& b, const char* op = "aten::mm");
+TensorMeta mm_meta(const char* op, const Tensor& a, const Tensor& b);
 // bmm's batch dims: one in PyTorch, up to this many here (matmul's strided N-D operands).
 constexpr int64_t kMaxBmmBatchDims = 4;
-TensorMeta bmm_meta(const Tensor& a, const Tensor& b);
-TensorMeta addmm_meta(const Tensor& bias, const Tensor& a, const Tensor& b);
+TensorMeta bmm_meta(const char* op, const Tensor& a, const Tensor& b);
+TensorMeta addmm_meta(const char* op, const Tensor& bias, const Tensor& a, const Tensor& b);
 
 // ---- ops/copy.cpp ----
 void check_copy(const Tensor& self, const Tensor& src);
@@ -115,14 +122,16 @@ struct NormGeometry {
 };
 ScalarType stat_dtype_for(ScalarType input);
 NormGeometry norm_geometry(const char* op, const Tensor& input, const Shape& normalized_shape);
-NormGeometry layer_norm_meta(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
-                             const Tensor& bias);
-NormGeometry layer_norm_backward_meta(const Tensor& grad_out, const Tensor& input, const Shape& normalized_shape,
-                                      const Tensor& mean, const Tensor& rstd, const Tensor& weight,
-                                      const Tensor& bias);
-NormGeometry rms_norm_meta(const Tensor& input, const Shape& normalized_shape, const Tensor& weight);
-NormGeometry rms_norm_backward_meta(const Tensor& grad_out, const Tensor& input, const Shape& normalized_shape,
-                                    const Tensor& rstd, const Tensor& weight);
+// The Defs' meta functions (ops/normalization_defs.h); op: the name errors give.
+NormGeometry layer_norm_meta(const char* op, const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+                             const Tensor& bias, double eps);
+NormGeometry layer_norm_backward_meta(const char* op, const Tensor& grad_out, const Tensor& input,
+                                      const Shape& normalized_shape, const Tensor& mean, const Tensor& rstd,
+                                      const Tensor& weight, const Tensor& bias);
+NormGeometry rms_norm_meta(const char* op, const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+                           double eps);
+NormGeometry rms_norm_backward_meta(const char* op, const Tensor& grad_out, const Tensor& input,
+                                    const Shape& normalized_shape, const Tensor& rstd, const Tensor& weight);
 
 // ---- ops/dropout.cpp ----
 void check_probability(const char* op, double p);

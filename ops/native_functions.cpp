@@ -26,26 +26,17 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("_fused_sgd_(Tensor(a!) self, Tensor grad, Tensor(b!)? momentum_buffer, *, float weight_decay, "
         "float momentum, float lr, float dampening, bool nesterov, bool maximize, bool is_first_step) -> Tensor(a!)");
 
-  // ---- matrix products ----
-  m.def("mm(Tensor self, Tensor mat2) -> Tensor");
-  m.def("bmm(Tensor self, Tensor mat2) -> Tensor");
-  m.def("addmm(Tensor self, Tensor mat1, Tensor mat2) -> Tensor");
+  // ---- matrix products (mm, bmm, addmm: ops/linalg_defs.h) ----
   m.def("matmul(Tensor self, Tensor other) -> Tensor");                     // composite
   m.def("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");  // composite
 
-  // ---- reductions ----
-  m.def("sum(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor");
-  m.def("mean(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor");
-  m.def("amax(Tensor self, int dim, bool keepdim=False) -> Tensor");
+  // ---- reductions (sum, mean, amax: ops/reduction_defs.h) ----
   m.def("sum_to_size(Tensor self, int[] size) -> Tensor");  // composite
 
-  // ---- normalisation, activations with state, losses (softmax: ops/softmax_defs.h) ----
+  // ---- normalisation, activations with state, losses (softmax: ops/softmax_defs.h; native_layer_norm,
+  // _fused_rms_norm and their backward: ops/normalization_defs.h) ----
   m.def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor");  // composite
-  m.def("native_layer_norm(Tensor input, int[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor, Tensor, Tensor)");
-  m.def("native_layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias) -> (Tensor, Tensor, Tensor)");
   m.def("rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float eps=1e-06) -> Tensor");  // composite
-  m.def("_fused_rms_norm(Tensor input, int[] normalized_shape, Tensor? weight, float eps) -> (Tensor, Tensor)");
-  m.def("_fused_rms_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor rstd, Tensor? weight) -> (Tensor, Tensor)");
   m.def("dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor");  // composite
   m.def("native_dropout(Tensor input, float p, *, Generator? generator=None) -> (Tensor, Tensor)", {kSeeded});
   m.def("native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor");

@@ -1,6 +1,7 @@
 // Mirrors ATen/native/layer_norm.cpp (native_layer_norm, native_layer_norm_backward, layer_norm)
-// and the fused RMSNorm ops (_fused_rms_norm, _fused_rms_norm_backward, rms_norm). The loops are
-// in kernels/cpu/norm.h.
+// and the fused RMSNorm ops (_fused_rms_norm, _fused_rms_norm_backward, rms_norm): their meta
+// functions, CPU kernels and Meta kernels, the schemas from their Defs (ops/normalization_defs.h);
+// every kernel allocates by ops/norm_buffers.h. The loops are in kernels/cpu/norm.h.
 //
 // mean and rstd have the input's leading dims followed by size-1 normalised dims, as PyTorch's,
 // and are float32 for a BFloat16/Half input (float64 for float64). Parameters are cast to that
@@ -17,6 +18,9 @@
 #include "ops/functions.h"
 #include "ops/cuda_temporaries.h"
 #include "ops/meta.h"
+#include "ops/meta_copies.h"
+#include "ops/norm_buffers.h"
+#include "ops/normalization_defs.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
@@ -93,19 +97,17 @@ void check_grad_out(const char* op, const Tensor& grad_out, const Tensor& input)
 
 }  // namespace
 
-NormGeometry layer_norm_meta(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
-                             const Tensor& bias) {
-  const char* op = "aten::native_layer_norm";
+NormGeometry layer_norm_meta(const char* op, const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+                             const Tensor& bias, double) {
   NormGeometry g = norm_geometry(op, input, normalized_shape);
   check_param(op, input, weight, "weight", normalized_shape);
   check_param(op, input, bias, "bias", normalized_shape);
   return g;
 }
 
-NormGeometry layer_norm_backward_meta(const Tensor& grad_out, const Tensor& input, const Shape& normalized_shape,
-                                      const Tensor& mean, const Tensor& rstd, const Tensor& weight,
-                                      const Tensor& bias) {
-  const char* op = "aten::native_layer_norm_backward";
+NormGeometry layer_norm_backward_meta(const char* op, const Tensor& grad_out, const Tensor& input,
+                                      const Shape& normalized_shape, const Tensor& mean, const Tensor& rstd,
+                                      const Tensor& weight, const Tensor& bias) {
   NormGeometry g = norm_geometry(op, input, normalized_shape);
   check_grad_out(op, grad_out, input);
   check_stat(op, mean, "mean", g, input);
@@ -115,16 +117,15 @@ NormGeometry layer_norm_backward_meta(const Tensor& grad_out, const Tensor& inpu
   return g;
 }
 
-NormGeometry rms_norm_meta(const Tensor& input, const Shape& normalized_shape, const Tensor& weight) {
-  const char* op = "aten::_fused_rms_norm";
+NormGeometry rms_norm_meta(const char* op, const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+                           double) {
   NormGeometry g = norm_geometry(op, input, normalized_shape);
   check_param(op, input, weight, "weight", normalized_shape);
   return g;
 }
 
-NormGeometry rms_norm_backward_meta(const Tensor& grad_out, const Tensor& input, const Shape& normalized_shape,
-                                    const Tensor& rstd, const Tensor& weight) {
-  const char* op = "aten::_fused_rms_norm_backward";
+NormGeometry rms_norm_backward_meta(const char* op, const Tensor& grad_out, const Tensor& input,
+                                    const Shape& normalized_shape, const Tensor& rstd, const Tensor& weight) {
   NormGeometry g = norm_geometry(op, input, normalized_shape);
   check_grad_out(op, grad_out, input);
   check_stat(op, rstd, "rstd", g, input);
@@ -136,20 +137,15 @@ namespace {
 
 namespace cpu = kernels::cpu;
 
-// A parameter or statistic as a contiguous tensor of the statistic dtype (undefined stays undefined).
-Tensor as_stat(const Tensor& t, ScalarType dtype) {
-  return t.defined() ? contiguous_cpu(cast_cpu(t, dtype)) : Tensor();
-}
 template <class A>
 A* ptr_or_null(const Tensor& t) {
   return t.defined() ? t.data_ptr<A>() : nullptr;
 }
 
-// A parameter's gradient: computed in the statistic dtype, returned in the parameter's dtype.
-Tensor param_grad(const Tensor& acc, const Tensor& param) { return cast_cpu(acc, param.dtype()); }
-
-Tensor stat_empty(const NormGeometry& g, Device device) { return make_empty(g.stat_shape, g.stat_dtype, device); }
-Device meta_device() { return Device{kMeta}; }
+using LayerNorm = structured_native_layer_norm;
+using LayerNormBackward = structured_native_layer_norm_backward;
+using RmsNorm = structured__fused_rms_norm;
+using RmsNormBackward = structured__fused_rms_norm_backward;
 
 // ---------------------------------------------------------------------------------------------
 // layer norm
@@ -157,56 +153,33 @@ Device meta_device() { return Device{kMeta}; }
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_cpu(const Tensor& input, const Shape& normalized_shape,
                                                          const Tensor& weight, const Tensor& bias, double eps) {
-  NormGeometry g = layer_norm_meta(input, normalized_shape, weight, bias);
-  Tensor out = make_empty(input.sizes(), input.dtype(), input.device());
-  Tensor mean = stat_empty(g, input.device()), rstd = stat_empty(g, input.device());
-  Tensor x = contiguous_cpu(input);
-  Tensor w = as_stat(weight, g.stat_dtype), b = as_stat(bias, g.stat_dtype);
-  REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), "aten::native_layer_norm", [&] {
+  const NormGeometry g = LayerNorm::meta(LayerNorm::name, input, normalized_shape, weight, bias, eps);
+  const NormForwardBuffers r = norm_forward_buffers<CPUCopies>(g, input, weight, bias, true);
+  REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), LayerNorm::name, [&] {
     using A = cpu::acc_t<scalar_t>;
-    cpu::layer_norm_forward<scalar_t>(out.data_ptr<scalar_t>(), mean.data_ptr<A>(), rstd.data_ptr<A>(),
-                                      x.data_ptr<scalar_t>(), ptr_or_null<A>(w), ptr_or_null<A>(b), g.M, g.N, eps);
+    cpu::layer_norm_forward<scalar_t>(r.out.data_ptr<scalar_t>(), r.mean.data_ptr<A>(), r.rstd.data_ptr<A>(),
+                                      r.x.data_ptr<scalar_t>(), ptr_or_null<A>(r.w), ptr_or_null<A>(r.b), g.M, g.N,
+                                      eps);
   });
-  return {out, mean, rstd};
-}
-
-std::tuple<Tensor, Tensor, Tensor> native_layer_norm_meta(const Tensor& input, const Shape& normalized_shape,
-                                                          const Tensor& weight, const Tensor& bias, double) {
-  NormGeometry g = layer_norm_meta(input, normalized_shape, weight, bias);
-  return {make_empty(input.sizes(), input.dtype(), meta_device()), stat_empty(g, meta_device()),
-          stat_empty(g, meta_device())};
+  return {r.out, r.mean, r.rstd};
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_cpu(const Tensor& grad_out, const Tensor& input,
                                                                   const Shape& normalized_shape, const Tensor& mean,
                                                                   const Tensor& rstd, const Tensor& weight,
                                                                   const Tensor& bias) {
-  NormGeometry g = layer_norm_backward_meta(grad_out, input, normalized_shape, mean, rstd, weight, bias);
-  Tensor grad_input = make_empty(input.sizes(), input.dtype(), input.device());
-  Tensor grad_weight_acc = weight.defined() ? make_empty(normalized_shape, g.stat_dtype, input.device()) : Tensor();
-  Tensor grad_bias_acc = bias.defined() ? make_empty(normalized_shape, g.stat_dtype, input.device()) : Tensor();
-  Tensor dy = contiguous_cpu(grad_out), x = contiguous_cpu(input);
-  Tensor mu = as_stat(mean, g.stat_dtype), r = as_stat(rstd, g.stat_dtype), w = as_stat(weight, g.stat_dtype);
-  REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), "aten::native_layer_norm_backward", [&] {
+  const NormGeometry g =
+      LayerNormBackward::meta(LayerNormBackward::name, grad_out, input, normalized_shape, mean, rstd, weight, bias);
+  const NormBackwardBuffers r =
+      norm_backward_buffers<CPUCopies, kCPU>(g, grad_out, input, normalized_shape, mean, rstd, weight, bias);
+  REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), LayerNormBackward::name, [&] {
     using A = cpu::acc_t<scalar_t>;
-    cpu::layer_norm_backward<scalar_t>(grad_input.data_ptr<scalar_t>(), ptr_or_null<A>(grad_weight_acc),
-                                       ptr_or_null<A>(grad_bias_acc), dy.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
-                                       mu.data_ptr<A>(), r.data_ptr<A>(), ptr_or_null<A>(w), g.M, g.N);
+    cpu::layer_norm_backward<scalar_t>(r.grad_input.data_ptr<scalar_t>(), ptr_or_null<A>(r.grad_weight_acc),
+                                       ptr_or_null<A>(r.grad_bias_acc), r.dy.data_ptr<scalar_t>(),
+                                       r.x.data_ptr<scalar_t>(), r.mu.data_ptr<A>(), r.r.data_ptr<A>(),
+                                       ptr_or_null<A>(r.w), g.M, g.N);
   });
-  return {grad_input, weight.defined() ? param_grad(grad_weight_acc, weight) : Tensor(),
-          bias.defined() ? param_grad(grad_bias_acc, bias) : Tensor()};
-}
-
-std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_meta(const Tensor& grad_out, const Tensor& input,
-                                                                   const Shape& normalized_shape, const Tensor& mean,
-                                                                   const Tensor& rstd, const Tensor& weight,
-                                                                   const Tensor& bias) {
-  NormGeometry g = layer_norm_backward_meta(grad_out, input, normalized_shape, mean, rstd, weight, bias);
-  auto like = [](const Tensor& t) { return t.defined() ? make_empty(t.sizes(), t.dtype(), meta_device()) : Tensor(); };
-  Tensor grad_input = like(input), grad_weight = like(weight), grad_bias = like(bias);
-  if (cuda_temporaries::imitating())
-    cuda_temporaries::layer_norm_backward(grad_out, input, mean, rstd, weight, bias, g.stat_dtype, g.M, g.N);
-  return {grad_input, grad_weight, grad_bias};
+  return norm_backward_outputs<CPUCopies>(r, weight, bias);
 }
 
 Tensor layer_norm_composite(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
@@ -220,66 +193,101 @@ Tensor layer_norm_composite(const Tensor& input, const Shape& normalized_shape, 
 
 std::tuple<Tensor, Tensor> fused_rms_norm_cpu(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
                                               double eps) {
-  NormGeometry g = rms_norm_meta(input, normalized_shape, weight);
-  Tensor out = make_empty(input.sizes(), input.dtype(), input.device());
-  Tensor rstd = stat_empty(g, input.device());
-  Tensor x = contiguous_cpu(input), w = as_stat(weight, g.stat_dtype);
-  REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), "aten::_fused_rms_norm", [&] {
+  const NormGeometry g = RmsNorm::meta(RmsNorm::name, input, normalized_shape, weight, eps);
+  const NormForwardBuffers r = norm_forward_buffers<CPUCopies>(g, input, weight, Tensor(), false);
+  REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), RmsNorm::name, [&] {
     using A = cpu::acc_t<scalar_t>;
-    cpu::rms_norm_forward<scalar_t>(out.data_ptr<scalar_t>(), rstd.data_ptr<A>(), x.data_ptr<scalar_t>(),
-                                    ptr_or_null<A>(w), g.M, g.N, eps);
+    cpu::rms_norm_forward<scalar_t>(r.out.data_ptr<scalar_t>(), r.rstd.data_ptr<A>(), r.x.data_ptr<scalar_t>(),
+                                    ptr_or_null<A>(r.w), g.M, g.N, eps);
   });
-  return {out, rstd};
-}
-
-std::tuple<Tensor, Tensor> fused_rms_norm_meta(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
-                                               double) {
-  NormGeometry g = rms_norm_meta(input, normalized_shape, weight);
-  return {make_empty(input.sizes(), input.dtype(), meta_device()), stat_empty(g, meta_device())};
+  return {r.out, r.rstd};
 }
 
 std::tuple<Tensor, Tensor> fused_rms_norm_backward_cpu(const Tensor& grad_out, const Tensor& input,
                                                        const Shape& normalized_shape, const Tensor& rstd,
                                                        const Tensor& weight) {
-  NormGeometry g = rms_norm_backward_meta(grad_out, input, normalized_shape, rstd, weight);
-  Tensor grad_input = make_empty(input.sizes(), input.dtype(), input.device());
-  Tensor grad_weight_acc = weight.defined() ? make_empty(normalized_shape, g.stat_dtype, input.device()) : Tensor();
-  Tensor dy = contiguous_cpu(grad_out), x = contiguous_cpu(input);
-  Tensor r = as_stat(rstd, g.stat_dtype), w = as_stat(weight, g.stat_dtype);
-  REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), "aten::_fused_rms_norm_backward", [&] {
+  const NormGeometry g = RmsNormBackward::meta(RmsNormBackward::name, grad_out, input, normalized_shape, rstd, weight);
+  const NormBackwardBuffers r =
+      norm_backward_buffers<CPUCopies, kCPU>(g, grad_out, input, normalized_shape, Tensor(), rstd, weight, Tensor());
+  REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), RmsNormBackward::name, [&] {
     using A = cpu::acc_t<scalar_t>;
-    cpu::rms_norm_backward<scalar_t>(grad_input.data_ptr<scalar_t>(), ptr_or_null<A>(grad_weight_acc),
-                                     dy.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), r.data_ptr<A>(),
-                                     ptr_or_null<A>(w), g.M, g.N);
+    cpu::rms_norm_backward<scalar_t>(r.grad_input.data_ptr<scalar_t>(), ptr_or_null<A>(r.grad_weight_acc),
+                                     r.dy.data_ptr<scalar_t>(), r.x.data_ptr<scalar_t>(), r.r.data_ptr<A>(),
+                                     ptr_or_null<A>(r.w), g.M, g.N);
   });
-  return {grad_input, weight.defined() ? param_grad(grad_weight_acc, weight) : Tensor()};
-}
-
-std::tuple<Tensor, Tensor> fused_rms_norm_backward_meta(const Tensor& grad_out, const Tensor& input,
-                                                        const Shape& normalized_shape, const Tensor& rstd,
-                                                        const Tensor& weight) {
-  rms_norm_backward_meta(grad_out, input, normalized_shape, rstd, weight);
-  return {make_empty(input.sizes(), input.dtype(), meta_device()),
-          weight.defined() ? make_empty(weight.sizes(), weight.dtype(), meta_device()) : Tensor()};
+  auto [grad_input, grad_weight, unused] = norm_backward_outputs<CPUCopies>(r, weight, Tensor());
+  return {grad_input, grad_weight};
 }
 
 Tensor rms_norm_composite(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, double eps) {
   return std::get<0>(_fused_rms_norm(input, normalized_shape, weight, eps));
 }
 
+// ---------------------------------------------------------------------------------------------
+// the Meta kernels: the meta function, then what the backend the dry run counts like allocates
+// ---------------------------------------------------------------------------------------------
+
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm_meta(const Tensor& input, const Shape& normalized_shape,
+                                                          const Tensor& weight, const Tensor& bias, double eps) {
+  const NormGeometry g = LayerNorm::meta(LayerNorm::name, input, normalized_shape, weight, bias, eps);
+  const NormForwardBuffers r = norm_forward_buffers<MetaCopies>(g, input, weight, bias, true);  // CPU's, CUDA's
+  return {r.out, r.mean, r.rstd};
+}
+
+// NormBackwardBuffers of the backend the dry run counts like, then the outputs.
+std::tuple<Tensor, Tensor, Tensor> norm_backward_meta(const NormGeometry& g, const Tensor& grad_out,
+                                                      const Tensor& input, const Shape& normalized_shape,
+                                                      const Tensor& mean, const Tensor& rstd, const Tensor& weight,
+                                                      const Tensor& bias) {
+  const NormBackwardBuffers r =
+      cuda_temporaries::imitating()
+          ? norm_backward_buffers<MetaCopies, kCUDA>(g, grad_out, input, normalized_shape, mean, rstd, weight, bias)
+          : norm_backward_buffers<MetaCopies, kCPU>(g, grad_out, input, normalized_shape, mean, rstd, weight, bias);
+  return norm_backward_outputs<MetaCopies>(r, weight, bias);
+}
+
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_meta(const Tensor& grad_out, const Tensor& input,
+                                                                   const Shape& normalized_shape, const Tensor& mean,
+                                                                   const Tensor& rstd, const Tensor& weight,
+                                                                   const Tensor& bias) {
+  const NormGeometry g =
+      LayerNormBackward::meta(LayerNormBackward::name, grad_out, input, normalized_shape, mean, rstd, weight, bias);
+  return norm_backward_meta(g, grad_out, input, normalized_shape, mean, rstd, weight, bias);
+}
+
+std::tuple<Tensor, Tensor> fused_rms_norm_meta(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+                                               double eps) {
+  const NormGeometry g = RmsNorm::meta(RmsNorm::name, input, normalized_shape, weight, eps);
+  const NormForwardBuffers r = norm_forward_buffers<MetaCopies>(g, input, weight, Tensor(), false);
+  return {r.out, r.rstd};
+}
+
+std::tuple<Tensor, Tensor> fused_rms_norm_backward_meta(const Tensor& grad_out, const Tensor& input,
+                                                        const Shape& normalized_shape, const Tensor& rstd,
+                                                        const Tensor& weight) {
+  const NormGeometry g = RmsNormBackward::meta(RmsNormBackward::name, grad_out, input, normalized_shape, rstd, weight);
+  auto [grad_input, grad_weight, unused] =
+      norm_backward_meta(g, grad_out, input, normalized_shape, Tensor(), rstd, weight, Tensor());
+  return {grad_input, grad_weight};
+}
+
 }  // namespace
 
+// The schemas from the Defs (ops/normalization_defs.h); each backend's kernels by the Defs' names.
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  for_each_normalization_def([&](auto def) { structured::define<typename decltype(def)::type>(m, {}); });
+}
 REMAT_LIBRARY_IMPL(aten, CPU, m) {
-  m.impl("native_layer_norm", REMAT_FN(native_layer_norm_cpu));
-  m.impl("native_layer_norm_backward", REMAT_FN(native_layer_norm_backward_cpu));
-  m.impl("_fused_rms_norm", REMAT_FN(fused_rms_norm_cpu));
-  m.impl("_fused_rms_norm_backward", REMAT_FN(fused_rms_norm_backward_cpu));
+  m.impl(LayerNorm::name, REMAT_FN(native_layer_norm_cpu));
+  m.impl(LayerNormBackward::name, REMAT_FN(native_layer_norm_backward_cpu));
+  m.impl(RmsNorm::name, REMAT_FN(fused_rms_norm_cpu));
+  m.impl(RmsNormBackward::name, REMAT_FN(fused_rms_norm_backward_cpu));
 }
 REMAT_LIBRARY_IMPL(aten, Meta, m) {
-  m.impl("native_layer_norm", REMAT_FN(native_layer_norm_meta));
-  m.impl("native_layer_norm_backward", REMAT_FN(native_layer_norm_backward_meta));
-  m.impl("_fused_rms_norm", REMAT_FN(fused_rms_norm_meta));
-  m.impl("_fused_rms_norm_backward", REMAT_FN(fused_rms_norm_backward_meta));
+  m.impl(LayerNorm::name, REMAT_FN(native_layer_norm_meta));
+  m.impl(LayerNormBackward::name, REMAT_FN(native_layer_norm_backward_meta));
+  m.impl(RmsNorm::name, REMAT_FN(fused_rms_norm_meta));
+  m.impl(RmsNormBackward::name, REMAT_FN(fused_rms_norm_backward_meta));
 }
 REMAT_LIBRARY_FRAGMENT(aten, m) {
   impl_composite(m, "layer_norm", REMAT_FN(layer_norm_composite));

@@ -1,4 +1,6 @@
-// Mirrors ATen/native/ReduceOps.cpp (sum, mean, amax) and ExpandUtils (sum_to_size).
+// Mirrors ATen/native/ReduceOps.cpp (sum, mean, amax) and ExpandUtils (sum_to_size): the
+// reductions' meta functions and CPU kernels, their schemas and CPU/Meta registrations from their
+// Defs (ops/reduction_defs.h, ops/structured.h), and the composite sum_to_size.
 #include <algorithm>
 #include <limits>
 
@@ -10,7 +12,10 @@
 #include "ops/functions.h"
 #include "ops/cuda_temporaries.h"
 #include "ops/meta.h"
+#include "ops/meta_copies.h"
 #include "ops/op_utils.h"
+#include "ops/reduction_defs.h"
+#include "ops/structured.h"
 
 namespace remat::ops {
 
@@ -53,17 +58,33 @@ void check_amax_nonempty(const Tensor& self, int64_t dim) {
               self.sizes(), ")");
 }
 
+TensorMeta sum_meta(const char* op, const Tensor& self, const std::optional<Shape>& dims, bool keepdim) {
+  return reduce_meta(op, self, dims, keepdim, false);
+}
+TensorMeta mean_meta(const char* op, const Tensor& self, const std::optional<Shape>& dims, bool keepdim) {
+  return reduce_meta(op, self, dims, keepdim, true);
+}
+TensorMeta amax_meta(const char* op, const Tensor& self, int64_t dim, bool keepdim) {
+  check_defined(op, self, "self");
+  check_amax_nonempty(self, dim);
+  return reduce_meta(op, self, Shape{dim}, keepdim, false);
+}
+
 namespace {
 
 namespace cpu = kernels::cpu;
 
-template <class R>
-Tensor reduce_cpu(const char* op, const Tensor& self, const std::optional<Shape>& dims, bool keepdim, bool mean) {
-  TensorMeta m = reduce_meta(op, self, dims, keepdim, mean);
-  Tensor out = empty_from(m);
-  if (out.numel() == 0) return out;
-  auto mask = reduced_mask(op, self, dims);
-  Tensor in = cast_cpu(self, m.dtype);
+// The CPU reduction's temporaries: self converted to the result's dtype (Bool sums as Long).
+// Copies: CPUCopies in the kernel, MetaCopies in a dry run's Meta kernel.
+template <class Copies>
+Tensor cpu_reduce_input(const Tensor& self, const Tensor& out) {
+  return Copies::cast(self, out.dtype());
+}
+
+// The kernel (TORCH_IMPL_FUNC): out has the meta function's geometry and is not empty.
+template <class R, bool kMean>
+void reduce_cpu(const char* op, const Tensor& out, const Tensor& self, const std::vector<bool>& mask) {
+  Tensor in = cpu_reduce_input<CPUCopies>(self, out);
   // Output strides over the kept dims (keepdim adds size-1 dims, which have no effect).
   Shape out_strides = contiguous_strides(reduced_shape(self, mask, false));
   cpu::ReduceShape s;
@@ -86,46 +107,36 @@ Tensor reduce_cpu(const char* op, const Tensor& self, const std::optional<Shape>
   }
   if (self.numel() == 0) {
     // The sum of no elements is 0; their mean is 0/0 = NaN. A raw fill: no op call.
-    double empty_value = mean ? std::numeric_limits<double>::quiet_NaN() : 0.0;
-    REMAT_DISPATCH_NUMERIC_TYPES(m.dtype, op, [&] {
+    double empty_value = kMean ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+    REMAT_DISPATCH_NUMERIC_TYPES(out.dtype(), op, [&] {
       std::fill_n(out.data_ptr<scalar_t>(), out.numel(), static_cast<scalar_t>(empty_value));
     });
-    return out;
+    return;
   }
-  double scale = mean ? 1.0 / static_cast<double>(red_n) : 1.0;
-  REMAT_DISPATCH_NUMERIC_TYPES(m.dtype, op, [&] {
+  double scale = kMean ? 1.0 / static_cast<double>(red_n) : 1.0;
+  REMAT_DISPATCH_NUMERIC_TYPES(out.dtype(), op, [&] {
     cpu::reduce_kernel<R, scalar_t>(s, out.data_ptr<scalar_t>(), in.data_ptr<scalar_t>(), scale);
   });
-  return out;
 }
 
-Tensor sum_cpu(const Tensor& self, const std::optional<Shape>& dims, bool keepdim) {
-  return reduce_cpu<cpu::SumReducer>("aten::sum", self, dims, keepdim, false);
+using OptionalDims = const std::optional<Shape>&;
+
+// The Defs' kernels: dims as sum's (None, a list) or as amax's (one dim).
+template <class R, bool kMean, class Dims>
+void reduce_impl(const char* op, const Tensor& out, const Tensor& self, Dims dims, bool) {
+  reduce_cpu<R, kMean>(op, out, self, reduced_mask(op, self, reduced_dims(dims)));
 }
-Tensor mean_cpu(const Tensor& self, const std::optional<Shape>& dims, bool keepdim) {
-  return reduce_cpu<cpu::SumReducer>("aten::mean", self, dims, keepdim, true);
-}
-Tensor amax_cpu(const Tensor& self, int64_t dim, bool keepdim) {
-  check_amax_nonempty(self, dim);
-  return reduce_cpu<cpu::MaxReducer>("aten::amax", self, Shape{dim}, keepdim, false);
-}
-// Imitating CUDA, a reduction also makes the CUDA reduction's copy and workspace (cuda_temporaries.h).
-Tensor reduce_meta_kernel(const char* op, const Tensor& self, const std::optional<Shape>& dims, bool keepdim,
-                          bool floating_only) {
-  TensorMeta m = reduce_meta(op, self, dims, keepdim, floating_only);
-  m.device = Device{kMeta};
-  Tensor out = empty_from(m);
-  if (cuda_temporaries::imitating()) cuda_temporaries::reduce(self, reduced_mask(op, self, dims), m.dtype, out);
-  return out;
-}
-Tensor sum_meta(const Tensor& self, const std::optional<Shape>& dims, bool keepdim) {
-  return reduce_meta_kernel("aten::sum", self, dims, keepdim, false);
-}
-Tensor mean_meta(const Tensor& self, const std::optional<Shape>& dims, bool keepdim) {
-  return reduce_meta_kernel("aten::mean", self, dims, keepdim, true);
-}
-Tensor amax_meta(const Tensor& self, int64_t dim, bool keepdim) {
-  return reduce_meta_kernel("aten::amax", self, Shape{dim}, keepdim, false);
+
+// The Meta kernels' temporaries (structured::impl_meta): those of the backend the dry run counts
+// like, from the templates its kernel runs.
+template <class Def, class Dims>
+void reduce_meta_copies(const Tensor& out, const Tensor& self, Dims dims, bool) {
+  if (!cuda_temporaries::imitating()) {
+    Tensor in = cpu_reduce_input<MetaCopies>(self, out);
+    return;
+  }
+  const std::vector<bool> mask = reduced_mask(Def::name, self, reduced_dims(dims));
+  const cuda_temporaries::ReduceInput r = cuda_temporaries::reduce_input<MetaCopies>(self, mask, out.dtype(), out);
 }
 
 // Sums a broadcast result back to size (the gradient of expand).
@@ -151,15 +162,23 @@ Tensor sum_to_size_composite(const Tensor& self, const Shape& size) {
 
 }  // namespace
 
-REMAT_LIBRARY_IMPL(aten, CPU, m) {
-  m.impl("sum", REMAT_FN(sum_cpu));
-  m.impl("mean", REMAT_FN(mean_cpu));
-  m.impl("amax", REMAT_FN(amax_cpu));
+// The schemas and the Meta kernels (with the backends' temporaries), from the Defs
+// (ops/reduction_defs.h).
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  for_each_reduction_def([&](auto def) { structured::define<typename decltype(def)::type>(m, {}); });
 }
 REMAT_LIBRARY_IMPL(aten, Meta, m) {
-  m.impl("sum", REMAT_FN(sum_meta));
-  m.impl("mean", REMAT_FN(mean_meta));
-  m.impl("amax", REMAT_FN(amax_meta));
+  structured::impl_meta<structured_sum, &reduce_meta_copies<structured_sum, OptionalDims>>(m);
+  structured::impl_meta<structured_mean, &reduce_meta_copies<structured_mean, OptionalDims>>(m);
+  structured::impl_meta<structured_amax, &reduce_meta_copies<structured_amax, int64_t>>(m);
+}
+
+REMAT_LIBRARY_IMPL(aten, CPU, m) {
+  using structured::CPUBackend;
+  using structured::impl;
+  impl<structured_sum, CPUBackend, &reduce_impl<cpu::SumReducer, false, OptionalDims>>(m);
+  impl<structured_mean, CPUBackend, &reduce_impl<cpu::SumReducer, true, OptionalDims>>(m);
+  impl<structured_amax, CPUBackend, &reduce_impl<cpu::MaxReducer, false, int64_t>>(m);
 }
 REMAT_LIBRARY_FRAGMENT(aten, m) { impl_composite(m, "sum_to_size", REMAT_FN(sum_to_size_composite)); }
 

@@ -19,6 +19,10 @@
 // geometry (TORCH_IMPL_FUNC); the functional variant allocates that output, the in-place one
 // passes self. So the meta function runs once per call, in the wrapper, under the name the Def
 // gives, and every backend and variant runs the same checks.
+// A backend's temporaries (the GEMM's operand copies: ops/gemm_copies.h) are declared once, in a
+// function both its kernel and the Meta kernel read; impl_meta<Def, Temporaries> runs
+// Temporaries(out, args...) after the output, so that a dry run allocates what the backend it
+// counts like allocates, in the same order.
 #pragma once
 
 #include <string>
@@ -79,11 +83,15 @@ struct Variants<Tensor(Args...)> {
     return self;
   }
   // The Meta kernels: the meta function alone (an output on Meta, or self with its version bumped).
-  template <class Def>
+  template <class Def, auto Temporaries>
   static Tensor meta_functional(Args... args) {
     TensorMeta m = Def::meta(Def::name, args...);
     m.device = Device{kMeta};
-    return empty_from(m);
+    Tensor out = empty_from(m);
+    if constexpr (!std::is_null_pointer_v<decltype(Temporaries)>) {
+      if (out.numel() > 0) Temporaries(out, args...);  // as the backend's kernel runs
+    }
+    return out;
   }
   template <class Def>
   static Tensor meta_inplace(const Tensor& self, Args... rest) {
@@ -120,11 +128,13 @@ void impl(Library& m) {
   }
 }
 
-template <class Def>
+// Temporaries: void(const Tensor& out, args...), the Meta allocations of the imitated backend's
+// temporaries (functional variants only), or nullptr for none.
+template <class Def, auto Temporaries = nullptr>
 void impl_meta(Library& m) {
   if constexpr (HasFunctional<Def>::value)
-    m.impl(Def::name,
-           KernelFunction::makeFromUnboxedFunction<&Variants<typename Def::Sig>::template meta_functional<Def>>());
+    m.impl(Def::name, KernelFunction::makeFromUnboxedFunction<
+                          &Variants<typename Def::Sig>::template meta_functional<Def, Temporaries>>());
   if constexpr (HasInplace<Def>::value) {
     using V = typename InplaceVariants<typename Def::Sig>::V;
     m.impl(Def::inplace_name, KernelFunction::makeFromUnboxedFunction<&V::template meta_inplace<Def>>());

@@ -35,6 +35,14 @@ void fill_cuda(const Tensor& t, double value);
 // Scratch memory of at least nbytes on device (from the caching allocator, freed with the
 // returned tensor; 512-byte aligned).
 Tensor cuda_workspace(size_t nbytes, const Device& device);
+// The CUDA backend's copies, for kernels whose temporaries are a template over a backend's copies
+// (cuda_temporaries::reduce_input, ...): the Meta kernel runs the same template with MetaCopies
+// (ops/meta_copies.h).
+struct CUDACopies {
+  static Tensor cast(const Tensor& t, ScalarType dtype) { return cast_cuda(t, dtype); }
+  static Tensor contiguous(const Tensor& t) { return contiguous_cuda(t); }
+  static Tensor workspace(size_t nbytes, const Device& device) { return cuda_workspace(nbytes, device); }
+};
 
 // Where a kernel reports out-of-range indices (kernels::cuda::IndexError: the smallest offending
 // position), reset on creation. throw_if_set() waits for the stream, reads the position and the

@@ -1,13 +1,16 @@
 // Mirrors ATen/native/cuda/Blas.cpp (addmm_out_cuda_impl, baddbmm_out_cuda_impl): mm, bmm and
-// addmm on CUDA through cuBLAS (kernels/cuda/blas.h), with ops/linalg.cpp's meta functions and
-// GEMM operand layouts (a strided operand is passed as is when cuBLAS can read it, else as a
-// contiguous copy).
-#include "engine/cuda/cuda_guard.h"
+// addmm on CUDA through cuBLAS (kernels/cuda/blas.h): their CUDA kernels, registered from their
+// Defs (ops/linalg_defs.h, ops/structured.h). A strided operand is passed as is when cuBLAS can
+// read it, else as the contiguous copy ops/gemm_copies.h's CUDA plan declares (the Meta kernel
+// reads the same plan).
 #include "engine/dispatch/library.h"
 #include "kernels/cuda/blas.h"
 #include "ops/cuda/cuda_utils.h"
 #include "ops/cuda_temporaries.h"
+#include "ops/gemm_copies.h"
+#include "ops/linalg_defs.h"
 #include "ops/meta.h"
+#include "ops/structured.h"
 
 namespace remat::ops {
 namespace {
@@ -16,21 +19,19 @@ namespace kc = kernels::cuda;
 
 // out[i] (+)= a[i] @ b[i] for each batch entry (one batch dim, or several that collapse into one
 // stride; an operand whose batch dims do not is copied); out is contiguous.
-void batched_gemm_cuda(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
+void batched_gemm_cuda(const Tensor& out, const Tensor& a_in, const Tensor& b_in, bool accumulate) {
   int64_t batch = 1;
   for (int64_t d = 0; d + 2 < out.dim(); ++d) batch *= out.sizes()[d];
   const int64_t m = out.sizes()[out.dim() - 2], n = out.sizes()[out.dim() - 1];
-  const int64_t k = a.sizes()[a.dim() - 1];
+  const int64_t k = a_in.sizes()[a_in.dim() - 1];
   if (k == 0) {  // an empty sum: the product is zero
     if (!accumulate) fill_cuda(out, 0.0);
     return;
   }
-  // The copies (cuda_temporaries.h: the rule a Meta dry run imitating CUDA follows too).
-  const cuda_temporaries::GemmCopies copies = cuda_temporaries::gemm_copies(out, a, b);
-  if (copies.a_layout) a = contiguous_cuda(a);  // neither row- nor column-major (e.g. expanded)
-  if (copies.b_layout) b = contiguous_cuda(b);
-  if (copies.a_batch) a = contiguous_cuda(a);  // batch dims that no one stride steps through
-  if (copies.b_batch) b = contiguous_cuda(b);
+  // The copies (gemm_copies.h: the plan the Meta kernel imitating CUDA makes them by too).
+  const GemmOperands g =
+      make_gemm_copies(cuda_gemm_copies(out, a_in, b_in), a_in, b_in, [](const Tensor& t) { return contiguous_cuda(t); });
+  const Tensor &a = g.a, &b = g.b;
   auto stride = [](const Tensor& t, int64_t from_end) { return t.strides()[t.dim() - from_end]; };
   const GemmOperand ga = gemm_operand(a, stride(a, 2), stride(a, 1), m, k);
   const GemmOperand gb = gemm_operand(b, stride(b, 2), stride(b, 1), k, n);
@@ -42,37 +43,22 @@ void batched_gemm_cuda(const Tensor& out, Tensor a, Tensor b, bool accumulate) {
                            sb, accumulate ? 1.0 : 0.0, out.data_ptr(), n, m * n, batch, cuda_stream(out.device()));
 }
 
-Tensor mm_cuda(const Tensor& a, const Tensor& b) {
-  TensorMeta m = mm_meta(a, b);
-  cuda::CUDAGuard guard(m.device);
-  Tensor out = empty_from(m);
-  if (out.numel() > 0) batched_gemm_cuda(out, a, b, false);
-  return out;
-}
+// The kernels (TORCH_IMPL_FUNC): out has the meta function's geometry and is not empty.
+void mm_cuda(const char*, const Tensor& out, const Tensor& a, const Tensor& b) { batched_gemm_cuda(out, a, b, false); }
 
-Tensor bmm_cuda(const Tensor& a, const Tensor& b) {
-  TensorMeta m = bmm_meta(a, b);
-  cuda::CUDAGuard guard(m.device);
-  Tensor out = empty_from(m);
-  if (out.numel() > 0) batched_gemm_cuda(out, a, b, false);
-  return out;
-}
-
-Tensor addmm_cuda(const Tensor& bias, const Tensor& a, const Tensor& b) {
-  TensorMeta m = addmm_meta(bias, a, b);
-  cuda::CUDAGuard guard(m.device);
-  Tensor out = empty_from(m);
+void addmm_cuda(const char*, const Tensor& out, const Tensor& bias, const Tensor& a, const Tensor& b) {
   copy_into_cuda(out, bias);
-  if (out.numel() > 0) batched_gemm_cuda(out, a, b, true);
-  return out;
+  batched_gemm_cuda(out, a, b, true);
 }
 
 }  // namespace
 
 REMAT_LIBRARY_IMPL(aten, CUDA, m) {
-  m.impl("mm", REMAT_FN(mm_cuda));
-  m.impl("bmm", REMAT_FN(bmm_cuda));
-  m.impl("addmm", REMAT_FN(addmm_cuda));
+  using structured::CUDABackend;
+  using structured::impl;
+  impl<structured_mm, CUDABackend, &mm_cuda>(m);
+  impl<structured_bmm, CUDABackend, &mm_cuda>(m);
+  impl<structured_addmm, CUDABackend, &addmm_cuda>(m);
 }
 
 }  // namespace remat::ops

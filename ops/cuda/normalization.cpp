@@ -1,100 +1,88 @@
 // Mirrors ATen/native/cuda/layer_norm_kernel.cu registration (native_layer_norm,
 // native_layer_norm_backward) and the fused RMSNorm ops (_fused_rms_norm, _fused_rms_norm_backward)
-// on CUDA, with ops/normalization.cpp's meta functions: mean and rstd have the input's leading
-// dims followed by size-1 normalised dims and the statistic dtype (float for 16-bit inputs);
-// weight and bias are used in that dtype (so a BFloat16 input may have Float weights), and their
-// gradients are returned in each parameter's own dtype.
+// on CUDA, with their Defs' meta functions (ops/normalization_defs.h); every kernel allocates by
+// ops/norm_buffers.h (the template the Meta kernels imitating CUDA run too): mean and rstd have
+// the statistic dtype (float for 16-bit inputs); weight and bias are used in that dtype (so a
+// BFloat16 input may have Float weights), and their gradients are returned in each parameter's
+// own dtype.
 #include "engine/cuda/cuda_guard.h"
 #include "engine/dispatch/library.h"
 #include "kernels/cuda/normalization.h"
 #include "ops/cuda/cuda_utils.h"
 #include "ops/meta.h"
+#include "ops/norm_buffers.h"
+#include "ops/normalization_defs.h"
 
 namespace remat::ops {
 namespace {
 
 namespace kc = kernels::cuda;
 
-// A parameter or statistic as a contiguous tensor of the statistic dtype (undefined stays undefined).
-Tensor as_stat(const Tensor& t, ScalarType dtype) { return t.defined() ? contiguous_cuda(cast_cuda(t, dtype)) : Tensor(); }
 void* ptr_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
-// A parameter's gradient: computed in the statistic dtype, returned in the parameter's dtype.
-Tensor param_grad(const Tensor& acc, const Tensor& param) {
-  return param.defined() ? cast_cuda(acc, param.dtype()) : Tensor();
-}
-Tensor stat_empty(const NormGeometry& g, Device device) { return make_empty(g.stat_shape, g.stat_dtype, device); }
+
+using LayerNorm = structured_native_layer_norm;
+using LayerNormBackward = structured_native_layer_norm_backward;
+using RmsNorm = structured__fused_rms_norm;
+using RmsNormBackward = structured__fused_rms_norm_backward;
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_cuda(const Tensor& input, const Shape& normalized_shape,
                                                           const Tensor& weight, const Tensor& bias, double eps) {
-  NormGeometry g = layer_norm_meta(input, normalized_shape, weight, bias);
+  const NormGeometry g = LayerNorm::meta(LayerNorm::name, input, normalized_shape, weight, bias, eps);
   cuda::CUDAGuard guard(input.device());
-  Tensor out = make_empty(input.sizes(), input.dtype(), input.device());
-  Tensor mean = stat_empty(g, input.device()), rstd = stat_empty(g, input.device());
-  Tensor x = contiguous_cuda(input);
-  Tensor w = as_stat(weight, g.stat_dtype), b = as_stat(bias, g.stat_dtype);
-  kc::layer_norm_forward(input.dtype(), x.data_ptr(), ptr_or_null(w), ptr_or_null(b), out.data_ptr(), mean.data_ptr(),
-                         rstd.data_ptr(), g.M, g.N, eps, cuda_stream(input.device()));
-  return {out, mean, rstd};
+  const NormForwardBuffers r = norm_forward_buffers<CUDACopies>(g, input, weight, bias, true);
+  kc::layer_norm_forward(input.dtype(), r.x.data_ptr(), ptr_or_null(r.w), ptr_or_null(r.b), r.out.data_ptr(),
+                         r.mean.data_ptr(), r.rstd.data_ptr(), g.M, g.N, eps, cuda_stream(input.device()));
+  return {r.out, r.mean, r.rstd};
 }
 
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_cuda(const Tensor& grad_out, const Tensor& input,
                                                                    const Shape& normalized_shape, const Tensor& mean,
                                                                    const Tensor& rstd, const Tensor& weight,
                                                                    const Tensor& bias) {
-  NormGeometry g = layer_norm_backward_meta(grad_out, input, normalized_shape, mean, rstd, weight, bias);
+  const NormGeometry g =
+      LayerNormBackward::meta(LayerNormBackward::name, grad_out, input, normalized_shape, mean, rstd, weight, bias);
   const Device device = input.device();
   cuda::CUDAGuard guard(device);
-  Tensor grad_input = make_empty(input.sizes(), input.dtype(), device);
-  Tensor grad_weight_acc = weight.defined() ? make_empty(normalized_shape, g.stat_dtype, device) : Tensor();
-  Tensor grad_bias_acc = bias.defined() ? make_empty(normalized_shape, g.stat_dtype, device) : Tensor();
-  Tensor dy = contiguous_cuda(grad_out), x = contiguous_cuda(input);
-  Tensor mu = as_stat(mean, g.stat_dtype), r = as_stat(rstd, g.stat_dtype), w = as_stat(weight, g.stat_dtype);
-  Tensor ws = weight.defined() || bias.defined()
-                  ? cuda_workspace(kc::norm_backward_workspace_bytes(input.dtype(), g.M, g.N), device)
-                  : Tensor();
-  kc::layer_norm_backward(input.dtype(), dy.data_ptr(), x.data_ptr(), mu.data_ptr(), r.data_ptr(), ptr_or_null(w),
-                          grad_input.data_ptr(), ptr_or_null(grad_weight_acc), ptr_or_null(grad_bias_acc), g.M, g.N,
-                          ptr_or_null(ws), cuda_stream(device));
-  return {grad_input, param_grad(grad_weight_acc, weight), param_grad(grad_bias_acc, bias)};
+  const NormBackwardBuffers r =
+      norm_backward_buffers<CUDACopies, kCUDA>(g, grad_out, input, normalized_shape, mean, rstd, weight, bias);
+  kc::layer_norm_backward(input.dtype(), r.dy.data_ptr(), r.x.data_ptr(), r.mu.data_ptr(), r.r.data_ptr(),
+                          ptr_or_null(r.w), r.grad_input.data_ptr(), ptr_or_null(r.grad_weight_acc),
+                          ptr_or_null(r.grad_bias_acc), g.M, g.N, ptr_or_null(r.workspace), cuda_stream(device));
+  return norm_backward_outputs<CUDACopies>(r, weight, bias);
 }
 
 std::tuple<Tensor, Tensor> fused_rms_norm_cuda(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
                                                double eps) {
-  NormGeometry g = rms_norm_meta(input, normalized_shape, weight);
+  const NormGeometry g = RmsNorm::meta(RmsNorm::name, input, normalized_shape, weight, eps);
   cuda::CUDAGuard guard(input.device());
-  Tensor out = make_empty(input.sizes(), input.dtype(), input.device());
-  Tensor rstd = stat_empty(g, input.device());
-  Tensor x = contiguous_cuda(input), w = as_stat(weight, g.stat_dtype);
-  kc::rms_norm_forward(input.dtype(), x.data_ptr(), ptr_or_null(w), out.data_ptr(), rstd.data_ptr(), g.M, g.N, eps,
-                       cuda_stream(input.device()));
-  return {out, rstd};
+  const NormForwardBuffers r = norm_forward_buffers<CUDACopies>(g, input, weight, Tensor(), false);
+  kc::rms_norm_forward(input.dtype(), r.x.data_ptr(), ptr_or_null(r.w), r.out.data_ptr(), r.rstd.data_ptr(), g.M, g.N,
+                       eps, cuda_stream(input.device()));
+  return {r.out, r.rstd};
 }
 
 std::tuple<Tensor, Tensor> fused_rms_norm_backward_cuda(const Tensor& grad_out, const Tensor& input,
                                                         const Shape& normalized_shape, const Tensor& rstd,
                                                         const Tensor& weight) {
-  NormGeometry g = rms_norm_backward_meta(grad_out, input, normalized_shape, rstd, weight);
+  const NormGeometry g = RmsNormBackward::meta(RmsNormBackward::name, grad_out, input, normalized_shape, rstd, weight);
   const Device device = input.device();
   cuda::CUDAGuard guard(device);
-  Tensor grad_input = make_empty(input.sizes(), input.dtype(), device);
-  Tensor grad_weight_acc = weight.defined() ? make_empty(normalized_shape, g.stat_dtype, device) : Tensor();
-  Tensor dy = contiguous_cuda(grad_out), x = contiguous_cuda(input);
-  Tensor r = as_stat(rstd, g.stat_dtype), w = as_stat(weight, g.stat_dtype);
-  Tensor ws = weight.defined() ? cuda_workspace(kc::norm_backward_workspace_bytes(input.dtype(), g.M, g.N), device)
-                               : Tensor();
-  kc::rms_norm_backward(input.dtype(), dy.data_ptr(), x.data_ptr(), r.data_ptr(), ptr_or_null(w),
-                        grad_input.data_ptr(), ptr_or_null(grad_weight_acc), g.M, g.N, ptr_or_null(ws),
+  const NormBackwardBuffers r =
+      norm_backward_buffers<CUDACopies, kCUDA>(g, grad_out, input, normalized_shape, Tensor(), rstd, weight, Tensor());
+  kc::rms_norm_backward(input.dtype(), r.dy.data_ptr(), r.x.data_ptr(), r.r.data_ptr(), ptr_or_null(r.w),
+                        r.grad_input.data_ptr(), ptr_or_null(r.grad_weight_acc), g.M, g.N, ptr_or_null(r.workspace),
                         cuda_stream(device));
-  return {grad_input, param_grad(grad_weight_acc, weight)};
+  auto [grad_input, grad_weight, unused] = norm_backward_outputs<CUDACopies>(r, weight, Tensor());
+  return {grad_input, grad_weight};
 }
 
 }  // namespace
 
 REMAT_LIBRARY_IMPL(aten, CUDA, m) {
-  m.impl("native_layer_norm", REMAT_FN(native_layer_norm_cuda));
-  m.impl("native_layer_norm_backward", REMAT_FN(native_layer_norm_backward_cuda));
-  m.impl("_fused_rms_norm", REMAT_FN(fused_rms_norm_cuda));
-  m.impl("_fused_rms_norm_backward", REMAT_FN(fused_rms_norm_backward_cuda));
+  m.impl(LayerNorm::name, REMAT_FN(native_layer_norm_cuda));
+  m.impl(LayerNormBackward::name, REMAT_FN(native_layer_norm_backward_cuda));
+  m.impl(RmsNorm::name, REMAT_FN(fused_rms_norm_cuda));
+  m.impl(RmsNormBackward::name, REMAT_FN(fused_rms_norm_backward_cuda));
 }
 
 }  // namespace remat::ops

@@ -1,73 +1,49 @@
 // Mirrors ATen/native/cuda/ReduceSumProdKernel.cu and ReduceMaxValuesKernel.cu registration:
-// sum, mean and amax on CUDA with ops/reduction.cpp's meta functions. Any set of reduced dims
-// becomes one [outer, reduced, inner] view for kernels/cuda/reduce.h (a permuted copy when the
-// reduced dims are not adjacent).
+// sum, mean and amax on CUDA, registered from their Defs (ops/reduction_defs.h,
+// ops/structured.h). Any set of reduced dims becomes one [outer, reduced, inner] view for
+// kernels/cuda/reduce.h (a permuted copy when the reduced dims are not adjacent): the template
+// cuda_temporaries::reduce_input, which the Meta kernel imitating CUDA runs too.
 #include <limits>
 
-#include "engine/cuda/cuda_guard.h"
 #include "engine/dispatch/library.h"
 #include "kernels/cuda/reduce.h"
 #include "ops/cuda/cuda_utils.h"
 #include "ops/cuda_temporaries.h"
 #include "ops/meta.h"
+#include "ops/reduction_defs.h"
+#include "ops/structured.h"
 
 namespace remat::ops {
 namespace {
 
 namespace kc = kernels::cuda;
 
-Tensor reduce_cuda(const char* op, kc::ReduceOp rop, const Tensor& self, const std::optional<Shape>& dims,
-                   bool keepdim, bool mean) {
-  TensorMeta m = reduce_meta(op, self, dims, keepdim, mean);
-  cuda::CUDAGuard guard(m.device);
-  Tensor out = empty_from(m);
-  if (out.numel() == 0) return out;
-  if (self.numel() == 0) {  // the sum of no elements is 0; their mean is 0/0 = NaN (as on CPU)
-    fill_cuda(out, mean ? std::numeric_limits<double>::quiet_NaN() : 0.0);
-    return out;
+// The kernel (TORCH_IMPL_FUNC): out has the meta function's geometry and is not empty; dims as
+// sum's (None, a list) or as amax's (one dim).
+template <kc::ReduceOp kOp, bool kMean, class Dims>
+void reduce_cuda(const char* op, const Tensor& out, const Tensor& self, Dims dims, bool) {
+  const std::vector<bool> mask = reduced_mask(op, self, reduced_dims(dims));
+  const cuda_temporaries::ReduceInput r = cuda_temporaries::reduce_input<CUDACopies>(self, mask, out.dtype(), out);
+  if (!r.in.defined()) {  // the sum of no elements is 0; their mean is 0/0 = NaN (as on CPU)
+    fill_cuda(out, kMean ? std::numeric_limits<double>::quiet_NaN() : 0.0);
+    return;
   }
-  const std::vector<bool> mask = reduced_mask(op, self, dims);
-  Tensor in = contiguous_cuda(cast_cuda(self, m.dtype));
-
-  // [outer, reduced, inner], or a copy with the reduced dims last (cuda_temporaries.h: the rule a
-  // Meta dry run imitating CUDA follows too).
-  const cuda_temporaries::ReduceLayout layout = cuda_temporaries::reduce_layout(self, mask, out.numel());
-  const int64_t outer = layout.outer, red_n = layout.red_n, inner = layout.inner;
-  const double scale = mean ? 1.0 / static_cast<double>(red_n) : 1.0;
-  if (layout.permuted_copy) {
-    Shape sizes, strides;
-    for (const std::vector<int64_t>* group : {&layout.kept, &layout.reduced}) {
-      for (int64_t d : *group) {
-        sizes.push_back(in.sizes()[d]);
-        strides.push_back(in.strides()[d]);
-      }
-    }
-    in = contiguous_cuda(make_alias(in, sizes, strides, in.storage_offset()));
-  }
-  const size_t ws_bytes = kc::reduce_workspace_bytes(m.dtype, outer, red_n, inner);
-  Tensor ws = ws_bytes > 0 ? cuda_workspace(ws_bytes, m.device) : Tensor();
-  kc::reduce(rop, m.dtype, in.data_ptr(), out.data_ptr(), outer, red_n, inner, scale,
-             ws.defined() ? ws.data_ptr() : nullptr, cuda_stream(m.device));
-  return out;
+  const cuda_temporaries::ReduceLayout& l = r.layout;
+  const double scale = kMean ? 1.0 / static_cast<double>(l.red_n) : 1.0;
+  kc::reduce(kOp, out.dtype(), r.in.data_ptr(), out.data_ptr(), l.outer, l.red_n, l.inner, scale,
+             r.workspace.defined() ? r.workspace.data_ptr() : nullptr, cuda_stream(out.device()));
 }
 
-Tensor sum_cuda(const Tensor& self, const std::optional<Shape>& dims, bool keepdim) {
-  return reduce_cuda("aten::sum", kc::ReduceOp::Sum, self, dims, keepdim, false);
-}
-Tensor mean_cuda(const Tensor& self, const std::optional<Shape>& dims, bool keepdim) {
-  return reduce_cuda("aten::mean", kc::ReduceOp::Sum, self, dims, keepdim, true);
-}
-Tensor amax_cuda(const Tensor& self, int64_t dim, bool keepdim) {
-  check_amax_nonempty(self, dim);
-  return reduce_cuda("aten::amax", kc::ReduceOp::Max, self, Shape{dim}, keepdim, false);
-}
+using OptionalDims = const std::optional<Shape>&;
 
 }  // namespace
 
 REMAT_LIBRARY_IMPL(aten, CUDA, m) {
-  m.impl("sum", REMAT_FN(sum_cuda));
-  m.impl("mean", REMAT_FN(mean_cuda));
-  m.impl("amax", REMAT_FN(amax_cuda));
+  using structured::CUDABackend;
+  using structured::impl;
+  impl<structured_sum, CUDABackend, &reduce_cuda<kc::ReduceOp::Sum, false, OptionalDims>>(m);
+  impl<structured_mean, CUDABackend, &reduce_cuda<kc::ReduceOp::Sum, true, OptionalDims>>(m);
+  impl<structured_amax, CUDABackend, &reduce_cuda<kc::ReduceOp::Max, false, int64_t>>(m);
 }
 
 }  // namespace remat::ops

@@ -12,6 +12,7 @@
 #include "ops/pointwise_defs.h"
 #include "ops/structured.h"
 #include "tests/testing/op_testing.h"
+#include "tests/testing/structured_defs.h"
 
 using namespace remat;
 using namespace remat::testing;
@@ -47,17 +48,6 @@ const std::vector<Row>& table() {
     return v;
   }();
   return rows;
-}
-
-// The message `call` throws, or "" when it returns.
-template <class F>
-std::string error_of(const F& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace
