@@ -36,11 +36,17 @@ bool OffloadSearch::try_set(const KeepSet& set) {
   return true;
 }
 
-double exposed_alone(const OffloadSearch& s, size_t c) {
-  std::vector<bool> off(s.best.keep.size(), false);
+namespace {
+
+double exposed_alone(const OffloadSearch& s, const std::vector<bool>& keep, size_t c) {
+  std::vector<bool> off(keep.size(), false);
   off[c] = true;
-  return transfer_cost(s.data, s.best.keep, off, s.bandwidth).exposed_seconds;
+  return transfer_cost(s.data, keep, off, s.bandwidth).exposed_seconds;
 }
+
+}  // namespace
+
+double exposed_alone(const OffloadSearch& s, size_t c) { return exposed_alone(s, s.best.keep, c); }
 
 namespace {
 
@@ -91,18 +97,61 @@ std::vector<size_t> worth_offloading(const OffloadSearch& s) {
   return order;
 }
 
+// A set that does not fit (*set, priced *r) made to fit by recomputing the fewest of what it keeps
+// or offloads, lowest value first (binary search on how many; all of them recomputed fits, the
+// budget being at least recompute-all's peak). False if the dry runs ran out first.
+bool recompute_until_fits(OffloadSearch& s, KeepSet* set, RunResult* r) {
+  std::vector<size_t> low_first;  // what it keeps, then what it offloads, each lowest value first
+  for (auto c = s.space.candidates.rbegin(); c != s.space.candidates.rend(); ++c)
+    if (set->keep[*c]) low_first.push_back(*c);
+  for (auto c = s.space.candidates.rbegin(); c != s.space.candidates.rend(); ++c)
+    if (set->offload[*c]) low_first.push_back(*c);
+  auto dropped = [&](size_t k) {
+    KeepSet d = *set;
+    for (size_t i = 0; i < k; ++i) d.keep[low_first[i]] = d.offload[low_first[i]] = false;
+    return d;
+  };
+  size_t lo = 0, hi = low_first.size();  // dropping lo does not fit; dropping hi does (not priced yet)
+  std::pair<KeepSet, RunResult> found{};
+  bool any = false;
+  while (hi - lo > 1 && s.budget_left()) {
+    const size_t mid = lo + (hi - lo) / 2;
+    KeepSet d = dropped(mid);
+    if (std::find(d.offload.begin(), d.offload.end(), true) == d.offload.end()) {
+      hi = mid;  // nothing offloaded left: the keep/recompute search's to price
+      continue;
+    }
+    const RunResult m = s.pricer.price(d);
+    if (fits(m, s.budget, s.host_budget)) {
+      hi = mid;
+      found = {std::move(d), m};
+      any = true;
+      if (cheaper(m, s.best_run)) s.best = found.first, s.best_run = m;
+    } else {
+      lo = mid;
+    }
+  }
+  if (!any) return false;
+  *set = std::move(found.first);
+  *r = found.second;
+  return true;
+}
+
 }  // namespace
 
 void offload_prefix(OffloadSearch& s) { longest_fitting_prefix(s, worth_offloading(s), /*keep=*/false); }
 
-void offload_kept(OffloadSearch& s) {
-  KeepSet hidden = with_offload_vector(s.best);
+void offload_kept(OffloadSearch& s) { offload_kept(s, s.best); }
+
+void offload_kept(OffloadSearch& s, const KeepSet& start) {
+  KeepSet hidden = with_offload_vector(start);
   bool moves = false;
   for (size_t c : s.space.candidates)
-    if (hidden.keep[c] && exposed_alone(s, c) < s.data.calls[c].cost) hidden.keep[c] = false, hidden.offload[c] = moves = true;
+    if (start.keep[c] && exposed_alone(s, start.keep, c) < s.data.calls[c].cost)
+      hidden.keep[c] = false, hidden.offload[c] = moves = true;
   if (!moves || !s.budget_left()) return;
-  const RunResult r = s.pricer.price(hidden);
-  if (!fits(r, s.budget, s.host_budget)) return;
+  RunResult r = s.pricer.price(hidden);
+  if (!fits(r, s.budget, s.host_budget) && !recompute_until_fits(s, &hidden, &r)) return;
   // From here even if it costs more than best: what it frees on the device buys back more.
   OffloadSearch from{s.data, s.space, s.pricer, s.budget, s.host_budget, s.bandwidth, s.stop, hidden, r};
   std::vector<size_t> recomputed;  // by value, as the keep/recompute search keeps

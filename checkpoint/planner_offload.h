@@ -39,9 +39,10 @@ struct OffloadSearch {
 //     alone would expose (transfer_cost), most saved per byte first: the longest prefix of them
 //     offloaded that fits;
 //   offload_kept: every kept candidate whose transfer alone exposes less than its recompute would
-//     cost offloaded instead (the device holds it only until its region's forward ends), then the
-//     longest prefix of the recomputed candidates, by value, kept in the room that frees, then
-//     offload_prefix from there;
+//     cost offloaded instead (the device holds it only until its region's forward ends); if that
+//     does not fit, the fewest of its kept and offloaded outputs recomputed, lowest value first,
+//     so that it does; then the longest prefix of the recomputed candidates, by value, kept in the
+//     room that frees, then offload_prefix from there;
 //   offload_first_fit: best value first, each recomputed candidate kept, else offloaded; then
 //     each offloaded one kept.
 // `phase` names each for error messages.
@@ -50,6 +51,9 @@ void search_offload(OffloadSearch& s, const std::function<void(const char*)>& ph
 // The phases one by one (for tests).
 void offload_prefix(OffloadSearch& s);
 void offload_kept(OffloadSearch& s);
+// offload_kept from `start` instead of s.best (another rung's plan, which need not fit s.budget):
+// what it prices may still become best.
+void offload_kept(OffloadSearch& s, const KeepSet& start);
 void offload_first_fit(OffloadSearch& s);
 // The transfer seconds compute would not hide were call c offloaded alone, beside s.best's keep-set.
 double exposed_alone(const OffloadSearch& s, size_t c);

@@ -186,8 +186,8 @@ constexpr Phase kPhases[] = {
 
 }  // namespace
 
-void search_at(Planner& planner, const SearchSpace& space, int64_t budget, int64_t allowance,
-               const std::string& rung_name) {
+Search search_at(Planner& planner, const SearchSpace& space, int64_t budget, int64_t allowance,
+                 const std::string& rung_name) {
   const size_t start = planner.cheapest_fitting(budget);  // nothing kept fits: the budget is >= its peak
   Search s{planner.data, space, planner, budget, planner.dry_runs() + allowance,
            planner.evaluated.at(start).first.keep, planner.evaluated.at(start).second};
@@ -195,20 +195,38 @@ void search_at(Planner& planner, const SearchSpace& space, int64_t budget, int64
     planner.set_phase(rung_name + ": " + phase.name);
     phase.run(s);
   }
-  if (planner.host_budget() == 0) return;
-  // The offload phases, from the rung's keep-set, with dry runs of their own: an equal share of
-  // max_dry_runs per rung, so that what they price at a rung does not depend on the budget.
-  const int64_t offload_allowance = planner.data.options.max_dry_runs / (kRungs + 1);
-  OffloadSearch o{planner.data, space, planner, budget, planner.host_budget(), planner.host_link_bandwidth(),
-                  planner.offload_dry_runs() + offload_allowance, KeepSet{s.best, {}}, s.best_run};
-  search_offload(o, [&](const char* phase) { planner.set_phase(rung_name + ": " + phase); });
+  return s;
 }
+
+namespace {
+
+// The offload phases at a rung (planner_offload.h), from its keep/recompute plan and from the next
+// rung's (cheaper, larger: offloading what it keeps may make it fit), with dry runs of their own:
+// twice an equal share of max_dry_runs per rung, so that what they price at a rung depends on the
+// two keep-sets only, not on the budget.
+void offload_at(Planner& planner, const SearchSpace& space, const Search& rung, const Search* next,
+                const std::string& rung_name) {
+  const int64_t allowance = 2 * planner.data.options.max_dry_runs / (kRungs + 1);
+  OffloadSearch o{planner.data, space, planner, rung.budget, planner.host_budget(), planner.host_link_bandwidth(),
+                  planner.offload_dry_runs() + allowance, KeepSet{rung.best, {}}, rung.best_run};
+  auto phase = [&](const char* name) { planner.set_phase(rung_name + ": " + name); };
+  if (next != nullptr) {
+    phase("offload: the next rung's kept outputs cheaper to move than to recompute, then more kept");
+    offload_kept(o, KeepSet{next->best, {}});
+  }
+  search_offload(o, phase);
+}
+
+}  // namespace
 
 // The ladder: a larger budget never costs more. The plan for a budget is the cheapest keep-set
 // that fits it among all that the searches at the rungs up to the first at or above it priced,
 // each search starting from the cheapest keep-set known to fit its rung ("the plan of the next
 // smaller budget"). The rungs depend on the profile only, so for two budgets the larger one's
 // searches include the smaller one's: its choice is among more keep-sets, under a looser bound.
+// With a host budget the keep/recompute searches go one rung further (when there is one), then
+// the offload phases run at each rung up to the first at or above the budget, from that rung's
+// plan and the next one's: for a larger budget, again a superset.
 KeepSet search_ladder(Planner& planner, SearchSpace* space, int64_t budget, int64_t recompute_all_peak,
                       int64_t keep_all_peak) {
   if (budget >= keep_all_peak) return KeepSet{space->all, {}};
@@ -220,13 +238,22 @@ KeepSet search_ladder(Planner& planner, SearchSpace* space, int64_t budget, int6
   // equal share of what the rungs below it left (which depends on the profile only).
   const int64_t searches_start = planner.dry_runs();
   const int64_t shared = planner.data.options.max_dry_runs - searches_start - 1;
+  const bool offload = planner.host_budget() > 0;
+  std::vector<Search> rungs;
+  std::vector<std::string> names;
+  size_t needed = kRungs;  // the first rung at or above the budget
   for (int j = 0; j <= kRungs; ++j) {
     const int64_t rung = j < kRungs ? lo + (hi - lo) * j / kRungs : hi - 1;  // the last: just below keep-all
     const int64_t allowance = (shared - (planner.dry_runs() - searches_start)) / (kRungs + 1 - j);
-    search_at(planner, *space, rung, allowance,
-              "search at rung " + std::to_string(j + 1) + " of " + std::to_string(kRungs + 1) + " (" +
-                  std::to_string(rung) + " bytes)");
-    if (rung >= budget) break;
+    names.push_back("search at rung " + std::to_string(j + 1) + " of " + std::to_string(kRungs + 1) + " (" +
+                    std::to_string(rung) + " bytes)");
+    rungs.push_back(search_at(planner, *space, rung, allowance, names.back()));
+    if (rung >= budget && needed == static_cast<size_t>(kRungs)) needed = static_cast<size_t>(j);
+    if (static_cast<size_t>(j) >= needed + (offload ? 1 : 0)) break;
+  }
+  if (offload) {
+    for (size_t j = 0; j <= needed && j < rungs.size(); ++j)
+      offload_at(planner, *space, rungs[j], j + 1 < rungs.size() ? &rungs[j + 1] : nullptr, names[j]);
   }
   return planner.evaluated.at(planner.cheapest_fitting(budget, /*with_offload=*/true)).first;
 }

@@ -64,8 +64,9 @@ void search_swaps(Search& s);
 
 // The phases above at one budget, from the cheapest keep-set `planner` priced so far that fits it;
 // at most `allowance` new dry runs (half of them the offload phases', with a host budget). `rung_name` heads the phases' names in error messages.
-void search_at(Planner& planner, const SearchSpace& space, int64_t budget, int64_t allowance,
-               const std::string& rung_name);
+// Returns the search, its best keep-set and that one's result.
+Search search_at(Planner& planner, const SearchSpace& space, int64_t budget, int64_t allowance,
+                 const std::string& rung_name);
 
 // The plan's keep-set for `budget` (at least recompute-all's peak): keep-all if it fits, else the
 // cheapest that fits among all the searches at a ladder of budgets up to it priced.

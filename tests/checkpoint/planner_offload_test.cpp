@@ -110,3 +110,21 @@ TEST_CASE("offload_prefix: only outputs whose recompute costs more than their ex
   CHECK(!offloads(s.best, 0));
   CHECK(offloads(s.best, 1));
 }
+
+TEST_CASE("offload_kept from a larger plan that does not fit: the fewest outputs recomputed, lowest value first",
+          "[planner][offload]") {
+  // From keeping A, B and C (12 bytes): all three offloaded take 6 bytes, over a budget of 4;
+  // recomputing C, the lowest value, fits (A and B offloaded: 4 bytes, cost 1 + 2 s).
+  Data d = one_region({planner_call(4, 8), planner_call(4, 8), planner_call(4, 1)});
+  SearchSpace space = order_by_value(&d);
+  FakePricer pricer(d);
+  OffloadSearch s = search(d, space, pricer, 4, 100, {true, false, false});
+  REQUIRE(s.best_run.cost() == 9);
+  offload_kept(s, KeepSet{{true, true, true}, {}});
+  CHECK(offloads(s.best, 0));
+  CHECK(offloads(s.best, 1));
+  CHECK(!offloads(s.best, 2));
+  CHECK(!s.best.keep[2]);
+  CHECK(s.best_run.peak == 4);
+  CHECK(s.best_run.cost() == 3);
+}
