@@ -1,6 +1,7 @@
 // The planner's dry runs (see planner_dry_runs.h; no PyTorch counterpart).
 #include "checkpoint/planner_dry_runs.h"
 
+#include <algorithm>
 #include <exception>
 #include <unordered_set>
 
@@ -125,9 +126,9 @@ RunResult Planner::run(const KeepSet& set, bool profile, bool record_regions) {
   return r;
 }
 
-size_t Planner::cheapest_fitting(int64_t budget, bool with_offload) const {
+size_t Planner::cheapest_fitting(int64_t budget, bool with_offload, size_t priced) const {
   size_t best = evaluated.size();
-  for (size_t i = 0; i < evaluated.size(); ++i) {
+  for (size_t i = 0; i < std::min(priced, evaluated.size()); ++i) {
     const RunResult& r = evaluated[i].second;
     if (!fits(r, budget, host_budget()) || (!with_offload && !evaluated[i].first.offload.empty())) continue;
     if (best == evaluated.size() || cheaper(r, evaluated[best].second)) best = i;

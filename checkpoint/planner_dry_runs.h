@@ -83,8 +83,8 @@ class Planner : public KeepSetPricer {
 
   // The cheapest keep-set priced so far whose peak fits `budget` and whose host peak the host
   // budget (ties: the lower peak, then the first priced); only those that offload nothing unless
-  // with_offload. evaluated.size() if none fits.
-  size_t cheapest_fitting(int64_t budget, bool with_offload = false) const;
+  // with_offload; only the first `priced` (all by default). evaluated.size() if none fits.
+  size_t cheapest_fitting(int64_t budget, bool with_offload = false, size_t priced = SIZE_MAX) const;
   int64_t host_budget() const { return data.options.host_budget_bytes; }
   double host_link_bandwidth() const { return host_link_bandwidth_; }
 

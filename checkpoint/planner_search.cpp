@@ -200,15 +200,18 @@ Search search_at(Planner& planner, const SearchSpace& space, int64_t budget, int
 
 namespace {
 
-// The offload phases at a rung (planner_offload.h), from its keep/recompute plan and from the next
-// rung's (cheaper, larger: offloading what it keeps may make it fit), with dry runs of their own:
-// twice an equal share of max_dry_runs per rung, so that what they price at a rung depends on the
-// two keep-sets only, not on the budget.
-void offload_at(Planner& planner, const SearchSpace& space, const Search& rung, const Search* next,
+// The offload phases at a rung (planner_offload.h), from the cheapest keep/recompute set that fits
+// it among those the searches up to the next rung priced (the rung's plan, or a cheaper one the
+// next rung's search came across), and from the next rung's plan (cheaper, larger: offloading what
+// it keeps may make it fit), with dry runs of their own: twice an equal share of max_dry_runs per
+// rung. The next rung is always searched, so what they price at a rung depends on the profile
+// only, not on the budget.
+void offload_at(Planner& planner, const SearchSpace& space, const Search& rung, size_t priced, const Search* next,
                 const std::string& rung_name) {
   const int64_t allowance = 2 * planner.data.options.max_dry_runs / (kRungs + 1);
+  const auto& [start, start_run] = planner.evaluated.at(planner.cheapest_fitting(rung.budget, false, priced));
   OffloadSearch o{planner.data, space, planner, rung.budget, planner.host_budget(), planner.host_link_bandwidth(),
-                  planner.offload_dry_runs() + allowance, KeepSet{rung.best, {}}, rung.best_run};
+                  planner.offload_dry_runs() + allowance, start, start_run};
   auto phase = [&](const char* name) { planner.set_phase(rung_name + ": " + name); };
   if (next != nullptr) {
     phase("offload: the next rung's kept outputs cheaper to move than to recompute, then more kept");
@@ -241,6 +244,7 @@ KeepSet search_ladder(Planner& planner, SearchSpace* space, int64_t budget, int6
   const bool offload = planner.host_budget() > 0;
   std::vector<Search> rungs;
   std::vector<std::string> names;
+  std::vector<size_t> priced;  // evaluated.size() after each rung's search
   size_t needed = kRungs;  // the first rung at or above the budget
   for (int j = 0; j <= kRungs; ++j) {
     const int64_t rung = j < kRungs ? lo + (hi - lo) * j / kRungs : hi - 1;  // the last: just below keep-all
@@ -248,12 +252,14 @@ KeepSet search_ladder(Planner& planner, SearchSpace* space, int64_t budget, int6
     names.push_back("search at rung " + std::to_string(j + 1) + " of " + std::to_string(kRungs + 1) + " (" +
                     std::to_string(rung) + " bytes)");
     rungs.push_back(search_at(planner, *space, rung, allowance, names.back()));
+    priced.push_back(planner.evaluated.size());
     if (rung >= budget && needed == static_cast<size_t>(kRungs)) needed = static_cast<size_t>(j);
     if (static_cast<size_t>(j) >= needed + (offload ? 1 : 0)) break;
   }
   if (offload) {
     for (size_t j = 0; j <= needed && j < rungs.size(); ++j)
-      offload_at(planner, *space, rungs[j], j + 1 < rungs.size() ? &rungs[j + 1] : nullptr, names[j]);
+      offload_at(planner, *space, rungs[j], priced[std::min(j + 1, rungs.size() - 1)],
+                 j + 1 < rungs.size() ? &rungs[j + 1] : nullptr, names[j]);
   }
   return planner.evaluated.at(planner.cheapest_fitting(budget, /*with_offload=*/true)).first;
 }
