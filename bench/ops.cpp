@@ -3,7 +3,7 @@
 // the same run, then remat::mm against Eigen's, OpenBLAS's and oneDNN's own GEMM (square, and at
 // the GPT's shapes in f32 and bf16), elementwise ops and
 // reductions as GB/s against copy bandwidth, and the transformer ops (softmax, layer_norm,
-// cross_entropy) forward and forward+backward through autograd.
+// cross_entropy, dropout, AdamW) forward and forward+backward through autograd, each in f32 and bf16.
 //
 //   ops [--quick] [--threads N] [--clock wall|cpu]
 //
@@ -147,22 +147,30 @@ std::string shape_str(const Shape& s) {
   return r + "]";
 }
 
-Tensor seeded(const Shape& shape, uint64_t seed, bool requires_grad = false) {
+// Standard normal values of `dtype` (drawn in f32, then rounded once).
+Tensor seeded(const Shape& shape, uint64_t seed, bool requires_grad = false, ScalarType dtype = kFloat) {
   Generator gen(seed);
   Tensor t = randn(shape, TensorOptions().dtype(kFloat), &gen);
+  if (dtype != kFloat) t = t.to(dtype);
   if (requires_grad) t.requires_grad_();
   return t;
 }
 
+// The dtypes every memory-bound section runs in: what the step trains in (f32, or bf16 throughout).
+constexpr ScalarType kBandwidthDtypes[] = {kFloat, kBFloat16};
+
+const char* dtype_name(ScalarType t) { return t == kBFloat16 ? "bf16" : "f32"; }
+
 void print_bandwidth_header(const char* title) {
   std::printf("\n%s\n", title);
-  std::printf("%-34s %-14s %10s %10s %8s\n", "op", "shape", "ms", "GB/s", "% copy");
+  std::printf("%-34s %-5s %-16s %10s %10s %8s\n", "op", "dtype", "shape", "ms", "GB/s", "% copy");
 }
 
-void print_bandwidth_row(const std::string& op, const Shape& shape, double seconds, double bytes, double copy_gbs) {
+void print_bandwidth_row(const std::string& op, ScalarType dtype, const Shape& shape, double seconds, double bytes,
+                         double copy_gbs) {
   double gbs = bytes / seconds / 1e9;
-  std::printf("%-34s %-14s %10.3f %10.1f %7.0f%%\n", op.c_str(), shape_str(shape).c_str(), seconds * 1e3, gbs,
-              100.0 * gbs / copy_gbs);
+  std::printf("%-34s %-5s %-16s %10.3f %10.1f %7.0f%%\n", op.c_str(), dtype_name(dtype), shape_str(shape).c_str(),
+              seconds * 1e3, gbs, 100.0 * gbs / copy_gbs);
 }
 
 void mm_section(const Sizes& s, double peak_gflops) {
@@ -303,78 +311,123 @@ void gpt_gemm_section(const Sizes& s, double peak_gflops, int threads) {
   }
 }
 
+// Bytes below: every input read once, every output written once, in the op's dtype (e bytes an
+// element; a Bool mask 1 byte, an int64 target 8).
 void pointwise_section(const Sizes& s, double copy_gbs) {
   const Shape shape = {s.rows, s.cols};
-  const double n = static_cast<double>(s.rows * s.cols), f = sizeof(float);
-  Tensor a = seeded(shape, 3), b = seeded(shape, 4);
-  print_bandwidth_header("elementwise, f32 (bytes: inputs read + output written)");
-  print_bandwidth_row("add  (a + b)", shape, median_seconds([&] { Tensor c = a + b; }, s), 3 * n * f, copy_gbs);
-  print_bandwidth_row("mul  (a * b)", shape, median_seconds([&] { Tensor c = a * b; }, s), 3 * n * f, copy_gbs);
-  print_bandwidth_row("gelu", shape, median_seconds([&] { Tensor c = gelu(a); }, s), 2 * n * f, copy_gbs);
-  print_bandwidth_row("relu", shape, median_seconds([&] { Tensor c = relu(a); }, s), 2 * n * f, copy_gbs);
-  Tensor acc = a.clone();
-  print_bandwidth_row("add_ (acc += b, in place)", shape, median_seconds([&] { acc.add_(b); }, s), 3 * n * f,
-                      copy_gbs);
+  const double n = static_cast<double>(s.rows * s.cols);
+  print_bandwidth_header("elementwise and copies (bytes: inputs read + output written)");
+  for (ScalarType dt : kBandwidthDtypes) {
+    const double e = static_cast<double>(elementSize(dt));
+    Tensor a = seeded(shape, 3, false, dt), b = seeded(shape, 4, false, dt);
+    auto row = [&](const char* op, double bytes, const std::function<void()>& f) {
+      print_bandwidth_row(op, dt, shape, median_seconds(f, s), bytes, copy_gbs);
+    };
+    row("add  (a + b)", 3 * n * e, [&] { Tensor c = a + b; });
+    row("mul  (a * b)", 3 * n * e, [&] { Tensor c = a * b; });
+    row("gelu", 2 * n * e, [&] { Tensor c = gelu(a); });
+    row("relu", 2 * n * e, [&] { Tensor c = relu(a); });
+    Tensor acc = a.clone();
+    row("add_ (acc += b, in place)", 3 * n * e, [&] { acc.add_(b); });
+    row("clone", 2 * n * e, [&] { Tensor c = a.clone(); });
+    Tensor at = a.transpose(0, 1);
+    row("contiguous (of a transpose)", 2 * n * e, [&] { Tensor c = at.contiguous(); });
+    const ScalarType other = dt == kFloat ? kBFloat16 : kFloat;
+    const std::string to = std::string("to(") + dtype_name(other) + ")";
+    row(to.c_str(), n * e + n * static_cast<double>(elementSize(other)), [&] { Tensor c = a.to(other); });
+  }
 
-  print_bandwidth_header("reductions, f32 (bytes: input read + output written)");
-  print_bandwidth_row("sum (all)", shape, median_seconds([&] { Tensor c = sum(a); }, s), n * f + f, copy_gbs);
-  print_bandwidth_row("sum (last dim)", shape, median_seconds([&] { Tensor c = sum(a, {-1}); }, s),
-                      (n + s.rows) * f, copy_gbs);
-  print_bandwidth_row("mean (all)", shape, median_seconds([&] { Tensor c = mean(a); }, s), n * f + f, copy_gbs);
+  print_bandwidth_header("reductions (bytes: input read + output written)");
+  for (ScalarType dt : kBandwidthDtypes) {
+    const double e = static_cast<double>(elementSize(dt));
+    Tensor a = seeded(shape, 3, false, dt);
+    auto row = [&](const char* op, double bytes, const std::function<void()>& f) {
+      print_bandwidth_row(op, dt, shape, median_seconds(f, s), bytes, copy_gbs);
+    };
+    row("sum (all)", n * e + e, [&] { Tensor c = sum(a); });
+    row("sum (last dim)", (n + s.rows) * e, [&] { Tensor c = sum(a, {-1}); });
+    row("sum (dim 0: a bias gradient)", (n + s.cols) * e, [&] { Tensor c = sum(a, {0}); });
+    row("mean (all)", n * e + e, [&] { Tensor c = mean(a); });
+  }
 }
 
 void transformer_section(const Sizes& s, double copy_gbs) {
-  print_bandwidth_header(
-      "transformer ops, f32 (fwd+bwd: forward, then .backward() through autograd; minimum bytes of both)");
-  const double f = sizeof(float);
-
-  {  // softmax over the last dim. fwd: read x, write y. bwd: read dy and y, write dx.
-    const Shape shape = {s.norm_rows, s.norm_cols};
-    const double n = static_cast<double>(s.norm_rows * s.norm_cols);
-    Tensor x = seeded(shape, 5, /*requires_grad=*/true), dy = seeded(shape, 6), xd = x.detach();
-    print_bandwidth_row("softmax(dim=-1) fwd", shape, median_seconds([&] { Tensor y = softmax(xd, -1); }, s),
-                        2 * n * f, copy_gbs);
-    print_bandwidth_row("softmax(dim=-1) fwd+bwd", shape, median_seconds([&] {
-                          x.set_grad(Tensor());
-                          softmax(x, -1).backward(dy);
-                        }, s),
-                        5 * n * f, copy_gbs);
-  }
-  {  // layer_norm with weight and bias. fwd: read x, write y (mean/rstd and w, b are one row each).
-     // bwd: read dy and x, write dx (dw, db: one row each).
-    const int64_t d = s.norm_cols;
-    const Shape shape = {s.norm_rows, d};
-    const double n = static_cast<double>(s.norm_rows * d);
-    const double rows_bytes = 4.0 * d * f;  // w, b read; dw, db written
-    Tensor x = seeded(shape, 7, true), dy = seeded(shape, 8), xd = x.detach();
-    Tensor w = ones({d}).requires_grad_(), b = zeros({d}).requires_grad_();
-    Tensor wd = w.detach(), bd = b.detach();
-    print_bandwidth_row("layer_norm fwd", shape,
-                        median_seconds([&] { Tensor y = layer_norm(xd, {d}, wd, bd); }, s), 2 * n * f, copy_gbs);
-    print_bandwidth_row("layer_norm fwd+bwd", shape, median_seconds([&] {
-                          x.set_grad(Tensor());
-                          w.set_grad(Tensor());
-                          b.set_grad(Tensor());
-                          layer_norm(x, {d}, w, b).backward(dy);
-                        }, s),
-                        5 * n * f + rows_bytes, copy_gbs);
-  }
-  {  // cross_entropy (mean over rows). fwd: read logits (targets: one int64 per row). bwd: read
-     // logits, write dlogits.
-    const Shape shape = {s.ce_rows, s.ce_classes};
-    const double n = static_cast<double>(s.ce_rows * s.ce_classes);
-    std::vector<double> idx(static_cast<size_t>(s.ce_rows));
-    for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<double>((i * 7919) % s.ce_classes);
-    Tensor targets = from_vector(idx, {s.ce_rows}, TensorOptions().dtype(kLong));
-    Tensor logits = seeded(shape, 9, true), ld = logits.detach();
-    const double target_bytes = 8.0 * s.ce_rows;
-    print_bandwidth_row("cross_entropy fwd", shape, median_seconds([&] { Tensor l = cross_entropy(ld, targets); }, s),
-                        n * f + target_bytes, copy_gbs);
-    print_bandwidth_row("cross_entropy fwd+bwd", shape, median_seconds([&] {
-                          logits.set_grad(Tensor());
-                          cross_entropy(logits, targets).backward();
-                        }, s),
-                        3 * n * f + 2 * target_bytes, copy_gbs);
+  print_bandwidth_header("transformer ops (fwd+bwd: forward, then .backward() through autograd; minimum bytes of both)");
+  for (ScalarType dt : kBandwidthDtypes) {
+    const double e = static_cast<double>(elementSize(dt));
+    {  // softmax over the last dim. fwd: read x, write y. bwd: read dy and y, write dx.
+      const Shape shape = {s.norm_rows, s.norm_cols};
+      const double n = static_cast<double>(s.norm_rows * s.norm_cols);
+      Tensor x = seeded(shape, 5, /*requires_grad=*/true, dt), dy = seeded(shape, 6, false, dt), xd = x.detach();
+      print_bandwidth_row("softmax(dim=-1) fwd", dt, shape, median_seconds([&] { Tensor y = softmax(xd, -1); }, s),
+                          2 * n * e, copy_gbs);
+      print_bandwidth_row("softmax(dim=-1) fwd+bwd", dt, shape, median_seconds([&] {
+                            x.set_grad(Tensor());
+                            softmax(x, -1).backward(dy);
+                          }, s),
+                          5 * n * e, copy_gbs);
+    }
+    {  // layer_norm with weight and bias. fwd: read x, write y (mean/rstd and w, b are one row each).
+       // bwd: read dy and x, write dx (dw, db: one row each).
+      const int64_t d = s.norm_cols;
+      const Shape shape = {s.norm_rows, d};
+      const double n = static_cast<double>(s.norm_rows * d);
+      const double rows_bytes = 4.0 * d * e;  // w, b read; dw, db written
+      Tensor x = seeded(shape, 7, true, dt), dy = seeded(shape, 8, false, dt), xd = x.detach();
+      Tensor w = ones({d}, TensorOptions().dtype(dt)).requires_grad_(), b = zeros({d}, TensorOptions().dtype(dt)).requires_grad_();
+      Tensor wd = w.detach(), bd = b.detach();
+      print_bandwidth_row("layer_norm fwd", dt, shape, median_seconds([&] { Tensor y = layer_norm(xd, {d}, wd, bd); }, s),
+                          2 * n * e, copy_gbs);
+      print_bandwidth_row("layer_norm fwd+bwd", dt, shape, median_seconds([&] {
+                            x.set_grad(Tensor());
+                            w.set_grad(Tensor());
+                            b.set_grad(Tensor());
+                            layer_norm(x, {d}, w, b).backward(dy);
+                          }, s),
+                          5 * n * e + rows_bytes, copy_gbs);
+    }
+    {  // cross_entropy (mean over rows). fwd: read logits (targets: one int64 per row). bwd: read
+       // logits, write dlogits.
+      const Shape shape = {s.ce_rows, s.ce_classes};
+      const double n = static_cast<double>(s.ce_rows * s.ce_classes);
+      std::vector<double> idx(static_cast<size_t>(s.ce_rows));
+      for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<double>((i * 7919) % s.ce_classes);
+      Tensor targets = from_vector(idx, {s.ce_rows}, TensorOptions().dtype(kLong));
+      Tensor logits = seeded(shape, 9, true, dt), ld = logits.detach();
+      const double target_bytes = 8.0 * s.ce_rows;
+      print_bandwidth_row("cross_entropy fwd", dt, shape,
+                          median_seconds([&] { Tensor l = cross_entropy(ld, targets); }, s), n * e + target_bytes,
+                          copy_gbs);
+      print_bandwidth_row("cross_entropy fwd+bwd", dt, shape, median_seconds([&] {
+                            logits.set_grad(Tensor());
+                            cross_entropy(logits, targets).backward();
+                          }, s),
+                          3 * n * e + 2 * target_bytes, copy_gbs);
+    }
+    {  // dropout (p = 0.1). fwd: read x, write y and the Bool mask. bwd: read dy and the mask, write dx.
+      const Shape shape = {s.rows, s.cols};
+      const double n = static_cast<double>(s.rows * s.cols);
+      Tensor x = seeded(shape, 10, false, dt), dy = seeded(shape, 14, false, dt);
+      Generator gen(15);
+      auto [y, mask] = native_dropout(x, 0.1, &gen);
+      print_bandwidth_row("native_dropout (p=0.1)", dt, shape,
+                          median_seconds([&] { auto r = native_dropout(x, 0.1, &gen); }, s), 2 * n * e + n, copy_gbs);
+      print_bandwidth_row("native_dropout_backward", dt, shape,
+                          median_seconds([&] { Tensor dx = native_dropout_backward(dy, mask, 1.0 / 0.9); }, s),
+                          2 * n * e + n, copy_gbs);
+    }
+    {  // AdamW's fused update of one parameter: read param, grad, exp_avg, exp_avg_sq; write param
+       // and the two moments.
+      const Shape shape = {s.rows, s.cols};
+      const double n = static_cast<double>(s.rows * s.cols);
+      Tensor p = seeded(shape, 16, false, dt), g = seeded(shape, 17, false, dt);
+      Tensor m = zeros(shape, TensorOptions().dtype(dt)), v = zeros(shape, TensorOptions().dtype(dt));
+      int64_t step = 0;
+      print_bandwidth_row("_fused_adamw_ (one parameter)", dt, shape, median_seconds([&] {
+                            _fused_adamw_(p, m, v, g, 1e-3, 0.9, 0.999, 0.01, 1e-8, ++step);
+                          }, s),
+                          7 * n * e, copy_gbs);
+    }
   }
 }
 
@@ -383,27 +436,32 @@ void transformer_section(const Sizes& s, double copy_gbs) {
 // when it keeps the matmuls, so their speed is most of SAC's overhead.
 void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
   const int64_t t = 128 / s.gpt_scale, d = 256 / s.gpt_scale;
-  const Shape scores_shape = {8, 4, t, t}, hidden_shape = {8, t, 4 * d};
+  const Shape scores_shape = {8, 4, t, t}, hidden_shape = {8, t, 4 * d}, bias_shape = {8 * t, 4 * d};
   const std::string title = std::string("attention and MLP elementwise ops at the GPT's shapes (config A") +
                             (s.gpt_scale == 1 ? ")" : ", scaled down)");
   print_bandwidth_header(title.c_str());
-  const double f = sizeof(float);
-  Tensor scores = seeded(scores_shape, 11), hidden = seeded(hidden_shape, 12);
   Tensor future = triu(ones({t, t}, TensorOptions().dtype(kBool)), 1);
-  const double n = static_cast<double>(scores.numel()), h = static_cast<double>(hidden.numel());
   const double inf = std::numeric_limits<double>::infinity();
-  print_bandwidth_row("mul (scores * scale)", scores_shape, median_seconds([&] { Tensor y = mul(scores, 0.125); }, s),
-                      2 * n * f, copy_gbs);
-  print_bandwidth_row("masked_fill (causal, -inf)", scores_shape,
-                      median_seconds([&] { Tensor y = masked_fill(scores, future, -inf); }, s), 2 * n * f, copy_gbs);
-  Tensor masked = masked_fill(scores, future, -inf);
-  print_bandwidth_row("softmax(dim=-1) of masked scores", scores_shape,
-                      median_seconds([&] { Tensor y = softmax(masked, -1); }, s), 2 * n * f, copy_gbs);
-  print_bandwidth_row("gelu (tanh)", hidden_shape, median_seconds([&] { Tensor y = gelu(hidden, "tanh"); }, s),
-                      2 * h * f, copy_gbs);
-  Tensor dy = seeded(hidden_shape, 13);
-  print_bandwidth_row("gelu_backward (tanh)", hidden_shape,
-                      median_seconds([&] { Tensor y = gelu_backward(dy, hidden, "tanh"); }, s), 3 * h * f, copy_gbs);
+  for (ScalarType dt : kBandwidthDtypes) {
+    const double e = static_cast<double>(elementSize(dt));
+    Tensor scores = seeded(scores_shape, 11, false, dt), hidden = seeded(hidden_shape, 12, false, dt);
+    const double n = static_cast<double>(scores.numel()), h = static_cast<double>(hidden.numel());
+    print_bandwidth_row("mul (scores * scale)", dt, scores_shape,
+                        median_seconds([&] { Tensor y = mul(scores, 0.125); }, s), 2 * n * e, copy_gbs);
+    print_bandwidth_row("masked_fill (causal, -inf)", dt, scores_shape,
+                        median_seconds([&] { Tensor y = masked_fill(scores, future, -inf); }, s), 2 * n * e, copy_gbs);
+    Tensor masked = masked_fill(scores, future, -inf);
+    print_bandwidth_row("softmax(dim=-1) of masked scores", dt, scores_shape,
+                        median_seconds([&] { Tensor y = softmax(masked, -1); }, s), 2 * n * e, copy_gbs);
+    print_bandwidth_row("gelu (tanh)", dt, hidden_shape,
+                        median_seconds([&] { Tensor y = gelu(hidden, "tanh"); }, s), 2 * h * e, copy_gbs);
+    Tensor dy = seeded(hidden_shape, 13, false, dt);
+    print_bandwidth_row("gelu_backward (tanh)", dt, hidden_shape,
+                        median_seconds([&] { Tensor y = gelu_backward(dy, hidden, "tanh"); }, s), 3 * h * e, copy_gbs);
+    Tensor g = dy.reshape(bias_shape);
+    print_bandwidth_row("sum (dim 0: fc1's bias gradient)", dt, bias_shape,
+                        median_seconds([&] { Tensor db = sum(g, {0}); }, s), (h + 4.0 * d) * e, copy_gbs);
+  }
 }
 
 int usage(const char* prog) {

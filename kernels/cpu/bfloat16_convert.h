@@ -41,6 +41,19 @@ inline __m256i float_to_bf16_lanes(__m256 x) {
 
 inline void float_to_bf16(const float* in, BFloat16* out, int64_t n) {
   int64_t i = 0;
+#if defined(__AVX512F__)
+  // 16 lanes: the same rounding as float_to_bf16_lanes, narrowed with vpmovdw
+  for (; i + 16 <= n; i += 16) {
+    const __m512 x = _mm512_loadu_ps(in + i);
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i rounded =
+        _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+    const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    const __m512i bits = _mm512_mask_blend_epi32(nan, rounded, _mm512_set1_epi32(0x7fc0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(bits));
+  }
+#endif
 #if defined(__AVX2__)
   for (; i + 16 <= n; i += 16) {
     __m256i lo = float_to_bf16_lanes(_mm256_loadu_ps(in + i));

@@ -48,6 +48,15 @@ double cross_entropy_forward(const T* logits, const int64_t* targets, int64_t N,
 template <class T, class A = acc_t<T>>
 void cross_entropy_backward(T* dlogits, const T* logits, const int64_t* targets, double grad_loss, int64_t N,
                             int64_t C) {
+  if constexpr (kFloatBlocks<T>) {  // each row widened to float, run by the float kernel, rounded once
+    parallel_for(0, N, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
+      bf16_rows<1>(dlogits, {logits}, b, e, C, [&](int64_t i, float* dx, const std::array<const float*, 1>& x) {
+        // one row of the float kernel, its 1/N the whole batch's
+        cross_entropy_backward<float>(dx, x[0], targets + i, grad_loss / static_cast<double>(N), 1, C);
+      });
+    });
+    return;
+  }
   const A scale = A(grad_loss / static_cast<double>(N));
   parallel_for(0, N, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/pointwise.h"
@@ -94,22 +95,86 @@ void layer_norm_forward(T* y, A* mean, A* rstd, const T* x, const A* weight, con
   });
 }
 
+namespace detail {
+
+// Rows per chunk of the backward's parameter gradients: each chunk sums its rows in order into a
+// partial row of its own, and the chunks' partials are added in chunk order, so the result does
+// not depend on the thread count (ATen keeps one buffer per thread instead).
+constexpr int64_t kNormGradChunk = 64;
+
+// row_fn(i, dweight_acc, dbias_acc, scratch) for every row i, the accumulators a chunk's partial
+// rows (nullptr where that gradient is not wanted), scratch `scratch_floats` floats of the calling
+// task's own; then dweight and dbias from the partials.
+template <class A, class RowFn>
+void norm_backward_rows(A* dweight, A* dbias, int64_t M, int64_t N, int64_t scratch_floats, const RowFn& row_fn) {
+  const int64_t chunks = (M + kNormGradChunk - 1) / kNormGradChunk;
+  const bool params = dweight != nullptr || dbias != nullptr;
+  std::vector<A> partial(params ? static_cast<size_t>(chunks * 2 * N) : 0, A(0));
+  const int64_t grain = std::max<int64_t>(1, norm_rows_grain(N) / kNormGradChunk);
+  parallel_for(0, chunks, grain, [&](int64_t cb, int64_t ce) {
+    std::vector<float> scratch(static_cast<size_t>(scratch_floats));
+    for (int64_t c = cb; c < ce; ++c) {
+      A* dw = dweight ? partial.data() + c * 2 * N : nullptr;
+      A* db = dbias ? partial.data() + c * 2 * N + N : nullptr;
+      for (int64_t i = c * kNormGradChunk; i < std::min(M, (c + 1) * kNormGradChunk); ++i)
+        row_fn(i, dw, db, scratch.data());
+    }
+  });
+  using Array = Eigen::Array<A, Eigen::Dynamic, 1>;
+  if (dweight) Eigen::Map<Array>(dweight, N).setZero();
+  if (dbias) Eigen::Map<Array>(dbias, N).setZero();
+  for (int64_t c = 0; c < chunks && params; ++c) {
+    if (dweight) Eigen::Map<Array>(dweight, N) += rows::Row<A>(partial.data() + c * 2 * N, N);
+    if (dbias) Eigen::Map<Array>(dbias, N) += rows::Row<A>(partial.data() + c * 2 * N + N, N);
+  }
+}
+
+// One row of layer_norm's backward in float or double (below): dx, with dy * xhat added into
+// dw_acc and dy into db_acc (each nullptr: not wanted), while the row is in L1.
+template <class A>
+void layer_norm_backward_row(A* dx, A* dw_acc, A* db_acc, const A* dy, const A* x, A mu, A r, const A* weight,
+                             int64_t N) {
+  using Array = Eigen::Array<A, Eigen::Dynamic, 1>;
+  rows::Row<A> xa(x, N), ga(dy, N);
+  Eigen::Map<Array> dxa(dx, N);
+  dxa = (xa - mu) * r;  // xhat, kept in dx until the last line
+  if (dw_acc) Eigen::Map<Array>(dw_acc, N) += ga * dxa;
+  if (db_acc) Eigen::Map<Array>(db_acc, N) += ga;
+  A sum_g, sum_gx;
+  if (weight) {
+    rows::Row<A> wa(weight, N);
+    sum_g = (ga * wa).sum();
+    sum_gx = (ga * wa * dxa).sum();
+    dxa = r * ((ga * wa - sum_g / A(N)) - dxa * (sum_gx / A(N)));
+  } else {
+    sum_g = ga.sum();
+    sum_gx = (ga * dxa).sum();
+    dxa = r * ((ga - sum_g / A(N)) - dxa * (sum_gx / A(N)));
+  }
+}
+
+}  // namespace detail
+
 // forward (above): xhat = (x - mean) * rstd;  y = xhat * weight + bias
 // backward: dxhat = dy * weight
 //           dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
 //           dweight = sum over rows of dy * xhat;  dbias = sum over rows of dy
+// One pass over dy and x: the parameter gradients are summed while each row is in L1.
 template <class T, class A = acc_t<T>>
 void layer_norm_backward(T* dx, A* dweight, A* dbias, const T* dy, const T* x, const A* mean, const A* rstd,
                          const A* weight, int64_t M, int64_t N) {
-  if constexpr (kFloatBlocks<T>) {
-    parallel_for(0, M, detail::norm_rows_grain(N), [&](int64_t b, int64_t e) {
-      bf16_rows<2>(dx, {dy, x}, b, e, N, [&](int64_t i, float* dxi, const std::array<const float*, 2>& in) {
-        layer_norm_backward<float>(dxi, static_cast<float*>(nullptr), static_cast<float*>(nullptr), in[0], in[1], mean + i,
-                                   rstd + i, weight, int64_t{1}, N);
-      });
+  if constexpr (kFloatBlocks<T>) {  // each row widened to float, run by the float row, rounded once
+    detail::norm_backward_rows<A>(dweight, dbias, M, N, 3 * N, [&](int64_t i, A* dw, A* db, float* buf) {
+      bf16_to_float(dy + i * N, buf, N);
+      bf16_to_float(x + i * N, buf + N, N);
+      detail::layer_norm_backward_row<float>(buf + 2 * N, dw, db, buf, buf + N, mean[i], rstd[i], weight, N);
+      float_to_bf16(buf + 2 * N, dx + i * N, N);
     });
-    detail::norm_param_grads(dweight, dbias, dy, M, N,
-                             [&](int64_t i, int64_t j) { return (A(x[i * N + j]) - mean[i]) * rstd[i]; });
+    return;
+  } else if constexpr (kEigenVectorizable<T> && std::is_same_v<T, A>) {
+    detail::norm_backward_rows<A>(dweight, dbias, M, N, 0, [&](int64_t i, A* dw, A* db, float*) {
+      detail::layer_norm_backward_row<A>(dx + i * N, dw, db, dy + i * N, x + i * N, mean[i], rstd[i], weight, N);
+    });
     return;
   }
   parallel_for(0, M, detail::norm_rows_grain(N), [&](int64_t b, int64_t e) {
@@ -118,24 +183,6 @@ void layer_norm_backward(T* dx, A* dweight, A* dbias, const T* dy, const T* x, c
       const T* gi = dy + i * N;
       T* dxi = dx + i * N;
       const A mu = mean[i], r = rstd[i];
-      if constexpr (kEigenVectorizable<T> && std::is_same_v<T, A>) {
-        using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-        rows::Row<T> xa(xi, N), ga(gi, N);
-        Eigen::Map<Array> dxa(dxi, N);
-        dxa = (xa - mu) * r;  // xhat, kept in dx until the last line
-        A sum_g, sum_gx;
-        if (weight) {
-          rows::Row<A> wa(weight, N);
-          sum_g = (ga * wa).sum();
-          sum_gx = (ga * wa * dxa).sum();
-          dxa = r * ((ga * wa - sum_g / A(N)) - dxa * (sum_gx / A(N)));
-        } else {
-          sum_g = ga.sum();
-          sum_gx = (ga * dxa).sum();
-          dxa = r * ((ga - sum_g / A(N)) - dxa * (sum_gx / A(N)));
-        }
-        continue;
-      }
       A sum_g = 0, sum_gx = 0;
       for (int64_t j = 0; j < N; ++j) {
         A gh = weight ? A(gi[j]) * weight[j] : A(gi[j]);

@@ -4,6 +4,7 @@
 // Eigen has a vectorized form, an `array` form used when every operand is contiguous.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
@@ -209,6 +210,68 @@ void ternary_map(const LoopShape& s, O* out, const A* a, const B* b, const C* c,
   });
 }
 
+namespace detail {
+
+// out[i, j] = in[i, j] over the last two dims where out's last dim and in's second-to-last have
+// stride 1 (contiguous() of a transpose). Each side is strided across pages on the other's walk,
+// so: tiles of kTransposeTile x kTransposeTile elements, each read a whole line at a time into a
+// buffer and written a whole line at a time (with power-of-two strides a tile's lines share a
+// cache set; a direct walk evicts them before it is done with them), visited in blocks of
+// kTransposeBlock x kTransposeBlock so that the pages a block touches stay in the TLB.
+constexpr int64_t kTransposeTile = 16, kTransposeBlock = 128;
+
+template <class O, class I>
+void transpose_copy(const LoopShape& s, O* out, const I* in) {
+  const int nd = s.ndim;
+  const int64_t R = s.sizes[nd - 2], C = s.sizes[nd - 1];
+  const int64_t out_r = s.strides[0][nd - 2], in_c = s.strides[1][nd - 1];
+  int64_t outer = 1;
+  for (int d = 0; d < nd - 2; ++d) outer *= s.sizes[d];
+  const int64_t row_blocks = (R + kTransposeBlock - 1) / kTransposeBlock;
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(kTransposeBlock * C, 1));
+  constexpr int64_t T = kTransposeTile;
+  // One tile: rows [r0, r0 + rn), columns [c0, c0 + cn) from the bases ob and ib.
+  auto tile_copy = [&](int64_t ob, int64_t ib, int64_t r0, int64_t rn, int64_t c0, int64_t cn) {
+    O tile[T][T];  // [c][r]
+    if (rn == T && cn == T) {  // constant trip counts: unrolled vector moves
+      for (int64_t c = 0; c < T; ++c) {
+        const I* src = in + ib + (c0 + c) * in_c + r0;  // in's lines: r contiguous
+        for (int64_t r = 0; r < T; ++r) tile[c][r] = static_cast<O>(static_cast<acc_t<I>>(src[r]));
+      }
+      for (int64_t r = 0; r < T; ++r) {
+        O* dst = out + ob + (r0 + r) * out_r + c0;  // out's lines: c contiguous
+        for (int64_t c = 0; c < T; ++c) dst[c] = tile[c][r];
+      }
+      return;
+    }
+    for (int64_t c = 0; c < cn; ++c)
+      for (int64_t r = 0; r < rn; ++r)
+        tile[c][r] = static_cast<O>(static_cast<acc_t<I>>(in[ib + (c0 + c) * in_c + r0 + r]));
+    for (int64_t r = 0; r < rn; ++r)
+      for (int64_t c = 0; c < cn; ++c) out[ob + (r0 + r) * out_r + c0 + c] = tile[c][r];
+  };
+  parallel_for(0, outer * row_blocks, grain, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      int64_t o = t / row_blocks, ob = 0, ib = 0;
+      for (int d = nd - 3; d >= 0; --d) {  // the outer index's offsets
+        const int64_t i = o % s.sizes[d];
+        o /= s.sizes[d];
+        ob += i * s.strides[0][d];
+        ib += i * s.strides[1][d];
+      }
+      const int64_t rb = (t % row_blocks) * kTransposeBlock, rb_end = std::min(R, rb + kTransposeBlock);
+      for (int64_t cb = 0; cb < C; cb += kTransposeBlock) {
+        const int64_t cb_end = std::min(C, cb + kTransposeBlock);
+        for (int64_t c0 = cb; c0 < cb_end; c0 += T)
+          for (int64_t r0 = rb; r0 < rb_end; r0 += T)
+            tile_copy(ob, ib, r0, std::min(T, rb_end - r0), c0, std::min(T, cb_end - c0));
+      }
+    }
+  });
+}
+
+}  // namespace detail
+
 // Strided copy with conversion: out = T(in) (contiguous(), to(dtype), copy_, expand materialised).
 template <class O, class I>
 void copy_kernel(const LoopShape& s, O* out, const I* in) {
@@ -219,6 +282,26 @@ void copy_kernel(const LoopShape& s, O* out, const I* in) {
       });
       return;
     }
+  }
+  // float <-> bfloat16, contiguous: the vector conversions (bit-identical to the scalar ones)
+  if constexpr ((std::is_same_v<O, BFloat16> && std::is_same_v<I, float>) ||
+                (std::is_same_v<O, float> && std::is_same_v<I, BFloat16>)) {
+    if (s.is_contiguous()) {
+      parallel_for(0, s.numel(), kGrainSize, [&](int64_t b, int64_t e) {
+        if constexpr (std::is_same_v<O, BFloat16>) {
+          float_to_bf16(in + b, out + b, e - b);
+        } else {
+          bf16_to_float(in + b, out + b, e - b);
+        }
+      });
+      return;
+    }
+  }
+  if (s.ndim >= 2 && s.strides[0][s.ndim - 1] == 1 && s.strides[1][s.ndim - 2] == 1 &&
+      s.strides[1][s.ndim - 1] != 1 && s.sizes[s.ndim - 2] >= detail::kTransposeTile &&
+      s.sizes[s.ndim - 1] >= detail::kTransposeTile) {  // the strided side would touch a line per element
+    detail::transpose_copy(s, out, in);
+    return;
   }
   parallel_for_each_run(s, [&](const auto& off, int64_t n, const auto& st) {
     O* o = out + off[0];

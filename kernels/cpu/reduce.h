@@ -14,6 +14,7 @@
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/pointwise.h"
+#include "kernels/cpu/vectorized_rows.h"
 
 namespace remat::kernels::cpu {
 
@@ -49,16 +50,31 @@ struct MaxReducer {
   template <class M> static auto eigen(const M& m) { return m.template maxCoeff<Eigen::PropagateNaN>(); }
 };
 
+// R over one contiguous run of a float or double type (Eigen's packets), or of bfloat16 (widened
+// a block at a time, the blocks combined in order: kernels/cpu/vectorized_rows.h).
+template <class R, class T, class A>
+constexpr bool kVectorRun = (kEigenVectorizable<T> && std::is_same_v<T, A>) || kFloatBlocks<T>;
+template <class R, class T, class A>
+A reduce_run(const T* p, int64_t len) {
+  if constexpr (kFloatBlocks<T>) {
+    return rows::over_float_blocks(
+        p, nullptr, len, R::template identity<float>(), [](const auto& r, const auto&) { return R::eigen(r); },
+        [](float a, float b) { return R::combine(a, b); });
+  } else {
+    return A(R::eigen(ConstArrayMap<T>(p, len)));
+  }
+}
+
 // Combines the reduced elements starting at in (one output element), in a fixed order.
 template <class R, class T, class A>
 A reduce_one(const ReduceShape& s, const T* in) {
   const int nr = static_cast<int>(s.red_sizes.size());
   if (nr == 0) return A(in[0]);
   const int64_t inner = s.red_sizes[nr - 1], inner_stride = s.red_strides[nr - 1];
-  if constexpr (kEigenVectorizable<T> && std::is_same_v<T, A>) {
+  if constexpr (kVectorRun<R, T, A>) {
     // One contiguous reduced dim (a row sum, the common case): no index bookkeeping per row.
-    if (nr == 1 && inner_stride == 1)
-      return R::combine(R::template identity<A>(), A(R::eigen(ConstArrayMap<T>(in, inner))));
+    if (nr == 1 && inner_stride == 1 && inner > 0)
+      return R::combine(R::template identity<A>(), reduce_run<R, T, A>(in, inner));
   }
   int64_t outer = 1;
   for (int d = 0; d < nr - 1; ++d) outer *= s.red_sizes[d];
@@ -68,9 +84,9 @@ A reduce_one(const ReduceShape& s, const T* in) {
     int64_t off = 0;
     for (int d = 0; d < nr - 1; ++d) off += idx[d] * s.red_strides[d];
     const T* p = in + off;
-    if constexpr (kEigenVectorizable<T> && std::is_same_v<T, A>) {
-      if (inner_stride == 1) {
-        acc = R::combine(acc, A(R::eigen(ConstArrayMap<T>(p, inner))));
+    if constexpr (kVectorRun<R, T, A>) {
+      if (inner_stride == 1 && inner > 0) {
+        acc = R::combine(acc, reduce_run<R, T, A>(p, inner));
       } else {
         for (int64_t k = 0; k < inner; ++k) acc = R::combine(acc, A(p[k * inner_stride]));
       }
@@ -112,6 +128,7 @@ void reduce_kernel(const ReduceShape& s, T* out, const T* in, double scale) {
     const int64_t red = s.red_numel();
     parallel_for(0, row, std::max<int64_t>(kGrainSize / std::max<int64_t>(red, 1), 16), [&](int64_t cb, int64_t ce) {
       std::vector<A> acc(static_cast<size_t>(ce - cb));
+      std::vector<float> widened(kFloatBlocks<T> ? static_cast<size_t>(ce - cb) : 0);  // a bfloat16 row, as float
       for (int64_t r = 0; r < n_rows_out; ++r) {
         int64_t out_off;
         int64_t base = in_offset(r * row, &out_off);
@@ -123,7 +140,12 @@ void reduce_kernel(const ReduceShape& s, T* out, const T* in, double scale) {
           int64_t off = 0;
           for (int d = 0; d < nr; ++d) off += idx[d] * s.red_strides[d];
           const T* p = in + base + off + cb;
-          for (int64_t c = 0; c < ce - cb; ++c) acc[c] = R::combine(acc[c], A(p[c]));
+          if constexpr (kFloatBlocks<T>) {  // widened with vector shifts, then combined as float's
+            bf16_to_float(p, widened.data(), ce - cb);
+            for (int64_t c = 0; c < ce - cb; ++c) acc[c] = R::combine(acc[c], widened[c]);
+          } else {
+            for (int64_t c = 0; c < ce - cb; ++c) acc[c] = R::combine(acc[c], A(p[c]));
+          }
           for (int d = nr - 1; d >= 0; --d) {
             if (++idx[d] < s.red_sizes[d]) break;
             idx[d] = 0;

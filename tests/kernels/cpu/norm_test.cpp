@@ -1,0 +1,102 @@
+// Tests kernels/cpu/norm.h (ATen/native/cpu/layer_norm_kernel.cpp): layer_norm's backward sums its
+// parameter gradients in row chunks while each row is in L1; the sums match double-precision ones,
+// do not depend on the thread count, and bf16 rows give the float kernel's result on their values.
+#include <catch2/catch.hpp>
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/norm.h"
+
+namespace cpu = remat::kernels::cpu;
+using remat::BFloat16;
+
+namespace {
+
+struct Case {
+  int64_t M, N;
+  std::vector<float> x, dy, w, mean, rstd;
+};
+
+Case make_case(int64_t M, int64_t N) {
+  Case c{M, N, std::vector<float>(M * N), std::vector<float>(M * N), std::vector<float>(N), std::vector<float>(M),
+         std::vector<float>(M)};
+  for (int64_t k = 0; k < M * N; ++k) {
+    c.x[k] = std::sin(0.1f * k) + 0.01f * (k % 7);
+    c.dy[k] = std::cos(0.07f * k);
+  }
+  for (int64_t j = 0; j < N; ++j) c.w[j] = 0.5f + 0.01f * j;
+  for (int64_t i = 0; i < M; ++i) {
+    double s = 0, sq = 0;
+    for (int64_t j = 0; j < N; ++j) s += c.x[i * N + j];
+    const double mu = s / N;
+    for (int64_t j = 0; j < N; ++j) sq += (c.x[i * N + j] - mu) * (c.x[i * N + j] - mu);
+    c.mean[i] = static_cast<float>(mu);
+    c.rstd[i] = static_cast<float>(1.0 / std::sqrt(sq / N + 1e-5));
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("layer_norm_backward's dweight and dbias match double sums over every row, across row chunks",
+          "[norm]") {
+  for (int64_t M : {1, 63, 64, 65, 200}) {
+    INFO("M = " << M);
+    const int64_t N = 40;
+    Case c = make_case(M, N);
+    std::vector<float> dx(M * N), dw(N, -1.0f), db(N, -1.0f);
+    cpu::layer_norm_backward<float>(dx.data(), dw.data(), db.data(), c.dy.data(), c.x.data(), c.mean.data(),
+                                    c.rstd.data(), c.w.data(), M, N);
+    for (int64_t j = 0; j < N; ++j) {
+      double want_w = 0, want_b = 0;
+      for (int64_t i = 0; i < M; ++i) {
+        want_w += double(c.dy[i * N + j]) * ((double(c.x[i * N + j]) - c.mean[i]) * c.rstd[i]);
+        want_b += c.dy[i * N + j];
+      }
+      CHECK(dw[j] == Approx(want_w).margin(1e-4));
+      CHECK(db[j] == Approx(want_b).margin(1e-4));
+    }
+  }
+}
+
+TEST_CASE("layer_norm_backward gives the same bits on one thread and on two", "[norm]") {
+  const int64_t M = 300, N = 96;
+  Case c = make_case(M, N);
+  auto run = [&](int threads) {
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    std::vector<float> out(M * N + 2 * N);
+    cpu::layer_norm_backward<float>(out.data(), out.data() + M * N, out.data() + M * N + N, c.dy.data(), c.x.data(),
+                                    c.mean.data(), c.rstd.data(), c.w.data(), M, N);
+    omp_set_num_threads(before);
+    return out;
+  };
+  CHECK(run(1) == run(2));
+}
+
+TEST_CASE("layer_norm_backward on bfloat16 rows is the float kernel on their values, dx rounded once", "[norm]") {
+  const int64_t M = 70, N = 48;
+  Case c = make_case(M, N);
+  std::vector<BFloat16> xb(M * N), dyb(M * N), dxb(M * N);
+  std::vector<float> xf(M * N), dyf(M * N);
+  for (int64_t k = 0; k < M * N; ++k) {
+    xb[k] = BFloat16(c.x[k]);
+    dyb[k] = BFloat16(c.dy[k]);
+    xf[k] = float(xb[k]);
+    dyf[k] = float(dyb[k]);
+  }
+  std::vector<float> dxf(M * N), dwf(N), dbf(N), dwb(N), dbb(N);
+  cpu::layer_norm_backward<float>(dxf.data(), dwf.data(), dbf.data(), dyf.data(), xf.data(), c.mean.data(),
+                                  c.rstd.data(), c.w.data(), M, N);
+  cpu::layer_norm_backward<BFloat16>(dxb.data(), dwb.data(), dbb.data(), dyb.data(), xb.data(), c.mean.data(),
+                                     c.rstd.data(), c.w.data(), M, N);
+  int64_t wrong = 0;
+  for (int64_t k = 0; k < M * N; ++k) wrong += dxb[k].bits != BFloat16(dxf[k]).bits;
+  CHECK(wrong == 0);
+  CHECK(dwb == dwf);
+  CHECK(dbb == dbf);
+}

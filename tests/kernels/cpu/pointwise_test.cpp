@@ -1,0 +1,79 @@
+// Tests kernels/cpu/pointwise.h (ATen/native/cpu/CopyKernel.cpp's paths): copy_kernel's fast
+// paths give what the plain strided walk gives: a transposing copy (tiled) at sizes around the
+// tile and block, with outer dims, in f32 and bf16; float <-> bfloat16 conversions bit for bit.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/pointwise.h"
+
+namespace cpu = remat::kernels::cpu;
+using remat::BFloat16;
+
+namespace {
+
+// The loop of out[o, i, j] = in[o, j, i] as a contiguous() of a transpose makes it: out
+// [outer, R, C] row-major; in [outer, C, R] row-major, read transposed.
+cpu::LoopShape transposed(int64_t outer, int64_t R, int64_t C) {
+  cpu::LoopShape s;
+  s.ndim = 3;
+  s.noperands = 2;
+  s.sizes = {outer, R, C};
+  s.strides[0] = {R * C, C, 1};
+  s.strides[1] = {R * C, 1, R};
+  s.coalesce();
+  return s;
+}
+
+template <class T>
+void check_transpose(int64_t outer, int64_t R, int64_t C) {
+  INFO("outer " << outer << ", R " << R << ", C " << C);
+  std::vector<T> in(static_cast<size_t>(outer * R * C)), out(in.size(), T(-1.0f));
+  for (size_t k = 0; k < in.size(); ++k) in[k] = T(static_cast<float>(k % 251) - 125.0f);
+  cpu::copy_kernel(transposed(outer, R, C), out.data(), in.data());
+  int64_t wrong = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t j = 0; j < C; ++j)
+        wrong += float(out[(o * R + i) * C + j]) != float(in[(o * C + j) * R + i]);
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE("copy_kernel transposes exactly at sizes around its tile and block, with outer dims", "[pointwise]") {
+  for (int64_t R : {16, 17, 31, 128, 129, 300})
+    for (int64_t C : {16, 33, 128, 257}) {
+      check_transpose<float>(1, R, C);
+      check_transpose<BFloat16>(1, R, C);
+    }
+  check_transpose<float>(3, 40, 50);
+  check_transpose<BFloat16>(2, 130, 20);
+  check_transpose<float>(2, 8, 64);  // below the tile: the plain walk
+}
+
+TEST_CASE("copy_kernel converts float <-> bfloat16 as BFloat16's scalar conversion, NaN and rounding included",
+          "[pointwise]") {
+  std::vector<float> f = {0.0f, -0.0f, 1.0f, 1.00390625f, 1.01171875f, 3.14159f, -2.5e-39f, 1e38f, INFINITY,
+                          -INFINITY, NAN};
+  for (int k = 0; k < 40; ++k) f.push_back(std::ldexp(1.0f + k / 64.0f, k - 20));
+  const int64_t n = static_cast<int64_t>(f.size());
+  cpu::LoopShape s;
+  s.ndim = 1;
+  s.noperands = 2;
+  s.sizes = {n};
+  s.strides[0] = {1};
+  s.strides[1] = {1};
+  std::vector<BFloat16> b(f.size());
+  cpu::copy_kernel(s, b.data(), f.data());
+  std::vector<float> back(f.size());
+  cpu::copy_kernel(s, back.data(), b.data());
+  for (size_t k = 0; k < f.size(); ++k) {
+    INFO(f[k]);
+    const BFloat16 want(f[k]);
+    CHECK(b[k].bits == want.bits);
+    CHECK((std::isnan(back[k]) ? std::isnan(float(want)) : back[k] == float(want)));
+  }
+}
