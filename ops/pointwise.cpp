@@ -5,6 +5,7 @@
 // kernel starts (ops/structured.h), and out is not empty.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "engine/dispatch/library.h"
@@ -147,8 +148,16 @@ void masked_fill_cpu(const char* op, const Tensor& out, const Tensor& self, cons
   REMAT_DISPATCH_ALL_TYPES(out.dtype(), op, [&] {
     scalar_t v = static_cast<scalar_t>(value);
     // The mask read as bytes: the compiler has no vector type for bool, so a bool loop stays scalar.
-    cpu::binary_map(loop, out.data_ptr<scalar_t>(), self.data_ptr<scalar_t>(), mask_bytes(mask),
-                    [v](scalar_t x, uint8_t m) { return m ? v : x; });
+    if constexpr (sizeof(scalar_t) == 2 && !std::is_integral_v<scalar_t>) {
+      // bfloat16 and half as their bits: a select of uint16_t vectorises, one of a struct does not
+      uint16_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      cpu::binary_map(loop, static_cast<uint16_t*>(out.data_ptr()), static_cast<const uint16_t*>(self.data_ptr()),
+                      mask_bytes(mask), [bits](uint16_t x, uint8_t m) { return m ? bits : x; });
+    } else {
+      cpu::binary_map(loop, out.data_ptr<scalar_t>(), self.data_ptr<scalar_t>(), mask_bytes(mask),
+                      [v](scalar_t x, uint8_t m) { return m ? v : x; });
+    }
   });
 }
 

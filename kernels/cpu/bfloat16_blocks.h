@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstddef>
 #include <vector>
 
 #include "engine/core/bfloat16.h"
@@ -56,18 +57,32 @@ void map_bf16_blocks(BFloat16* out, const std::array<const BFloat16*, N>& in, in
   });
 }
 
+// Floats a row buffer of len elements takes so that the next one starts on a 64-byte boundary.
+inline int64_t aligned_row_floats(int64_t len) { return (len + 15) / 16 * 16; }
+
+// n floats of `storage` starting on a 64-byte boundary. Why: Eigen peels a misaligned
+// destination's first elements off its vector loop, scalar (one libm call each for exp): on short
+// rows (softmax over 128 scores) those dominate.
+inline float* aligned_floats(std::vector<float>& storage, int64_t n) {
+  storage.resize(static_cast<size_t>(n + 16));
+  const auto address = reinterpret_cast<uintptr_t>(storage.data());
+  return storage.data() + ((64 - address % 64) % 64) / sizeof(float);
+}
+
 // Row kernels (softmax, layer_norm): runs row_fn(r, float* out_row, {float* in_row...}) on widened
 // copies of each bfloat16 row r in [b, e) of N row-major inputs of rows of len elements, on the
-// calling thread, rounding each output row once.
+// calling thread, rounding each output row once. Each widened row starts 64-byte aligned.
 template <int N, class F>
 void bf16_rows(BFloat16* out, const std::array<const BFloat16*, N>& in, int64_t b, int64_t e, int64_t len,
                const F& row_fn) {
-  std::vector<float> bufs(static_cast<size_t>((N + 1) * len));
-  float* y = bufs.data() + N * len;
+  const int64_t stride = aligned_row_floats(len);
+  std::vector<float> storage;
+  float* bufs = aligned_floats(storage, (N + 1) * stride);
+  float* y = bufs + N * stride;
   for (int64_t r = b; r < e; ++r) {
     std::array<const float*, N> x;
     for (int j = 0; j < N; ++j) {
-      float* xj = bufs.data() + j * len;
+      float* xj = bufs + j * stride;
       bf16_to_float(in[static_cast<size_t>(j)] + r * len, xj, len);
       x[static_cast<size_t>(j)] = xj;
     }

@@ -112,12 +112,13 @@ void norm_backward_rows(A* dweight, A* dbias, int64_t M, int64_t N, int64_t scra
   std::vector<A> partial(params ? static_cast<size_t>(chunks * 2 * N) : 0, A(0));
   const int64_t grain = std::max<int64_t>(1, norm_rows_grain(N) / kNormGradChunk);
   parallel_for(0, chunks, grain, [&](int64_t cb, int64_t ce) {
-    std::vector<float> scratch(static_cast<size_t>(scratch_floats));
+    std::vector<float> storage;
+    float* scratch = aligned_floats(storage, scratch_floats);
     for (int64_t c = cb; c < ce; ++c) {
       A* dw = dweight ? partial.data() + c * 2 * N : nullptr;
       A* db = dbias ? partial.data() + c * 2 * N + N : nullptr;
       for (int64_t i = c * kNormGradChunk; i < std::min(M, (c + 1) * kNormGradChunk); ++i)
-        row_fn(i, dw, db, scratch.data());
+        row_fn(i, dw, db, scratch);
     }
   });
   using Array = Eigen::Array<A, Eigen::Dynamic, 1>;
@@ -164,11 +165,12 @@ template <class T, class A = acc_t<T>>
 void layer_norm_backward(T* dx, A* dweight, A* dbias, const T* dy, const T* x, const A* mean, const A* rstd,
                          const A* weight, int64_t M, int64_t N) {
   if constexpr (kFloatBlocks<T>) {  // each row widened to float, run by the float row, rounded once
-    detail::norm_backward_rows<A>(dweight, dbias, M, N, 3 * N, [&](int64_t i, A* dw, A* db, float* buf) {
+    const int64_t row = aligned_row_floats(N);  // each widened row 64-byte aligned
+    detail::norm_backward_rows<A>(dweight, dbias, M, N, 3 * row, [&](int64_t i, A* dw, A* db, float* buf) {
       bf16_to_float(dy + i * N, buf, N);
-      bf16_to_float(x + i * N, buf + N, N);
-      detail::layer_norm_backward_row<float>(buf + 2 * N, dw, db, buf, buf + N, mean[i], rstd[i], weight, N);
-      float_to_bf16(buf + 2 * N, dx + i * N, N);
+      bf16_to_float(x + i * N, buf + row, N);
+      detail::layer_norm_backward_row<float>(buf + 2 * row, dw, db, buf, buf + row, mean[i], rstd[i], weight, N);
+      float_to_bf16(buf + 2 * row, dx + i * N, N);
     });
     return;
   } else if constexpr (kEigenVectorizable<T> && std::is_same_v<T, A>) {
