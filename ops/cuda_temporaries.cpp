@@ -1,15 +1,12 @@
-// The CUDA ops' temporaries, and a Meta dry run's imitation of them (see cuda_temporaries.h).
+// The CUDA ops' temporaries: the GEMM's and the reduction's rules (see cuda_temporaries.h).
 #include "ops/cuda_temporaries.h"
 
 #include <algorithm>
 
 #include "engine/core/allocator.h"
-#include "kernels/cuda/workspace_sizes.h"
 #include "ops/meta.h"
 
 namespace remat::ops::cuda_temporaries {
-
-namespace kc = kernels::cuda;
 
 bool imitating() { return meta_accounting() == kCUDA; }
 
@@ -70,48 +67,6 @@ ReduceLayout reduce_layout(const Tensor& self, const std::vector<bool>& mask, in
     ++pos;
   }
   return l;
-}
-
-namespace {
-
-Tensor meta_empty(const Shape& sizes, ScalarType dtype) { return make_empty(sizes, dtype, Device{kMeta}); }
-// contiguous_cuda(t): a copy when t is not contiguous (undefined: none).
-Tensor contiguous_copy(const Tensor& t) { return t.is_contiguous() ? Tensor() : meta_empty(t.sizes(), t.dtype()); }
-// contiguous_cuda(cast_cuda(t, dtype)): a converted copy (contiguous), else as contiguous_copy.
-Tensor cast_contiguous_copy(const Tensor& t, ScalarType dtype) {
-  return t.dtype() != dtype ? meta_empty(t.sizes(), dtype) : contiguous_copy(t);
-}
-Tensor workspace(size_t nbytes) { return meta_empty({workspace_words(nbytes)}, kLong); }
-Tensor index_error_flag() { return meta_empty({kIndexErrorWords}, kLong); }
-
-}  // namespace
-
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
-  Tensor x = contiguous_copy(logits), t = contiguous_copy(targets);
-  Tensor loss = meta_empty({}, logits.dtype());
-  Tensor ws = workspace(std::max<size_t>(kc::cross_entropy_workspace_bytes(logits.dtype(), logits.sizes()[0]), 8));
-  Tensor flag = index_error_flag();
-  return loss;
-}
-
-void cross_entropy_backward(const Tensor& grad_output, const Tensor& logits, const Tensor& targets) {
-  if (logits.numel() == 0) return;
-  Tensor g = cast_contiguous_copy(grad_output, logits.dtype() == kDouble ? kDouble : kFloat);
-  Tensor x = contiguous_copy(logits), t = contiguous_copy(targets);
-  Tensor flag = index_error_flag();
-}
-
-void embedding(const Tensor& weight, const Tensor& indices) {
-  Tensor idx = contiguous_copy(indices);
-  if (indices.numel() == 0) return;
-  Tensor w = contiguous_copy(weight);
-  Tensor flag = index_error_flag();
-}
-
-void embedding_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights) {
-  Tensor idx = contiguous_copy(indices), dy = contiguous_copy(grad_output);
-  Tensor ws = workspace(kc::embedding_backward_workspace_bytes(indices.numel(), num_weights));
-  Tensor flag = index_error_flag();
 }
 
 }  // namespace remat::ops::cuda_temporaries

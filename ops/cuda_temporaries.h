@@ -6,13 +6,14 @@
 // step's memory_allocated and memory_reserved to the byte. Workspace sizes come from
 // kernels/cuda/workspace_sizes.h, which the kernels plan their launches by.
 //
-//   Tensor embedding_meta_kernel(weight, indices) {
-//     Tensor out = ...;                                         // what every backend allocates
-//     if (cuda_temporaries::imitating()) cuda_temporaries::embedding(weight, indices);  // CUDA's
-//   }
 // The GEMM's copies are a plan both the CUDA kernel and the Meta kernel make (ops/gemm_copies.h);
-// the reduction's and the normalizations' are templates both run (reduce_input here,
-// ops/norm_buffers.h), over CUDACopies or MetaCopies.
+// the reduction's, the normalizations', the loss's, embedding's and dropout's are templates both
+// run (reduce_input here, ops/norm_buffers.h, ops/loss_defs.h, ops/embedding_defs.h,
+// ops/dropout_defs.h), over CUDACopies or MetaCopies:
+//   void embedding_meta_temporaries(out, weight, indices) {  // after the output, as the kernel
+//     if (cuda_temporaries::imitating()) embedding_temporaries<MetaCopies, kCUDA>(out, weight, indices);
+//     else embedding_temporaries<MetaCopies, kCPU>(out, weight, indices);
+//   }
 #pragma once
 
 #include <cstddef>
@@ -32,6 +33,9 @@ bool imitating();
 // cuda_workspace(nbytes) and the index-error flag are int64 tensors of these sizes.
 inline int64_t workspace_words(size_t nbytes) { return static_cast<int64_t>((nbytes + 7) / 8); }
 constexpr int64_t kIndexErrorWords = 1;
+// The index-error flag of a CUDA kernel that checks indices (CUDAIndexError, ops/cuda/cuda_utils.h
+// resets and reads it), on device (Meta in a dry run).
+inline Tensor index_error_flag(const Device& device) { return make_empty({kIndexErrorWords}, kLong, device); }
 
 // Which GEMM operands the CUDA GEMM copies, in this order: a, then b, when neither row- nor
 // column-major; then a, then b, when a batched operand's batch dims do not collapse into one
@@ -83,14 +87,5 @@ ReduceInput reduce_input(const Tensor& self, const std::vector<bool>& mask, Scal
   if (ws_bytes > 0) r.workspace = Copies::workspace(ws_bytes, out.device());
   return r;
 }
-
-// ---- a Meta dry run's imitation: each allocates, then frees, what the CUDA op does ----
-// (called by the Meta kernel once it has allocated the outputs the CUDA op makes first)
-
-// cross_entropy copies its operands before it allocates its output: this returns the loss.
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
-void cross_entropy_backward(const Tensor& grad_output, const Tensor& logits, const Tensor& targets);
-void embedding(const Tensor& weight, const Tensor& indices);
-void embedding_backward(const Tensor& grad_output, const Tensor& indices, int64_t num_weights);
 
 }  // namespace remat::ops::cuda_temporaries

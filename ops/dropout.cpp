@@ -3,6 +3,8 @@
 // native_dropout call reserves one offset, and element i (row-major) is kept iff
 // U(seed, offset, i) < 1 - p (kernels/cpu/random.h dropout_mask_kernel). Kept values are scaled
 // by 1 / (1 - p); p = 1 drops everything (scale 0), p = 0 keeps everything (scale 1).
+// native_dropout and its backward are structured (ops/dropout_defs.h): their meta functions, CPU
+// kernels and Meta kernels are here.
 #include "kernels/cpu/dropout.h"
 
 #include <tuple>
@@ -12,14 +14,18 @@
 #include "kernels/cpu/random.h"
 #include "ops/composite.h"
 #include "ops/cpu_utils.h"
+#include "ops/cuda_temporaries.h"
 #include "ops/dispatch_dtype.h"
+#include "ops/dropout_defs.h"
 #include "ops/functions.h"
 #include "ops/meta.h"
+#include "ops/meta_copies.h"
 #include "ops/op_utils.h"
+#include "ops/structured.h"
 
 namespace remat::ops {
 
-// Meta functions, shared by every backend (declared in ops/meta.h).
+// Meta functions, shared by every backend (declared in ops/meta.h); the Defs' below.
 
 void check_probability(const char* op, double p) {
   REMAT_CHECK(p >= 0.0 && p <= 1.0, op, ": dropout probability has to be between 0 and 1, but got ", p);
@@ -28,66 +34,64 @@ void check_probability(const char* op, double p) {
 // What native_dropout's derivative and callers use as the scale of kept elements.
 double keep_scale(double p) { return p == 1.0 ? 0.0 : 1.0 / (1.0 - p); }
 
-void native_dropout_meta(const Tensor& input, double p) {
-  check_defined("aten::native_dropout", input, "input");
-  check_floating("aten::native_dropout", input, "input");
-  check_probability("aten::native_dropout", p);
+std::tuple<TensorMeta, TensorMeta> native_dropout_meta(const char* op, const Tensor& input, double p, Generator*) {
+  check_defined(op, input, "input");
+  check_floating(op, input, "input");
+  check_probability(op, p);
+  return {{input.sizes(), input.dtype(), input.device()}, {input.sizes(), kBool, input.device()}};
 }
 
-void native_dropout_backward_meta(const Tensor& grad_output, const Tensor& mask) {
-  const char* op = "aten::native_dropout_backward";
+TensorMeta native_dropout_backward_meta(const char* op, const Tensor& grad_output, const Tensor& mask, double) {
   check_defined(op, grad_output, "grad_output");
   check_defined(op, mask, "mask");
   check_floating(op, grad_output, "grad_output");
-  common_device(op, {&grad_output, &mask});
+  const Device device = common_device(op, {&grad_output, &mask});
   REMAT_CHECK(mask.dtype() == kBool, op, ": Mask should be Bool Scalar Type, but got ", toString(mask.dtype()));
   REMAT_CHECK(mask.sizes() == grad_output.sizes(), op, ": mask of shape ", mask.sizes(),
               " does not match grad_output of shape ", grad_output.sizes());
+  return {grad_output.sizes(), grad_output.dtype(), device};
 }
 
 namespace {
 
 namespace cpu = kernels::cpu;
 
-std::tuple<Tensor, Tensor> native_dropout_cpu(const Tensor& input, double p, Generator* generator) {
-  native_dropout_meta(input, p);
+// The Defs' CPU kernels (TORCH_IMPL_FUNC): the outputs have the meta function's geometry.
+// native_dropout runs on empty outputs too (the Def's runs_on_empty): one offset per call.
+void native_dropout_cpu(const char* op, const Tensor& out, const Tensor& mask, const Tensor& input, double p,
+                        Generator* generator) {
   Generator& gen = generator != nullptr ? *generator : default_generator(input.device());
   const uint64_t offset = gen.reserve();  // one offset per call, even when nothing is drawn
   const uint64_t seed = gen.seed();
-  Tensor mask = make_empty(input.sizes(), kBool, input.device());
-  Tensor out = make_empty(input.sizes(), input.dtype(), input.device());
   const int64_t n = input.numel();
-  if (n == 0) return {out, mask};
+  const Tensor x = dropout_input<CPUCopies>(input);
+  if (n == 0) return;
   cpu::dropout_mask_kernel(mask.data_ptr<bool>(), n, seed, offset, p);
-  Tensor x = contiguous_cpu(input);
-  REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), "aten::native_dropout", [&] {
+  REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), op, [&] {
     cpu::masked_scale(out.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), mask.data_ptr<bool>(), n, keep_scale(p));
   });
-  return {out, mask};
 }
 
-// No values on Meta; an explicit generator still advances, so offsets match a real run (as
-// uniform_/normal_ on Meta).
-std::tuple<Tensor, Tensor> native_dropout_meta_kernel(const Tensor& input, double p, Generator* generator) {
-  native_dropout_meta(input, p);
-  if (generator != nullptr) generator->reserve();
-  return {make_empty(input.sizes(), input.dtype(), Device{kMeta}), make_empty(input.sizes(), kBool, Device{kMeta})};
-}
-
-Tensor native_dropout_backward_cpu(const Tensor& grad_output, const Tensor& mask, double scale) {
-  native_dropout_backward_meta(grad_output, mask);
-  Tensor grad_input = make_empty(grad_output.sizes(), grad_output.dtype(), grad_output.device());
-  if (grad_input.numel() == 0) return grad_input;
-  Tensor dy = contiguous_cpu(grad_output), m = contiguous_cpu(mask);
-  REMAT_DISPATCH_FLOATING_TYPES(grad_output.dtype(), "aten::native_dropout_backward", [&] {
-    cpu::masked_scale(grad_input.data_ptr<scalar_t>(), dy.data_ptr<scalar_t>(), m.data_ptr<bool>(), dy.numel(), scale);
+void native_dropout_backward_cpu(const char* op, const Tensor& grad_input, const Tensor& grad_output,
+                                 const Tensor& mask, double scale) {
+  const DropoutBackwardTemporaries r = dropout_backward_temporaries<CPUCopies, kCPU>(grad_output, mask);
+  REMAT_DISPATCH_FLOATING_TYPES(grad_output.dtype(), op, [&] {
+    cpu::masked_scale(grad_input.data_ptr<scalar_t>(), r.dy.data_ptr<scalar_t>(), r.mask.data_ptr<bool>(),
+                      r.dy.numel(), scale);
   });
-  return grad_input;
 }
 
-Tensor native_dropout_backward_meta_kernel(const Tensor& grad_output, const Tensor& mask, double) {
-  native_dropout_backward_meta(grad_output, mask);
-  return make_empty(grad_output.sizes(), grad_output.dtype(), Device{kMeta});
+// The Meta kernels' temporaries (structured::impl_meta): those of the backend the dry run counts
+// like, from the templates its kernel runs. No values on Meta, but an explicit generator still
+// advances, so that offsets match a real run (as uniform_/normal_ on Meta).
+void native_dropout_meta_temporaries(const Tensor&, const Tensor&, const Tensor& input, double,
+                                     Generator* generator) {
+  if (generator != nullptr) generator->reserve();
+  const Tensor x = dropout_input<MetaCopies>(input);  // CPU's and CUDA's
+}
+void native_dropout_backward_meta_temporaries(const Tensor&, const Tensor& grad_output, const Tensor& mask, double) {
+  if (cuda_temporaries::imitating()) dropout_backward_temporaries<MetaCopies, kCUDA>(grad_output, mask);
+  else dropout_backward_temporaries<MetaCopies, kCPU>(grad_output, mask);
 }
 
 // dropout(x, p, train): the identity unless training with p > 0 (the input itself, as PyTorch).
@@ -99,13 +103,20 @@ Tensor dropout_composite(const Tensor& input, double p, bool train, Generator* g
 
 }  // namespace
 
+// The schemas, the CPU and the Meta kernels, from the Defs (ops/dropout_defs.h).
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  structured::define<structured_native_dropout>(m, {Tag::nondeterministic_seeded});
+  structured::define<structured_native_dropout_backward>(m, {});
+}
 REMAT_LIBRARY_IMPL(aten, CPU, m) {
-  m.impl("native_dropout", REMAT_FN(native_dropout_cpu));
-  m.impl("native_dropout_backward", REMAT_FN(native_dropout_backward_cpu));
+  using structured::CPUBackend;
+  using structured::impl;
+  impl<structured_native_dropout, CPUBackend, &native_dropout_cpu>(m);
+  impl<structured_native_dropout_backward, CPUBackend, &native_dropout_backward_cpu>(m);
 }
 REMAT_LIBRARY_IMPL(aten, Meta, m) {
-  m.impl("native_dropout", REMAT_FN(native_dropout_meta_kernel));
-  m.impl("native_dropout_backward", REMAT_FN(native_dropout_backward_meta_kernel));
+  structured::impl_meta<structured_native_dropout, &native_dropout_meta_temporaries>(m);
+  structured::impl_meta<structured_native_dropout_backward, &native_dropout_backward_meta_temporaries>(m);
 }
 REMAT_LIBRARY_FRAGMENT(aten, m) { impl_composite(m, "dropout", REMAT_FN(dropout_composite)); }
 

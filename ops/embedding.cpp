@@ -1,18 +1,22 @@
 // Mirrors ATen/native/Embedding.cpp: embedding (a row gather from a [V, D] table by Long indices
 // of any shape) and embedding_dense_backward (a scatter-add of gradient rows into a zero [V, D]
-// table). The loops are in kernels/cpu/embedding.h.
+// table). The loops are in kernels/cpu/embedding.h. The ops are structured (ops/embedding_defs.h):
+// their meta functions, CPU kernels and Meta kernels are here.
 #include "kernels/cpu/embedding.h"
 
 #include "engine/dispatch/library.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
 #include "ops/cuda_temporaries.h"
+#include "ops/embedding_defs.h"
 #include "ops/meta.h"
+#include "ops/meta_copies.h"
 #include "ops/op_utils.h"
+#include "ops/structured.h"
 
 namespace remat::ops {
 
-// Meta functions, shared by every backend (declared in ops/meta.h).
+// The Defs' meta functions (ops/embedding_defs.h), shared by every backend (declared in ops/meta.h).
 
 namespace {
 
@@ -25,8 +29,7 @@ void check_indices(const char* op, const Tensor& indices, const char* caller) {
 
 }  // namespace
 
-TensorMeta embedding_meta(const Tensor& weight, const Tensor& indices) {
-  const char* op = "aten::embedding";
+TensorMeta embedding_meta(const char* op, const Tensor& weight, const Tensor& indices) {
   check_defined(op, weight, "weight");
   check_indices(op, indices, "embedding");
   REMAT_CHECK(weight.dim() == 2, op, ": 'weight' must be 2-D, but got a ", weight.dim(), "-D tensor of shape ",
@@ -37,8 +40,8 @@ TensorMeta embedding_meta(const Tensor& weight, const Tensor& indices) {
   return {out, weight.dtype(), device};
 }
 
-TensorMeta embedding_backward_meta(const Tensor& grad_output, const Tensor& indices, int64_t num_weights) {
-  const char* op = "aten::embedding_dense_backward";
+TensorMeta embedding_backward_meta(const char* op, const Tensor& grad_output, const Tensor& indices,
+                                   int64_t num_weights) {
   check_defined(op, grad_output, "grad_output");
   check_indices(op, indices, "embedding_backward");
   check_floating(op, grad_output, "grad_output");
@@ -63,61 +66,60 @@ void check_index_range(const char* op, const Tensor& indices, int64_t num_rows) 
               ") is not in [0, ", num_rows, ") for a weight with ", num_rows, " rows");
 }
 
-Tensor embedding_cpu(const Tensor& weight, const Tensor& indices) {
-  Tensor out = empty_from(embedding_meta(weight, indices));
-  Tensor idx = contiguous_cpu(indices);
-  check_index_range("aten::embedding", idx, weight.sizes()[0]);
-  if (out.numel() == 0) return out;
-  Tensor w = contiguous_cpu(weight);
-  REMAT_DISPATCH_ALL_TYPES(weight.dtype(), "aten::embedding", [&] {
-    cpu::embedding_forward(out.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), idx.data_ptr<int64_t>(), idx.numel(),
-                           weight.sizes()[1]);
+// The Defs' CPU kernels (TORCH_IMPL_FUNC): the output has the meta function's geometry; they run
+// on an empty output too (the Defs' runs_on_empty): the indices are checked first.
+void embedding_cpu(const char* op, const Tensor& out, const Tensor& weight, const Tensor& indices) {
+  const EmbeddingTemporaries r = embedding_temporaries<CPUCopies, kCPU>(out, weight, indices);
+  check_index_range(op, r.idx, weight.sizes()[0]);
+  if (out.numel() == 0) return;
+  REMAT_DISPATCH_ALL_TYPES(weight.dtype(), op, [&] {
+    cpu::embedding_forward(out.data_ptr<scalar_t>(), r.w.data_ptr<scalar_t>(), r.idx.data_ptr<int64_t>(),
+                           r.idx.numel(), weight.sizes()[1]);
   });
-  return out;
 }
 
-Tensor embedding_meta_kernel(const Tensor& weight, const Tensor& indices) {
-  TensorMeta m = embedding_meta(weight, indices);
-  m.device = Device{kMeta};
-  Tensor out = empty_from(m);
-  if (cuda_temporaries::imitating()) cuda_temporaries::embedding(weight, indices);
-  return out;
-}
-
-Tensor embedding_dense_backward_cpu(const Tensor& grad_output, const Tensor& indices, int64_t num_weights) {
-  TensorMeta m = embedding_backward_meta(grad_output, indices, num_weights);
-  Tensor idx = contiguous_cpu(indices);
-  check_index_range("aten::embedding_dense_backward", idx, num_weights);
-  const ScalarType acc_dtype = m.dtype == kDouble ? kDouble : kFloat;
-  // BFloat16/Half: accumulate repeated rows in float, round once at the end.
-  Tensor acc = make_empty(m.sizes, acc_dtype, m.device);
-  Tensor dy = contiguous_cpu(grad_output);
-  const int64_t D = m.sizes[1];
-  REMAT_DISPATCH_FLOATING_TYPES(m.dtype, "aten::embedding_dense_backward", [&] {
+// BFloat16/Half: repeated rows accumulate in float, rounded once into the output at the end.
+void embedding_dense_backward_cpu(const char* op, const Tensor& grad_weight, const Tensor& grad_output,
+                                  const Tensor& indices, int64_t num_weights) {
+  const EmbeddingBackwardTemporaries r =
+      embedding_backward_temporaries<CPUCopies, kCPU>(grad_weight, grad_output, indices, num_weights);
+  check_index_range(op, r.idx, num_weights);
+  REMAT_DISPATCH_FLOATING_TYPES(grad_weight.dtype(), op, [&] {
     using A = cpu::acc_t<scalar_t>;
-    cpu::embedding_backward<scalar_t>(acc.data_ptr<A>(), dy.data_ptr<scalar_t>(), idx.data_ptr<int64_t>(), idx.numel(),
-                                      num_weights, D);
+    cpu::embedding_backward<scalar_t>(r.acc.data_ptr<A>(), r.dy.data_ptr<scalar_t>(), r.idx.data_ptr<int64_t>(),
+                                      r.idx.numel(), num_weights, grad_weight.sizes()[1]);
   });
-  return cast_cpu(acc, m.dtype);
+  if (!r.acc.is_same(grad_weight)) copy_into_cpu(grad_weight, r.acc);
 }
 
-Tensor embedding_dense_backward_meta(const Tensor& grad_output, const Tensor& indices, int64_t num_weights) {
-  TensorMeta m = embedding_backward_meta(grad_output, indices, num_weights);
-  m.device = Device{kMeta};
-  Tensor out = empty_from(m);
-  if (cuda_temporaries::imitating()) cuda_temporaries::embedding_backward(grad_output, indices, num_weights);
-  return out;
+// The Meta kernels' temporaries (structured::impl_meta): those of the backend the dry run counts
+// like, from the templates its kernel runs.
+void embedding_meta_temporaries(const Tensor& out, const Tensor& weight, const Tensor& indices) {
+  if (cuda_temporaries::imitating()) embedding_temporaries<MetaCopies, kCUDA>(out, weight, indices);
+  else embedding_temporaries<MetaCopies, kCPU>(out, weight, indices);
+}
+void embedding_backward_meta_temporaries(const Tensor& grad_weight, const Tensor& grad_output, const Tensor& indices,
+                                         int64_t num_weights) {
+  if (cuda_temporaries::imitating())
+    embedding_backward_temporaries<MetaCopies, kCUDA>(grad_weight, grad_output, indices, num_weights);
+  else embedding_backward_temporaries<MetaCopies, kCPU>(grad_weight, grad_output, indices, num_weights);
 }
 
 }  // namespace
 
+// The schemas, the CPU and the Meta kernels, from the Defs (ops/embedding_defs.h).
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  for_each_embedding_def([&](auto def) { structured::define<typename decltype(def)::type>(m, {}); });
+}
 REMAT_LIBRARY_IMPL(aten, CPU, m) {
-  m.impl("embedding", REMAT_FN(embedding_cpu));
-  m.impl("embedding_dense_backward", REMAT_FN(embedding_dense_backward_cpu));
+  using structured::CPUBackend;
+  using structured::impl;
+  impl<structured_embedding, CPUBackend, &embedding_cpu>(m);
+  impl<structured_embedding_dense_backward, CPUBackend, &embedding_dense_backward_cpu>(m);
 }
 REMAT_LIBRARY_IMPL(aten, Meta, m) {
-  m.impl("embedding", REMAT_FN(embedding_meta_kernel));
-  m.impl("embedding_dense_backward", REMAT_FN(embedding_dense_backward_meta));
+  structured::impl_meta<structured_embedding, &embedding_meta_temporaries>(m);
+  structured::impl_meta<structured_embedding_dense_backward, &embedding_backward_meta_temporaries>(m);
 }
 
 }  // namespace remat::ops

@@ -3,7 +3,10 @@
 #include "ops/functions.h"
 
 #include "engine/dispatch/dispatcher.h"
+#include "ops/dropout_defs.h"
+#include "ops/embedding_defs.h"
 #include "ops/linalg_defs.h"
+#include "ops/loss_defs.h"
 #include "ops/normalization_defs.h"
 #include "ops/pointwise_defs.h"
 #include "ops/reduction_defs.h"
@@ -22,8 +25,9 @@ TypedOperatorHandle<Sig> lookup(const char* name) {
 // REMAT_OP(Sig, "aten::x"): a function-local handle, looked up on first use.
 #define REMAT_OP(SIG, NAME) static const auto op = lookup<SIG>(NAME)
 
-// An op by its Def (ops/pointwise_defs.h, softmax_defs.h, linalg_defs.h,
-// reduction_defs.h, normalization_defs.h): one handle per Def, looked up on first use.
+// An op by its Def (ops/pointwise_defs.h, softmax_defs.h, linalg_defs.h, reduction_defs.h,
+// normalization_defs.h, dropout_defs.h, embedding_defs.h, loss_defs.h): one handle per Def,
+// looked up on first use.
 template <class Def, class... A>
 auto call_def(const A&... args) {
   static const auto op = lookup<typename Def::Sig>(Def::name);
@@ -128,22 +132,18 @@ Tensor dropout(T x, double p, bool train, Generator* g) {
   return op.call(x, p, train, g);
 }
 std::tuple<Tensor, Tensor> native_dropout(T x, double p, Generator* g) {
-  REMAT_OP(Tensor2(T, double, Generator*), "aten::native_dropout");
-  return op.call(x, p, g);
+  return call_def<ops::structured_native_dropout>(x, p, g);
 }
 Tensor native_dropout_backward(T g, T mask, double scale) {
-  REMAT_OP(Tensor(T, T, double), "aten::native_dropout_backward");
-  return op.call(g, mask, scale);
+  return call_def<ops::structured_native_dropout_backward>(g, mask, scale);
 }
-Tensor embedding(T w, T idx) { REMAT_OP(Binary, "aten::embedding"); return op.call(w, idx); }
+Tensor embedding(T w, T idx) { return call_def<ops::structured_embedding>(w, idx); }
 Tensor embedding_dense_backward(T g, T idx, int64_t n) {
-  REMAT_OP(Tensor(T, T, int64_t), "aten::embedding_dense_backward");
-  return op.call(g, idx, n);
+  return call_def<ops::structured_embedding_dense_backward>(g, idx, n);
 }
-Tensor cross_entropy(T logits, T targets) { REMAT_OP(Binary, "aten::cross_entropy"); return op.call(logits, targets); }
+Tensor cross_entropy(T logits, T targets) { return call_def<ops::structured_cross_entropy>(logits, targets); }
 Tensor cross_entropy_backward(T g, T logits, T targets) {
-  REMAT_OP(Tensor(T, T, T), "aten::cross_entropy_backward");
-  return op.call(g, logits, targets);
+  return call_def<ops::structured_cross_entropy_backward>(g, logits, targets);
 }
 Tensor scaled_dot_product_attention(T q, T k, T v, bool is_causal, double dropout_p, Generator* g) {
   REMAT_OP(Tensor(T, T, T, bool, double, Generator*), "aten::scaled_dot_product_attention");

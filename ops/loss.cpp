@@ -1,21 +1,25 @@
 // Mirrors ATen/native/Loss.cpp (cross_entropy -> log_softmax + nll_loss), fused into one forward
 // and one backward kernel (kernels/cpu/loss.h): class-index targets, mean reduction. The forward
-// saves nothing but its inputs; the backward recomputes the softmax from the logits.
+// saves nothing but its inputs; the backward recomputes the softmax from the logits. The ops are
+// structured (ops/loss_defs.h): their meta functions, CPU kernels and Meta kernels are here.
 #include "kernels/cpu/loss.h"
-
-#include <cmath>
 
 #include "engine/dispatch/library.h"
 #include "kernels/cpu/embedding.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
 #include "ops/cuda_temporaries.h"
+#include "ops/loss_defs.h"
 #include "ops/meta.h"
+#include "ops/meta_copies.h"
 #include "ops/op_utils.h"
+#include "ops/structured.h"
 
 namespace remat::ops {
 
-// Meta functions, shared by every backend (declared in ops/meta.h).
+namespace {
+
+namespace cpu = kernels::cpu;
 
 // logits [N, C] floating, targets Long [N]; returns the device.
 Device check_cross_entropy_args(const char* op, const Tensor& logits, const Tensor& targets) {
@@ -42,9 +46,23 @@ void check_grad_loss(const char* op, const Tensor& grad_output, const Tensor& lo
               grad_output.sizes());
 }
 
-namespace {
+}  // namespace
 
-namespace cpu = kernels::cpu;
+// The Defs' meta functions (ops/loss_defs.h), shared by every backend (declared in ops/meta.h).
+
+TensorMeta cross_entropy_meta(const char* op, const Tensor& logits, const Tensor& targets) {
+  const Device device = check_cross_entropy_args(op, logits, targets);
+  return {{}, logits.dtype(), device};
+}
+
+TensorMeta cross_entropy_backward_meta(const char* op, const Tensor& grad_output, const Tensor& logits,
+                                       const Tensor& targets) {
+  const Device device = check_cross_entropy_args(op, logits, targets);
+  check_grad_loss(op, grad_output, logits);
+  return {logits.sizes(), logits.dtype(), device};
+}
+
+namespace {
 
 void check_target_range(const char* op, const Tensor& targets, int64_t C) {
   const int64_t* t = targets.data_ptr<int64_t>();
@@ -53,64 +71,62 @@ void check_target_range(const char* op, const Tensor& targets, int64_t C) {
               "; classes are 0 to ", C - 1, ").");
 }
 
-Tensor cross_entropy_cpu(const Tensor& logits, const Tensor& targets) {
-  const char* op = "aten::cross_entropy";
-  Device device = check_cross_entropy_args(op, logits, targets);
+// The Defs' CPU kernels (TORCH_IMPL_FUNC): the output has the meta function's geometry.
+void cross_entropy_cpu(const char* op, const Tensor& loss, const Tensor& logits, const Tensor& targets) {
   const int64_t N = logits.sizes()[0], C = logits.sizes()[1];
-  Tensor t = contiguous_cpu(targets);
-  check_target_range(op, t, C);
-  Tensor x = contiguous_cpu(logits);
-  Tensor loss = make_empty({}, logits.dtype(), device);
+  const CrossEntropyTemporaries r = cross_entropy_temporaries<CPUCopies, kCPU>(loss, logits, targets);
+  check_target_range(op, r.t, C);
   REMAT_DISPATCH_FLOATING_TYPES(logits.dtype(), op, [&] {
-    double value = cpu::cross_entropy_forward<scalar_t>(x.data_ptr<scalar_t>(), t.data_ptr<int64_t>(), N, C);
+    double value = cpu::cross_entropy_forward<scalar_t>(r.x.data_ptr<scalar_t>(), r.t.data_ptr<int64_t>(), N, C);
     *loss.data_ptr<scalar_t>() = scalar_t(value);
   });
-  return loss;
 }
 
-Tensor cross_entropy_meta(const Tensor& logits, const Tensor& targets) {
-  check_cross_entropy_args("aten::cross_entropy", logits, targets);
-  if (cuda_temporaries::imitating()) return cuda_temporaries::cross_entropy(logits, targets);
-  return make_empty({}, logits.dtype(), Device{kMeta});
-}
-
-Tensor cross_entropy_backward_cpu(const Tensor& grad_output, const Tensor& logits, const Tensor& targets) {
-  const char* op = "aten::cross_entropy_backward";
-  Device device = check_cross_entropy_args(op, logits, targets);
-  check_grad_loss(op, grad_output, logits);
+// Runs on an empty gradient too (the Def's runs_on_empty): the targets are checked first.
+void cross_entropy_backward_cpu(const char* op, const Tensor& grad_logits, const Tensor& grad_output,
+                                const Tensor& logits, const Tensor& targets) {
   const int64_t N = logits.sizes()[0], C = logits.sizes()[1];
-  Tensor t = contiguous_cpu(targets);
-  check_target_range(op, t, C);
-  Tensor x = contiguous_cpu(logits);
-  // Read in place: a converted copy would be one more allocation than a Meta dry run makes.
+  const CrossEntropyBackwardTemporaries r =
+      cross_entropy_backward_temporaries<CPUCopies, kCPU>(grad_logits, grad_output, logits, targets);
+  check_target_range(op, r.t, C);
+  if (grad_logits.numel() == 0) return;
   double grad_loss = 0;
-  REMAT_DISPATCH_FLOATING_TYPES(grad_output.dtype(), op, [&] { grad_loss = static_cast<double>(*grad_output.data_ptr<scalar_t>()); });
-  Tensor grad_logits = make_empty(logits.sizes(), logits.dtype(), device);
-  if (grad_logits.numel() == 0) return grad_logits;
+  REMAT_DISPATCH_FLOATING_TYPES(grad_output.dtype(), op,
+                                [&] { grad_loss = static_cast<double>(*grad_output.data_ptr<scalar_t>()); });
   REMAT_DISPATCH_FLOATING_TYPES(logits.dtype(), op, [&] {
-    cpu::cross_entropy_backward<scalar_t>(grad_logits.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
-                                          t.data_ptr<int64_t>(), grad_loss, N, C);
+    cpu::cross_entropy_backward<scalar_t>(grad_logits.data_ptr<scalar_t>(), r.x.data_ptr<scalar_t>(),
+                                          r.t.data_ptr<int64_t>(), grad_loss, N, C);
   });
-  return grad_logits;
 }
 
-Tensor cross_entropy_backward_meta(const Tensor& grad_output, const Tensor& logits, const Tensor& targets) {
-  check_cross_entropy_args("aten::cross_entropy_backward", logits, targets);
-  check_grad_loss("aten::cross_entropy_backward", grad_output, logits);
-  Tensor grad_logits = make_empty(logits.sizes(), logits.dtype(), Device{kMeta});
-  if (cuda_temporaries::imitating()) cuda_temporaries::cross_entropy_backward(grad_output, logits, targets);
-  return grad_logits;
+// The Meta kernels' temporaries (structured::impl_meta): those of the backend the dry run counts
+// like, from the templates its kernel runs.
+void cross_entropy_meta_temporaries(const Tensor& loss, const Tensor& logits, const Tensor& targets) {
+  if (cuda_temporaries::imitating()) cross_entropy_temporaries<MetaCopies, kCUDA>(loss, logits, targets);
+  else cross_entropy_temporaries<MetaCopies, kCPU>(loss, logits, targets);
+}
+void cross_entropy_backward_meta_temporaries(const Tensor& grad_logits, const Tensor& grad_output,
+                                             const Tensor& logits, const Tensor& targets) {
+  if (cuda_temporaries::imitating())
+    cross_entropy_backward_temporaries<MetaCopies, kCUDA>(grad_logits, grad_output, logits, targets);
+  else cross_entropy_backward_temporaries<MetaCopies, kCPU>(grad_logits, grad_output, logits, targets);
 }
 
 }  // namespace
 
+// The schemas, the CPU and the Meta kernels, from the Defs (ops/loss_defs.h).
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  for_each_loss_def([&](auto def) { structured::define<typename decltype(def)::type>(m, {}); });
+}
 REMAT_LIBRARY_IMPL(aten, CPU, m) {
-  m.impl("cross_entropy", REMAT_FN(cross_entropy_cpu));
-  m.impl("cross_entropy_backward", REMAT_FN(cross_entropy_backward_cpu));
+  using structured::CPUBackend;
+  using structured::impl;
+  impl<structured_cross_entropy, CPUBackend, &cross_entropy_cpu>(m);
+  impl<structured_cross_entropy_backward, CPUBackend, &cross_entropy_backward_cpu>(m);
 }
 REMAT_LIBRARY_IMPL(aten, Meta, m) {
-  m.impl("cross_entropy", REMAT_FN(cross_entropy_meta));
-  m.impl("cross_entropy_backward", REMAT_FN(cross_entropy_backward_meta));
+  structured::impl_meta<structured_cross_entropy, &cross_entropy_meta_temporaries>(m);
+  structured::impl_meta<structured_cross_entropy_backward, &cross_entropy_backward_meta_temporaries>(m);
 }
 
 }  // namespace remat::ops

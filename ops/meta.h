@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/core/tensor.h"
@@ -137,17 +138,23 @@ NormGeometry rms_norm_backward_meta(const char* op, const Tensor& grad_out, cons
 void check_probability(const char* op, double p);
 // The scale of kept elements: 1 / (1 - p), 0 for p = 1.
 double keep_scale(double p);
-void native_dropout_meta(const Tensor& input, double p);
-void native_dropout_backward_meta(const Tensor& grad_output, const Tensor& mask);
+// The Defs' meta functions (ops/dropout_defs.h); op: the name errors give. native_dropout's
+// outputs are (output, mask).
+std::tuple<TensorMeta, TensorMeta> native_dropout_meta(const char* op, const Tensor& input, double p,
+                                                       Generator* generator);
+TensorMeta native_dropout_backward_meta(const char* op, const Tensor& grad_output, const Tensor& mask, double scale);
 
-// ---- ops/embedding.cpp ----
-TensorMeta embedding_meta(const Tensor& weight, const Tensor& indices);
-TensorMeta embedding_backward_meta(const Tensor& grad_output, const Tensor& indices, int64_t num_weights);
+// ---- ops/embedding.cpp: the Defs' meta functions (ops/embedding_defs.h) ----
+TensorMeta embedding_meta(const char* op, const Tensor& weight, const Tensor& indices);
+TensorMeta embedding_backward_meta(const char* op, const Tensor& grad_output, const Tensor& indices,
+                                   int64_t num_weights);
 
-// ---- ops/loss.cpp ----
-// logits [N, C] floating, targets Long [N]; returns the device.
-Device check_cross_entropy_args(const char* op, const Tensor& logits, const Tensor& targets);
-void check_grad_loss(const char* op, const Tensor& grad_output, const Tensor& logits);
+// ---- ops/loss.cpp: the Defs' meta functions (ops/loss_defs.h) ----
+// logits [N, C] floating, targets Long [N]: the loss is a scalar of the logits' dtype.
+TensorMeta cross_entropy_meta(const char* op, const Tensor& logits, const Tensor& targets);
+// and grad_output of one element: the logits' gradient.
+TensorMeta cross_entropy_backward_meta(const char* op, const Tensor& grad_output, const Tensor& logits,
+                                       const Tensor& targets);
 
 // ---- ops/flash_attention.cpp ----
 // The fused attention ops' shared checks (the CPU's flash op and CUDA's efficient op): q, k and v

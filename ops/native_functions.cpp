@@ -34,16 +34,12 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("sum_to_size(Tensor self, int[] size) -> Tensor");  // composite
 
   // ---- normalisation, activations with state, losses (softmax: ops/softmax_defs.h; native_layer_norm,
-  // _fused_rms_norm and their backward: ops/normalization_defs.h) ----
+  // _fused_rms_norm and their backward: ops/normalization_defs.h; native_dropout and its backward:
+  // ops/dropout_defs.h; embedding, embedding_dense_backward: ops/embedding_defs.h; cross_entropy and
+  // its backward: ops/loss_defs.h) ----
   m.def("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor");  // composite
   m.def("rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float eps=1e-06) -> Tensor");  // composite
   m.def("dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor");  // composite
-  m.def("native_dropout(Tensor input, float p, *, Generator? generator=None) -> (Tensor, Tensor)", {kSeeded});
-  m.def("native_dropout_backward(Tensor grad_output, Tensor mask, float scale) -> Tensor");
-  m.def("embedding(Tensor weight, Tensor indices) -> Tensor");
-  m.def("embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights) -> Tensor");
-  m.def("cross_entropy(Tensor self, Tensor target) -> Tensor");
-  m.def("cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target) -> Tensor");
   m.def("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, bool is_causal=False, float dropout_p=0., *, Generator? generator=None) -> Tensor");  // composite
   // the fused attention (ops/flash_attention.cpp) the composite picks under sdpa_kernel(FLASH_ATTENTION)
   m.def("_scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, Tensor value, float dropout_p=0., bool is_causal=False, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor output, Tensor logsumexp)");

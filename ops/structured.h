@@ -12,6 +12,8 @@
 //     static constexpr const char* inplace_name = "aten::relu_";
 //     static constexpr const char* inplace_schema = "(Tensor(a!) self) -> Tensor(a!)";
 //     static void inplace_meta(const char* op, const Tensor& self);
+//     // only when the kernel must run on an empty output too (it checks indices, or draws):
+//     static constexpr bool runs_on_empty = true;
 //   };
 // An op with an in-place variant alone (addcmul_) has no name, schema or meta; its Sig is still
 // the functional one's, self first.
@@ -22,10 +24,12 @@
 // A backend's temporaries (the GEMM's operand copies: ops/gemm_copies.h) are declared once, in a
 // function both its kernel and the Meta kernel read; impl_meta<Def, Temporaries> runs
 // Temporaries(out, args...) after the output, so that a dry run allocates what the backend it
-// counts like allocates, in the same order.
+// counts like allocates, in the same order. An op of several outputs (native_dropout) has a Sig
+// returning std::tuple<Tensor, ...> and a meta function returning one TensorMeta per output.
 #pragma once
 
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -53,6 +57,19 @@ struct HasInplace : std::false_type {};
 template <class Def>
 struct HasInplace<Def, std::void_t<decltype(Def::inplace_name)>> : std::true_type {};
 
+// Whether Def's kernel (and its Meta kernel's temporaries) run on empty outputs too: a Def with
+// `static constexpr bool runs_on_empty = true` (its kernel checks indices, or advances a
+// generator, whatever the outputs' size, and returns early itself). Otherwise nothing runs
+// unless some output has elements.
+template <class Def, class = void>
+struct RunsOnEmpty : std::false_type {};
+template <class Def>
+struct RunsOnEmpty<Def, std::void_t<decltype(Def::runs_on_empty)>> : std::bool_constant<Def::runs_on_empty> {};
+template <class Def, class... Outs>
+bool runs_kernel(const Outs&... outs) {
+  return RunsOnEmpty<Def>::value || ((outs.numel() > 0) || ...);
+}
+
 // How the CPU backend allocates an output and runs a kernel (CUDA's is in ops/cuda/cuda_utils.h:
 // the same, under a device guard).
 struct CPUBackend {
@@ -71,7 +88,7 @@ struct Variants<Tensor(Args...)> {
   static Tensor functional(Args... args) {
     const TensorMeta m = Def::meta(Def::name, args...);
     Tensor out = Backend::empty(m);
-    if (out.numel() > 0) Backend::run(out, [&] { Impl(Def::name, out, args...); });
+    if (runs_kernel<Def>(out)) Backend::run(out, [&] { Impl(Def::name, out, args...); });
     return out;
   }
   // self op= args...: the in-place checks, the same kernel with self as its output, a version bump.
@@ -89,7 +106,7 @@ struct Variants<Tensor(Args...)> {
     m.device = Device{kMeta};
     Tensor out = empty_from(m);
     if constexpr (!std::is_null_pointer_v<decltype(Temporaries)>) {
-      if (out.numel() > 0) Temporaries(out, args...);  // as the backend's kernel runs
+      if (runs_kernel<Def>(out)) Temporaries(out, args...);  // as the backend's kernel runs
     }
     return out;
   }
@@ -98,6 +115,47 @@ struct Variants<Tensor(Args...)> {
     Def::inplace_meta(Def::inplace_name, self, rest...);
     self.impl()->bump_version();
     return self;
+  }
+};
+
+// Ops of several outputs (native_dropout): Sig returns std::tuple<Tensor, ...>, the meta function
+// a std::tuple of as many TensorMeta, in the outputs' order, and the outputs are allocated in that
+// order. The kernel is impl(op, out0, out1, ..., args...); the Meta kernel's temporaries,
+// Temporaries(out0, out1, ..., args...). Functional variants only.
+template <class... Outs, class... Args>
+struct Variants<std::tuple<Outs...>(Args...)> {
+  template <class Def, class Backend, auto Impl>
+  static std::tuple<Outs...> functional(Args... args) {
+    std::tuple<Outs...> outs =
+        allocate(Def::meta(Def::name, args...), [](const TensorMeta& m) { return Backend::empty(m); });
+    std::apply(
+        [&](const auto&... o) {
+          if (runs_kernel<Def>(o...)) Backend::run(std::get<0>(outs), [&] { Impl(Def::name, o..., args...); });
+        },
+        outs);
+    return outs;
+  }
+  template <class Def, auto Temporaries>
+  static std::tuple<Outs...> meta_functional(Args... args) {
+    std::tuple<Outs...> outs = allocate(Def::meta(Def::name, args...), [](TensorMeta m) {
+      m.device = Device{kMeta};
+      return empty_from(m);
+    });
+    if constexpr (!std::is_null_pointer_v<decltype(Temporaries)>) {
+      std::apply(
+          [&](const auto&... o) {
+            if (runs_kernel<Def>(o...)) Temporaries(o..., args...);  // as the backend's kernel runs
+          },
+          outs);
+    }
+    return outs;
+  }
+
+ private:
+  // make(meta) of each meta, first to last (a braced list is evaluated in order).
+  template <class Metas, class Make>
+  static std::tuple<Outs...> allocate(const Metas& metas, const Make& make) {
+    return std::apply([&](const auto&... m) { return std::tuple<Outs...>{make(m)...}; }, metas);
   }
 };
 

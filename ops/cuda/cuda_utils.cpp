@@ -58,7 +58,9 @@ Tensor cuda_workspace(size_t nbytes, const Device& device) {
   return make_empty({cuda_temporaries::workspace_words(nbytes)}, kLong, device);
 }
 
-CUDAIndexError::CUDAIndexError(const Device& device) : device_(device), flag_(make_empty({cuda_temporaries::kIndexErrorWords}, kLong, device)) {
+CUDAIndexError::CUDAIndexError(const Device& device) : CUDAIndexError(cuda_temporaries::index_error_flag(device)) {}
+
+CUDAIndexError::CUDAIndexError(Tensor flag) : device_(flag.device()), flag_(std::move(flag)) {
   cuda::CUDAGuard guard(device_);
   static_assert(sizeof(kc::IndexError) == sizeof(int64_t), "IndexError is one 64-bit position");
   REMAT_CUDA_CHECK(cudaMemsetAsync(flag_.data_ptr(), 0x7F, sizeof(kc::IndexError), cuda_stream(device_)));

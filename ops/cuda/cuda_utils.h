@@ -66,6 +66,8 @@ struct CUDABackend {
 class CUDAIndexError {
  public:
   explicit CUDAIndexError(const Device& device);
+  // flag: the flag a kernel's temporaries made (cuda_temporaries::index_error_flag), reset here.
+  explicit CUDAIndexError(Tensor flag);
   kernels::cuda::IndexError* get() const;
   // indices: the (contiguous, Long) tensor the kernel checked.
   void throw_if_set(const Tensor& indices, const std::function<std::string(int64_t, int64_t)>& message) const;

@@ -1,0 +1,62 @@
+// Mirrors torchgen's generated NativeMetaFunctions.h for Dropout.cpp's kernels (native_dropout,
+// native_dropout_backward): their Defs (ops/structured.h: name, schema, C++ signature, meta
+// function), so that each exists once, and what their kernels allocate besides the outputs,
+// declared once as templates over a backend's copies: the CPU and CUDA kernels (ops/dropout.cpp,
+// ops/cuda/dropout.cpp) run them with CPUCopies and CUDACopies, the Meta kernels with MetaCopies
+// (ops/meta_copies.h) for the backend a dry run counts like. dropout is a composite
+// (ops/dropout.cpp).
+#pragma once
+
+#include <tuple>
+
+#include "ops/meta.h"
+#include "ops/structured.h"
+
+namespace remat::ops {
+
+// Two outputs, (output, mask), allocated in that order. Its kernel runs on empty outputs too (the
+// Def's runs_on_empty): each call reserves one generator offset, even when nothing is drawn.
+struct structured_native_dropout {
+  using Sig = std::tuple<Tensor, Tensor>(const Tensor&, double, Generator*);
+  static constexpr const char* name = "aten::native_dropout";
+  static constexpr const char* schema = "(Tensor input, float p, *, Generator? generator=None) -> (Tensor, Tensor)";
+  static constexpr auto meta = &native_dropout_meta;
+  static constexpr bool runs_on_empty = true;
+};
+struct structured_native_dropout_backward {
+  using Sig = Tensor(const Tensor&, const Tensor&, double);
+  static constexpr const char* name = "aten::native_dropout_backward";
+  static constexpr const char* schema = "(Tensor grad_output, Tensor mask, float scale) -> Tensor";
+  static constexpr auto meta = &native_dropout_backward_meta;
+};
+
+// f(structured::DefTag<Def>{}) for each of them (DefTag: ops/structured.h).
+template <class F>
+void for_each_dropout_def(const F& f) {
+  f(structured::DefTag<structured_native_dropout>{});
+  f(structured::DefTag<structured_native_dropout_backward>{});
+}
+
+// What native_dropout's kernel reads besides its outputs: the input contiguous (nothing for an
+// empty input), on every backend.
+template <class Copies>
+Tensor dropout_input(const Tensor& input) {
+  return input.numel() == 0 ? Tensor() : Copies::contiguous(input);
+}
+
+// The backward's (its output is not empty): on the CPU the upstream gradient and the mask
+// contiguous, in that order; CUDA reads both as they are (strided).
+struct DropoutBackwardTemporaries {
+  Tensor dy, mask;
+};
+template <class Copies, DeviceType kBackend>
+DropoutBackwardTemporaries dropout_backward_temporaries(const Tensor& grad_output, const Tensor& mask) {
+  DropoutBackwardTemporaries r;
+  if constexpr (kBackend == kCPU) {
+    r.dy = Copies::contiguous(grad_output);
+    r.mask = Copies::contiguous(mask);
+  }
+  return r;
+}
+
+}  // namespace remat::ops
