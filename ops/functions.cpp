@@ -3,6 +3,7 @@
 #include "ops/functions.h"
 
 #include "engine/dispatch/dispatcher.h"
+#include "ops/fused_optimizer_defs.h"
 #include "ops/linalg_defs.h"
 #include "ops/normalization_defs.h"
 #include "ops/pointwise_defs.h"
@@ -23,7 +24,7 @@ TypedOperatorHandle<Sig> lookup(const char* name) {
 #define REMAT_OP(SIG, NAME) static const auto op = lookup<SIG>(NAME)
 
 // An op by its Def (ops/pointwise_defs.h, softmax_defs.h, linalg_defs.h,
-// reduction_defs.h, normalization_defs.h): one handle per Def, looked up on first use.
+// reduction_defs.h, normalization_defs.h, fused_optimizer_defs.h): one handle per Def, looked up on first use.
 template <class Def, class... A>
 auto call_def(const A&... args) {
   static const auto op = lookup<typename Def::Sig>(Def::name);
@@ -251,15 +252,13 @@ Tensor& addcmul_(Tensor& self, T t1, T t2, double value) {
 }
 Tensor& _fused_adamw_(Tensor& self, Tensor& exp_avg, Tensor& exp_avg_sq, T grad, double lr, double beta1, double beta2,
                       double weight_decay, double eps, int64_t step, bool maximize) {
-  REMAT_OP(Tensor(T, T, T, T, double, double, double, double, double, int64_t, bool), "aten::_fused_adamw_");
-  op.call(self, exp_avg, exp_avg_sq, grad, lr, beta1, beta2, weight_decay, eps, step, maximize);
-  return self;
+  return call_inplace<ops::structured__fused_adamw_>(self, exp_avg, exp_avg_sq, grad, lr, beta1, beta2, weight_decay,
+                                                     eps, step, maximize);
 }
 Tensor& _fused_sgd_(Tensor& self, T grad, T momentum_buffer, double weight_decay, double momentum, double lr,
                     double dampening, bool nesterov, bool maximize, bool is_first_step) {
-  REMAT_OP(Tensor(T, T, T, double, double, double, double, bool, bool, bool), "aten::_fused_sgd_");
-  op.call(self, grad, momentum_buffer, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step);
-  return self;
+  return call_inplace<ops::structured__fused_sgd_>(self, grad, momentum_buffer, weight_decay, momentum, lr, dampening,
+                                                   nesterov, maximize, is_first_step);
 }
 Tensor& addcdiv_(Tensor& self, T t1, T t2, double value) {
   return call_inplace<ops::structured_addcdiv_>(self, t1, t2, value);

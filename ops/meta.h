@@ -66,15 +66,21 @@ inline std::optional<Shape> reduced_dims(int64_t dim) { return Shape{dim}; }
 inline const std::optional<Shape>& reduced_dims(const std::optional<Shape>& dims) { return dims; }
 
 // ---- ops/fused_adam.cpp ----
-// _fused_adamw_'s checks (every backend): the parameter Float, Double or BFloat16; moments and
-// gradient of its size and dtype, on its device; parameter and moments contiguous; step >= 1.
-void fused_adamw_meta(const Tensor& self, const Tensor& exp_avg, const Tensor& exp_avg_sq, const Tensor& grad);
-void fused_adamw_check_step(int64_t step);
+// _fused_adamw_'s meta function (ops/fused_optimizer_defs.h; op: the name errors give): the
+// parameter Float, Double or BFloat16; moments and gradient of its size and dtype, on its device;
+// parameter and moments contiguous; step >= 1; on CUDA (and on Meta counting like CUDA) neither a
+// BFloat16 parameter nor maximize.
+void fused_adamw_meta(const char* op, const Tensor& self, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                      const Tensor& grad, double lr, double beta1, double beta2, double weight_decay, double eps,
+                      int64_t step, bool maximize);
 
 // ---- ops/fused_sgd.cpp ----
-// _fused_sgd_'s checks (every backend): the parameter contiguous, Float, Double or BFloat16; grad
-// and momentum_buffer matching it; momentum_buffer defined exactly when momentum != 0.
-void fused_sgd_meta(const Tensor& self, const Tensor& grad, const Tensor& momentum_buffer, double momentum);
+// _fused_sgd_'s meta function (ops/fused_optimizer_defs.h): the parameter contiguous, Float,
+// Double or BFloat16; grad and momentum_buffer matching it; momentum_buffer defined exactly when
+// momentum != 0.
+void fused_sgd_meta(const char* op, const Tensor& self, const Tensor& grad, const Tensor& momentum_buffer,
+                    double weight_decay, double momentum, double lr, double dampening, bool nesterov, bool maximize,
+                    bool is_first_step);
 
 // ---- ops/linalg.cpp ----
 // How a strided 2-D operand [rows, cols] is passed to GEMM: row-major (trans=false, ld = stride

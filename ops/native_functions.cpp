@@ -18,13 +18,7 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)");
   m.def("uniform_(Tensor(a!) self, float from=0., float to=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
   m.def("normal_(Tensor(a!) self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
-  // AdamW's whole update of one parameter (ops/fused_adam.cpp; optim::AdamW with fused(true))
-  m.def("_fused_adamw_(Tensor(a!) self, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, Tensor grad, *, float lr, "
-        "float beta1, float beta2, float weight_decay, float eps, int step, bool maximize=False) -> Tensor(a!)");
-  // SGD's whole update of one parameter (ops/fused_sgd.cpp; optim::SGD with fused(true)); the
-  // momentum buffer is None when momentum is 0
-  m.def("_fused_sgd_(Tensor(a!) self, Tensor grad, Tensor(b!)? momentum_buffer, *, float weight_decay, "
-        "float momentum, float lr, float dampening, bool nesterov, bool maximize, bool is_first_step) -> Tensor(a!)");
+  // (the fused optimizers, _fused_adamw_ and _fused_sgd_: ops/fused_optimizer_defs.h)
 
   // ---- matrix products (mm, bmm, addmm: ops/linalg_defs.h) ----
   m.def("matmul(Tensor self, Tensor other) -> Tensor");                     // composite
