@@ -39,13 +39,8 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("cross_entropy(Tensor self, Tensor target) -> Tensor");
   m.def("cross_entropy_backward(Tensor grad_output, Tensor self, Tensor target) -> Tensor");
   m.def("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, bool is_causal=False, float dropout_p=0., *, Generator? generator=None) -> Tensor");  // composite
-  // the fused attention (ops/flash_attention.cpp) the composite picks under sdpa_kernel(FLASH_ATTENTION)
-  m.def("_scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, Tensor value, float dropout_p=0., bool is_causal=False, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor output, Tensor logsumexp)");
-  m.def("_scaled_dot_product_flash_attention_for_cpu_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor out, Tensor logsumexp, float dropout_p, bool is_causal, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)");
-  // the fused attention on CUDA (ops/efficient_attention.cpp, ops/cuda/attention.cpp); remat's backward has no
-  // bool[4] grad_input_mask (it computes the three input gradients; grad_attn_bias is undefined)
-  m.def("_scaled_dot_product_efficient_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_bias, bool compute_log_sumexp, float dropout_p=0., bool is_causal=False, *, float? scale=None) -> (Tensor output, Tensor log_sumexp, Tensor philox_seed, Tensor philox_offset)");
-  m.def("_scaled_dot_product_efficient_attention_backward(Tensor grad_out_, Tensor query, Tensor key, Tensor value, Tensor attn_bias, Tensor out, Tensor logsumexp, Tensor philox_seed, Tensor philox_offset, float dropout_p, bool is_causal=False, *, float? scale=None) -> (Tensor, Tensor, Tensor, Tensor)");
+  // (the fused attention the composite picks under sdpa_kernel(FLASH_ATTENTION), the CPU's flash op, CUDA's
+  // efficient op and their backward: ops/attention_defs.h)
 
   // ---- views (share storage and the version counter with self) ----
   m.def("view(Tensor(a) self, int[] size) -> Tensor(a)");

@@ -109,7 +109,7 @@ template <uint64_t kWritten, class... Rest>
 void bump_written(const Tensor& self, const Rest&... rest) {
   self.impl()->bump_version();
   [[maybe_unused]] int i = 0;
-  auto bump = [&](const auto& arg) {
+  [[maybe_unused]] auto bump = [&](const auto& arg) {
     ++i;
     if constexpr (std::is_same_v<std::decay_t<decltype(arg)>, Tensor>) {
       if (((kWritten >> i) & 1) != 0 && arg.defined()) arg.impl()->bump_version();
