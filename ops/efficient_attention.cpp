@@ -28,16 +28,15 @@
 
 #include "engine/dispatch/library.h"
 #include "kernels/cuda/workspace_sizes.h"
+#include "ops/attention_defs.h"
 #include "ops/meta.h"
+#include "ops/meta_copies.h"
 
 namespace remat::ops {
 namespace {
 
-constexpr const char* kForward = "aten::_scaled_dot_product_efficient_attention";
-constexpr const char* kBackward = "aten::_scaled_dot_product_efficient_attention_backward";
-
-EfficientAttentionGeometry check_inputs(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
-                                        const Tensor& attn_bias, double dropout_p, std::optional<double> scale) {
+AttentionGeometry check_inputs(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& attn_bias, double dropout_p, std::optional<double> scale) {
   check_attention_operands(op, q, k, v);  // CPU tensors never get here: the op has no CPU kernel
   check_attention_layout(op, q, k, v);
   REMAT_CHECK(q.dtype() == kFloat || q.dtype() == kDouble, op,
@@ -51,7 +50,7 @@ EfficientAttentionGeometry check_inputs(const char* op, const Tensor& q, const T
   REMAT_CHECK(dropout_p == 0.0, op, ": dropout_p = ", dropout_p,
               " is not supported by remat's fused CUDA attention (only 0); use the math backend "
               "(sdpa_kernel(SDPBackend::MATH)) for attention dropout");
-  EfficientAttentionGeometry g;
+  AttentionGeometry g;
   g.B = q.size(0);
   g.H = q.size(1);
   g.L = q.size(2);
@@ -59,84 +58,50 @@ EfficientAttentionGeometry check_inputs(const char* op, const Tensor& q, const T
   g.E = q.size(3);
   const int64_t align = kernels::cuda::kAttentionLseAlign;
   g.lse_len = (g.L + align - 1) / align * align;
+  g.lse_dtype = q.dtype();
   g.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(g.E));
   return g;
 }
 
-// [B, H, rows, E] laid out as [B, rows, H, E].
-Tensor empty_heads_interleaved(const EfficientAttentionGeometry& g, int64_t rows, ScalarType dtype, Device device) {
-  return make_empty_strided({g.B, g.H, rows, g.E}, {rows * g.H * g.E, g.E, g.H * g.E, 1}, dtype, device);
-}
+}  // namespace
 
-Tensor zero_long_scalar_cpu() {
+Tensor zero_philox_cpu() {
   Tensor t = make_empty({}, kLong, Device{kCPU});
   *t.data_ptr<int64_t>() = 0;
   return t;
 }
 
-std::tuple<Tensor, Tensor, Tensor, Tensor> efficient_attention_meta_kernel(const Tensor& query, const Tensor& key,
-                                                                           const Tensor& value, const Tensor& attn_bias,
-                                                                           bool compute_log_sumexp, double dropout_p,
-                                                                           bool is_causal, std::optional<double> scale) {
-  (void)is_causal;
-  EfficientAttentionForward f =
-      efficient_attention_forward_outputs(query, key, value, attn_bias, compute_log_sumexp, dropout_p, scale);
-  return {f.out, f.lse, f.philox_seed, f.philox_offset};
+AttentionGeometry efficient_attention_meta(const char* op, const Tensor& query, const Tensor& key, const Tensor& value,
+                                           const Tensor& attn_bias, bool, double dropout_p, bool,
+                                           std::optional<double> scale) {
+  return check_inputs(op, query, key, value, attn_bias, dropout_p, scale);
 }
 
-std::tuple<Tensor, Tensor, Tensor, Tensor> efficient_attention_backward_meta_kernel(
-    const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_bias,
-    const Tensor& out, const Tensor& logsumexp, const Tensor& philox_seed, const Tensor& philox_offset,
-    double dropout_p, bool is_causal, std::optional<double> scale) {
-  (void)philox_seed;
-  (void)philox_offset;
-  (void)is_causal;
-  EfficientAttentionBackward b =
-      efficient_attention_backward_outputs(grad_out, query, key, value, attn_bias, out, logsumexp, dropout_p, scale);
-  return {b.dq, b.dk, b.dv, Tensor()};
-}
-
-}  // namespace
-
-EfficientAttentionForward efficient_attention_forward_outputs(const Tensor& query, const Tensor& key,
-                                                              const Tensor& value, const Tensor& attn_bias,
-                                                              bool compute_log_sumexp, double dropout_p,
-                                                              std::optional<double> scale) {
-  EfficientAttentionForward f;
-  f.g = check_inputs(kForward, query, key, value, attn_bias, dropout_p, scale);
-  const Device device = query.device();
-  f.out = empty_heads_interleaved(f.g, f.g.L, query.dtype(), device);
-  f.lse = make_empty({f.g.B, f.g.H, compute_log_sumexp ? f.g.lse_len : 0}, query.dtype(), device);
-  f.philox_seed = zero_long_scalar_cpu();
-  f.philox_offset = zero_long_scalar_cpu();
-  return f;
-}
-
-EfficientAttentionBackward efficient_attention_backward_outputs(const Tensor& grad_out, const Tensor& query,
-                                                                const Tensor& key, const Tensor& value,
-                                                                const Tensor& attn_bias, const Tensor& out,
-                                                                const Tensor& logsumexp, double dropout_p,
-                                                                std::optional<double> scale) {
-  EfficientAttentionBackward b;
-  b.g = check_inputs(kBackward, query, key, value, attn_bias, dropout_p, scale);
-  check_attention_backward_operands(kBackward, grad_out, query, out, logsumexp);
-  const Shape lse_shape{b.g.B, b.g.H, b.g.lse_len};
+AttentionGeometry efficient_attention_backward_meta(const char* op, const Tensor& grad_out, const Tensor& query,
+                                                    const Tensor& key, const Tensor& value, const Tensor& attn_bias,
+                                                    const Tensor& out, const Tensor& logsumexp, const Tensor&,
+                                                    const Tensor&, double dropout_p, bool,
+                                                    std::optional<double> scale) {
+  AttentionGeometry g = check_inputs(op, query, key, value, attn_bias, dropout_p, scale);
+  check_attention_backward_operands(op, grad_out, query, out, logsumexp);
+  const Shape lse_shape{g.B, g.H, g.lse_len};
   // (numel() == 0: remat's is_contiguous() says false for some empty shapes, e.g. [1, 2, 0]; PyTorch's says true.)
   const bool contiguous = logsumexp.numel() == 0 || logsumexp.is_contiguous();
-  REMAT_CHECK(logsumexp.sizes() == lse_shape && logsumexp.dtype() == query.dtype() && contiguous,
-              kBackward, ": expected a contiguous logsumexp of shape ", lse_shape, " and dtype ",
-              toString(query.dtype()), " (the forward's, run with compute_log_sumexp=True), but got ",
-              logsumexp.sizes(), " ", toString(logsumexp.dtype()));
-  const Device device = query.device();
-  b.dq = empty_heads_interleaved(b.g, b.g.L, query.dtype(), device);
-  b.dk = empty_heads_interleaved(b.g, b.g.S, query.dtype(), device);
-  b.dv = empty_heads_interleaved(b.g, b.g.S, query.dtype(), device);
-  return b;
+  REMAT_CHECK(logsumexp.sizes() == lse_shape && logsumexp.dtype() == query.dtype() && contiguous, op,
+              ": expected a contiguous logsumexp of shape ", lse_shape, " and dtype ", toString(query.dtype()),
+              " (the forward's, run with compute_log_sumexp=True), but got ", logsumexp.sizes(), " ",
+              toString(logsumexp.dtype()));
+  return g;
 }
 
+// The schemas from the Defs (ops/attention_defs.h); the Meta kernels, which allocate what the CUDA
+// kernels allocate by the Defs' buffers (the op has no CPU kernel).
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  for_each_efficient_attention_def([&](auto def) { structured::define<typename decltype(def)::type>(m, {}); });
+}
 REMAT_LIBRARY_IMPL(aten, Meta, m) {
-  m.impl("_scaled_dot_product_efficient_attention", REMAT_FN(efficient_attention_meta_kernel));
-  m.impl("_scaled_dot_product_efficient_attention_backward", REMAT_FN(efficient_attention_backward_meta_kernel));
+  for_each_efficient_attention_def(
+      [&](auto def) { structured::impl_meta_buffered<typename decltype(def)::type, MetaCopies>(m); });
 }
 
 }  // namespace remat::ops

@@ -1,7 +1,8 @@
 // Mirrors ATen/native/transformers/attention.cpp (_scaled_dot_product_flash_attention_cpu and
 // its backward): the fused attention op, one dispatcher op whose backward recomputes the
-// attention weights from q, k and the row log-sum-exp instead of saving them. The loops are in
-// kernels/cpu/flash_attention.cpp.
+// attention weights from q, k and the row log-sum-exp instead of saving them: the meta functions
+// and the CPU kernels of the Defs in ops/attention_defs.h (which declare what the kernels
+// allocate, for the Meta kernels too). The loops are in kernels/cpu/flash_attention.cpp.
 //
 //   output, logsumexp = _scaled_dot_product_flash_attention_for_cpu(q, k, v, dropout_p, is_causal)
 //   q [B, H, L, E], k and v [B, H, S, E] -> output [B, H, L, E], logsumexp [B, H, L] (float32 for
@@ -18,9 +19,11 @@
 
 #include "engine/dispatch/library.h"
 #include "kernels/cpu/flash_attention.h"
+#include "ops/attention_defs.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
 #include "ops/meta.h"
+#include "ops/meta_copies.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
@@ -28,13 +31,8 @@ namespace {
 
 namespace cpu = kernels::cpu;
 
-constexpr const char* kForward = "aten::_scaled_dot_product_flash_attention_for_cpu";
-constexpr const char* kBackward = "aten::_scaled_dot_product_flash_attention_for_cpu_backward";
-
-struct FlashGeometry {
-  cpu::AttentionSizes n;
-  ScalarType stat_dtype;  // logsumexp's
-};
+using Flash = structured__scaled_dot_product_flash_attention_for_cpu;
+using FlashBackward = structured__scaled_dot_product_flash_attention_for_cpu_backward;
 
 ScalarType accumulate_dtype(ScalarType t) { return t == kDouble ? kDouble : kFloat; }
 
@@ -46,96 +44,76 @@ void check_supported(const char* op, double dropout_p, const Tensor& attn_mask) 
               ") is not supported by remat's fused attention; use is_causal, or the math backend");
 }
 
-// The meta function (shared by the CPU and Meta kernels): q [B, H, L, E], k and v [B, H, S, E].
-FlashGeometry flash_meta(const char* op, const Tensor& q, const Tensor& k, const Tensor& v) {
+// The checks of both directions: q [B, H, L, E], k and v [B, H, S, E] on the CPU (or Meta).
+AttentionGeometry flash_geometry(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p,
+                                 const Tensor& attn_mask, std::optional<double> scale) {
   check_attention_operands(op, q, k, v);
   REMAT_CHECK(q.device().is_cpu() || q.is_meta(), op, ": expected CPU (or Meta) tensors, but got ",
               q.device().str());
   check_floating(op, q, "query");
   check_attention_layout(op, q, k, v);
-  FlashGeometry g;
-  g.n = {q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
-  g.stat_dtype = accumulate_dtype(q.dtype());
+  check_supported(op, dropout_p, attn_mask);
+  AttentionGeometry g;
+  g.B = q.size(0);
+  g.H = q.size(1);
+  g.L = q.size(2);
+  g.S = k.size(2);
+  g.E = q.size(3);
+  g.lse_len = g.L;
+  g.lse_dtype = accumulate_dtype(q.dtype());
+  g.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(g.E));
   return g;
 }
 
-// [B, H, rows, E] laid out as [B, rows, H, E] (PyTorch's output and gradient layout).
-Tensor empty_heads_interleaved(const cpu::AttentionSizes& n, int64_t rows, ScalarType dtype, Device device) {
-  return make_empty_strided({n.B, n.H, rows, n.E}, {rows * n.H * n.E, n.E, n.H * n.E, 1}, dtype, device);
-}
-// [B, H, L] laid out as [B, L, H].
-Tensor empty_logsumexp(const FlashGeometry& g, Device device) {
-  const cpu::AttentionSizes& n = g.n;
-  return make_empty_strided({n.B, n.H, n.L}, {n.L * n.H, 1, n.H}, g.stat_dtype, device);
-}
-
-// The operand as the kernel reads it: itself when its head dim has stride 1, else a copy. Run on
-// the CPU and the Meta path alike, so that both allocate the same.
-Tensor unit_stride_head_dim(const Tensor& t) {
-  return t.size(-1) <= 1 || t.strides().back() == 1 ? t : contiguous_cpu(t);
-}
+cpu::AttentionSizes sizes_of(const AttentionGeometry& g) { return {g.B, g.H, g.L, g.S, g.E}; }
 cpu::HeadStrides head_strides(const Tensor& t) { return {t.strides()[0], t.strides()[1], t.strides()[2]}; }
 
-double softmax_scale(const FlashGeometry& g, std::optional<double> scale) {
-  return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(g.n.E));
-}
-
-void check_backward_args(const FlashGeometry& g, const Tensor& grad_out, const Tensor& q, const Tensor& out,
-                         const Tensor& lse) {
-  check_attention_backward_operands(kBackward, grad_out, q, out, lse);
-  const Shape lse_shape{g.n.B, g.n.H, g.n.L};
-  REMAT_CHECK(lse.sizes() == lse_shape && lse.dtype() == g.stat_dtype, kBackward, ": expected logsumexp of shape ",
-              lse_shape, " and dtype ", toString(g.stat_dtype), ", but got ", lse.sizes(), " ",
-              toString(lse.dtype()));
-}
-
-std::tuple<Tensor, Tensor> flash_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                                           double dropout_p, bool is_causal, const Tensor& attn_mask,
-                                           std::optional<double> scale) {
-  FlashGeometry g = flash_meta(kForward, query, key, value);
-  check_supported(kForward, dropout_p, attn_mask);
-  const Device device = query.device();
-  Tensor q = unit_stride_head_dim(query), k = unit_stride_head_dim(key), v = unit_stride_head_dim(value);
-  Tensor out = empty_heads_interleaved(g.n, g.n.L, query.dtype(), device);
-  Tensor lse = empty_logsumexp(g, device);
-  if (device.is_meta()) return {out, lse};
-  REMAT_DISPATCH_FLOATING_TYPES(query.dtype(), kForward, [&] {
+// The CPU kernels (TORCH_IMPL_FUNC): the loops over the buffers the Defs declare.
+void flash_attention_cpu(const char* op, const AttentionGeometry& g, const FlashForwardBuffers& b, const Tensor& query,
+                         const Tensor&, const Tensor&, double, bool is_causal, const Tensor&, std::optional<double>) {
+  REMAT_DISPATCH_FLOATING_TYPES(query.dtype(), op, [&] {
     using A = cpu::acc_t<scalar_t>;
-    cpu::flash_attention_forward<scalar_t>(out.data_ptr<scalar_t>(), head_strides(out), lse.data_ptr<A>(),
-                                           head_strides(lse), q.data_ptr<scalar_t>(), head_strides(q),
-                                           k.data_ptr<scalar_t>(), head_strides(k), v.data_ptr<scalar_t>(),
-                                           head_strides(v), g.n, is_causal, A(softmax_scale(g, scale)));
+    cpu::flash_attention_forward<scalar_t>(b.out.data_ptr<scalar_t>(), head_strides(b.out), b.lse.data_ptr<A>(),
+                                           head_strides(b.lse), b.q.data_ptr<scalar_t>(), head_strides(b.q),
+                                           b.k.data_ptr<scalar_t>(), head_strides(b.k), b.v.data_ptr<scalar_t>(),
+                                           head_strides(b.v), sizes_of(g), is_causal, A(g.scale));
   });
-  return {out, lse};
 }
 
-std::tuple<Tensor, Tensor, Tensor> flash_attention_backward(const Tensor& grad_out, const Tensor& query,
-                                                            const Tensor& key, const Tensor& value, const Tensor& out,
-                                                            const Tensor& logsumexp, double dropout_p, bool is_causal,
-                                                            const Tensor& attn_mask, std::optional<double> scale) {
-  FlashGeometry g = flash_meta(kBackward, query, key, value);
-  check_supported(kBackward, dropout_p, attn_mask);
-  check_backward_args(g, grad_out, query, out, logsumexp);
-  const Device device = query.device();
-  Tensor dout = unit_stride_head_dim(grad_out), o = unit_stride_head_dim(out);
-  Tensor q = unit_stride_head_dim(query), k = unit_stride_head_dim(key), v = unit_stride_head_dim(value);
-  Tensor dq = empty_heads_interleaved(g.n, g.n.L, query.dtype(), device);
-  Tensor dk = empty_heads_interleaved(g.n, g.n.S, query.dtype(), device);
-  Tensor dv = empty_heads_interleaved(g.n, g.n.S, query.dtype(), device);
-  if (device.is_meta()) return {dq, dk, dv};
-  REMAT_DISPATCH_FLOATING_TYPES(query.dtype(), kBackward, [&] {
+void flash_attention_backward_cpu(const char* op, const AttentionGeometry& g, const FlashBackwardBuffers& b,
+                                  const Tensor&, const Tensor& query, const Tensor&, const Tensor&, const Tensor&,
+                                  const Tensor& logsumexp, double, bool is_causal, const Tensor&,
+                                  std::optional<double>) {
+  REMAT_DISPATCH_FLOATING_TYPES(query.dtype(), op, [&] {
     using A = cpu::acc_t<scalar_t>;
     cpu::flash_attention_backward<scalar_t>(
-        dq.data_ptr<scalar_t>(), head_strides(dq), dk.data_ptr<scalar_t>(), head_strides(dk),
-        dv.data_ptr<scalar_t>(), head_strides(dv), dout.data_ptr<scalar_t>(), head_strides(dout),
-        q.data_ptr<scalar_t>(), head_strides(q), k.data_ptr<scalar_t>(), head_strides(k), v.data_ptr<scalar_t>(),
-        head_strides(v), o.data_ptr<scalar_t>(), head_strides(o), logsumexp.data_ptr<A>(), head_strides(logsumexp),
-        g.n, is_causal, A(softmax_scale(g, scale)));
+        b.dq.data_ptr<scalar_t>(), head_strides(b.dq), b.dk.data_ptr<scalar_t>(), head_strides(b.dk),
+        b.dv.data_ptr<scalar_t>(), head_strides(b.dv), b.dout.data_ptr<scalar_t>(), head_strides(b.dout),
+        b.q.data_ptr<scalar_t>(), head_strides(b.q), b.k.data_ptr<scalar_t>(), head_strides(b.k),
+        b.v.data_ptr<scalar_t>(), head_strides(b.v), b.o.data_ptr<scalar_t>(), head_strides(b.o),
+        logsumexp.data_ptr<A>(), head_strides(logsumexp), sizes_of(g), is_causal, A(g.scale));
   });
-  return {dq, dk, dv};
 }
 
 }  // namespace
+
+AttentionGeometry flash_attention_meta(const char* op, const Tensor& query, const Tensor& key, const Tensor& value,
+                                       double dropout_p, bool, const Tensor& attn_mask, std::optional<double> scale) {
+  return flash_geometry(op, query, key, value, dropout_p, attn_mask, scale);
+}
+
+AttentionGeometry flash_attention_backward_meta(const char* op, const Tensor& grad_out, const Tensor& query,
+                                                const Tensor& key, const Tensor& value, const Tensor& out,
+                                                const Tensor& logsumexp, double dropout_p, bool,
+                                                const Tensor& attn_mask, std::optional<double> scale) {
+  AttentionGeometry g = flash_geometry(op, query, key, value, dropout_p, attn_mask, scale);
+  check_attention_backward_operands(op, grad_out, query, out, logsumexp);
+  const Shape lse_shape{g.B, g.H, g.L};
+  REMAT_CHECK(logsumexp.sizes() == lse_shape && logsumexp.dtype() == g.lse_dtype, op,
+              ": expected logsumexp of shape ", lse_shape, " and dtype ", toString(g.lse_dtype), ", but got ",
+              logsumexp.sizes(), " ", toString(logsumexp.dtype()));
+  return g;
+}
 
 void check_attention_operands(const char* op, const Tensor& q, const Tensor& k, const Tensor& v) {
   check_defined(op, q, "query");
@@ -173,15 +151,21 @@ void check_attention_backward_operands(const char* op, const Tensor& grad_out, c
               toString(grad_out.dtype()), " and ", toString(out.dtype()));
 }
 
-// One function serves both backends: on Meta it allocates what the CPU kernel allocates (the
-// same outputs, the same copies of a non-unit-stride input) and runs no loop.
+// The schemas from the Defs (ops/attention_defs.h); the CPU kernels and the Meta kernels, which
+// allocate what the CPU kernels allocate (the outputs, the copies of a non-unit-stride input) by
+// the Defs' buffers.
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  for_each_flash_attention_def([&](auto def) { structured::define<typename decltype(def)::type>(m, {}); });
+}
 REMAT_LIBRARY_IMPL(aten, CPU, m) {
-  m.impl("_scaled_dot_product_flash_attention_for_cpu", REMAT_FN(flash_attention));
-  m.impl("_scaled_dot_product_flash_attention_for_cpu_backward", REMAT_FN(flash_attention_backward));
+  using structured::CPUBackend;
+  using structured::impl_buffered;
+  impl_buffered<Flash, CPUBackend, CPUCopies, &flash_attention_cpu>(m);
+  impl_buffered<FlashBackward, CPUBackend, CPUCopies, &flash_attention_backward_cpu>(m);
 }
 REMAT_LIBRARY_IMPL(aten, Meta, m) {
-  m.impl("_scaled_dot_product_flash_attention_for_cpu", REMAT_FN(flash_attention));
-  m.impl("_scaled_dot_product_flash_attention_for_cpu_backward", REMAT_FN(flash_attention_backward));
+  for_each_flash_attention_def(
+      [&](auto def) { structured::impl_meta_buffered<typename decltype(def)::type, MetaCopies>(m); });
 }
 
 }  // namespace remat::ops

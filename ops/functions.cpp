@@ -3,8 +3,10 @@
 #include "ops/functions.h"
 
 #include "engine/dispatch/dispatcher.h"
+#include "ops/attention_defs.h"
 #include "ops/dropout_defs.h"
 #include "ops/embedding_defs.h"
+#include "ops/fused_optimizer_defs.h"
 #include "ops/linalg_defs.h"
 #include "ops/loss_defs.h"
 #include "ops/normalization_defs.h"
@@ -26,8 +28,8 @@ TypedOperatorHandle<Sig> lookup(const char* name) {
 #define REMAT_OP(SIG, NAME) static const auto op = lookup<SIG>(NAME)
 
 // An op by its Def (ops/pointwise_defs.h, softmax_defs.h, linalg_defs.h, reduction_defs.h,
-// normalization_defs.h, dropout_defs.h, embedding_defs.h, loss_defs.h): one handle per Def,
-// looked up on first use.
+// normalization_defs.h, dropout_defs.h, embedding_defs.h, loss_defs.h, fused_optimizer_defs.h,
+// attention_defs.h): one handle per Def, looked up on first use.
 template <class Def, class... A>
 auto call_def(const A&... args) {
   static const auto op = lookup<typename Def::Sig>(Def::name);
@@ -151,29 +153,26 @@ Tensor scaled_dot_product_attention(T q, T k, T v, bool is_causal, double dropou
 }
 std::tuple<Tensor, Tensor> _scaled_dot_product_flash_attention_for_cpu(T q, T k, T v, double dropout_p, bool is_causal,
                                                                        T attn_mask, std::optional<double> scale) {
-  REMAT_OP(Tensor2(T, T, T, double, bool, T, std::optional<double>), "aten::_scaled_dot_product_flash_attention_for_cpu");
-  return op.call(q, k, v, dropout_p, is_causal, attn_mask, scale);
+  return call_def<ops::structured__scaled_dot_product_flash_attention_for_cpu>(q, k, v, dropout_p, is_causal,
+                                                                               attn_mask, scale);
 }
 std::tuple<Tensor, Tensor, Tensor> _scaled_dot_product_flash_attention_for_cpu_backward(
     T g, T q, T k, T v, T out, T lse, double dropout_p, bool is_causal, T attn_mask, std::optional<double> scale) {
-  REMAT_OP(Tensor3(T, T, T, T, T, T, double, bool, T, std::optional<double>),
-           "aten::_scaled_dot_product_flash_attention_for_cpu_backward");
-  return op.call(g, q, k, v, out, lse, dropout_p, is_causal, attn_mask, scale);
+  return call_def<ops::structured__scaled_dot_product_flash_attention_for_cpu_backward>(
+      g, q, k, v, out, lse, dropout_p, is_causal, attn_mask, scale);
 }
 std::tuple<Tensor, Tensor, Tensor, Tensor> _scaled_dot_product_efficient_attention(T q, T k, T v, T attn_bias,
                                                                                    bool compute_log_sumexp,
                                                                                    double dropout_p, bool is_causal,
                                                                                    std::optional<double> scale) {
-  REMAT_OP(Tensor4(T, T, T, T, bool, double, bool, std::optional<double>),
-           "aten::_scaled_dot_product_efficient_attention");
-  return op.call(q, k, v, attn_bias, compute_log_sumexp, dropout_p, is_causal, scale);
+  return call_def<ops::structured__scaled_dot_product_efficient_attention>(q, k, v, attn_bias, compute_log_sumexp,
+                                                                           dropout_p, is_causal, scale);
 }
 std::tuple<Tensor, Tensor, Tensor, Tensor> _scaled_dot_product_efficient_attention_backward(
     T g, T q, T k, T v, T attn_bias, T out, T lse, T seed, T offset, double dropout_p, bool is_causal,
     std::optional<double> scale) {
-  REMAT_OP(Tensor4(T, T, T, T, T, T, T, T, T, double, bool, std::optional<double>),
-           "aten::_scaled_dot_product_efficient_attention_backward");
-  return op.call(g, q, k, v, attn_bias, out, lse, seed, offset, dropout_p, is_causal, scale);
+  return call_def<ops::structured__scaled_dot_product_efficient_attention_backward>(
+      g, q, k, v, attn_bias, out, lse, seed, offset, dropout_p, is_causal, scale);
 }
 
 Tensor view(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::view"); return op.call(a, s); }
@@ -251,15 +250,13 @@ Tensor& addcmul_(Tensor& self, T t1, T t2, double value) {
 }
 Tensor& _fused_adamw_(Tensor& self, Tensor& exp_avg, Tensor& exp_avg_sq, T grad, double lr, double beta1, double beta2,
                       double weight_decay, double eps, int64_t step, bool maximize) {
-  REMAT_OP(Tensor(T, T, T, T, double, double, double, double, double, int64_t, bool), "aten::_fused_adamw_");
-  op.call(self, exp_avg, exp_avg_sq, grad, lr, beta1, beta2, weight_decay, eps, step, maximize);
-  return self;
+  return call_inplace<ops::structured__fused_adamw_>(self, exp_avg, exp_avg_sq, grad, lr, beta1, beta2, weight_decay,
+                                                     eps, step, maximize);
 }
 Tensor& _fused_sgd_(Tensor& self, T grad, T momentum_buffer, double weight_decay, double momentum, double lr,
                     double dampening, bool nesterov, bool maximize, bool is_first_step) {
-  REMAT_OP(Tensor(T, T, T, double, double, double, double, bool, bool, bool), "aten::_fused_sgd_");
-  op.call(self, grad, momentum_buffer, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step);
-  return self;
+  return call_inplace<ops::structured__fused_sgd_>(self, grad, momentum_buffer, weight_decay, momentum, lr, dampening,
+                                                   nesterov, maximize, is_first_step);
 }
 Tensor& addcdiv_(Tensor& self, T t1, T t2, double value) {
   return call_inplace<ops::structured_addcdiv_>(self, t1, t2, value);

@@ -1,16 +1,21 @@
 // Mirrors aten/src/ATen/native/FusedAdam.cpp (_fused_adamw_kernel_cpu_): AdamW's update of one
-// parameter as one op (kernels/cpu/fused_adam.h), for optim::AdamW with fused(true). One
-// tensor per call, not PyTorch's tensor lists: the loop over parameters stays in nn/optim.
+// parameter as one op (kernels/cpu/fused_adam.h), for optim::AdamW with fused(true): the meta
+// function every backend runs, the CPU kernel and the Meta kernel, registered from the Def
+// (ops/fused_optimizer_defs.h). Each kernel reads the gradient by fused_optimizer_grad, so a dry
+// run counts its copy of a strided gradient as the backend makes it.
 #include "engine/dispatch/library.h"
 #include "kernels/cpu/fused_adam.h"
 #include "ops/cpu_utils.h"
+#include "ops/cuda_temporaries.h"
+#include "ops/fused_optimizer_defs.h"
 #include "ops/meta.h"
+#include "ops/meta_copies.h"
 #include "ops/op_utils.h"
 
 namespace remat::ops {
 
-void fused_adamw_meta(const Tensor& self, const Tensor& exp_avg, const Tensor& exp_avg_sq, const Tensor& grad) {
-  const char* op = "aten::_fused_adamw_";
+void fused_adamw_meta(const char* op, const Tensor& self, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                      const Tensor& grad, double, double, double, double, double, int64_t step, bool maximize) {
   check_defined(op, self, "self");
   check_floating(op, self, "self");
   REMAT_CHECK(self.dtype() == kFloat || self.dtype() == kDouble || self.dtype() == kBFloat16, op,
@@ -26,28 +31,25 @@ void fused_adamw_meta(const Tensor& self, const Tensor& exp_avg, const Tensor& e
   for (const Tensor* t : {&self, &exp_avg, &exp_avg_sq})
     REMAT_CHECK(t->is_contiguous(), op, ": expected the parameter and its moments to be contiguous (",
                 t == &self ? "self" : t == &exp_avg ? "exp_avg" : "exp_avg_sq", " has strides ", t->strides(), ")");
-}
-
-void fused_adamw_check_step(int64_t step) {
-  REMAT_CHECK(step >= 1, "aten::_fused_adamw_: step must be at least 1 (got ", step, ")");
+  REMAT_CHECK(step >= 1, op, ": step must be at least 1 (got ", step, ")");
+  if (self.is_cuda() || (self.is_meta() && cuda_temporaries::imitating())) {
+    // The CUDA kernel keeps 16-bit parameters' moments in float; the op's are the parameter's dtype.
+    REMAT_CHECK(self.dtype() != kBFloat16, op, ": a BFloat16 parameter is not supported on CUDA (its moments "
+                "would be BFloat16; use fused(false), or a Float parameter)");
+    REMAT_CHECK(!maximize, op, ": maximize=True is not supported on CUDA (use fused(false))");
+  }
 }
 
 namespace {
 
 namespace cpu = kernels::cpu;
+using AdamW = structured__fused_adamw_;
 
-cpu::AdamWStep step_of(double lr, double beta1, double beta2, double weight_decay, double eps, int64_t step,
-                       bool maximize) {
-  fused_adamw_check_step(step);
-  return {lr, beta1, beta2, weight_decay, eps, step, maximize};
-}
-
-Tensor fused_adamw_cpu(const Tensor& self, const Tensor& exp_avg, const Tensor& exp_avg_sq, const Tensor& grad,
-                       double lr, double beta1, double beta2, double weight_decay, double eps, int64_t step,
-                       bool maximize) {
-  fused_adamw_meta(self, exp_avg, exp_avg_sq, grad);
-  const cpu::AdamWStep s = step_of(lr, beta1, beta2, weight_decay, eps, step, maximize);
-  const Tensor g = contiguous_cpu(grad);  // read only: an expanded or strided gradient is fine
+void fused_adamw_cpu(const char*, const Tensor&, const Tensor& self, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                     const Tensor& grad, double lr, double beta1, double beta2, double weight_decay, double eps,
+                     int64_t step, bool maximize) {
+  const cpu::AdamWStep s{lr, beta1, beta2, weight_decay, eps, step, maximize};
+  const Tensor g = fused_optimizer_grad<CPUCopies>(grad);
   const int64_t n = self.numel();
   switch (self.dtype()) {
     case kFloat:
@@ -62,24 +64,21 @@ Tensor fused_adamw_cpu(const Tensor& self, const Tensor& exp_avg, const Tensor& 
       cpu::fused_adamw(self.data_ptr<BFloat16>(), g.data_ptr<BFloat16>(), exp_avg.data_ptr<BFloat16>(),
                        exp_avg_sq.data_ptr<BFloat16>(), n, s);
   }
-  for (const Tensor* t : {&self, &exp_avg, &exp_avg_sq}) t->impl()->bump_version();
-  return self;
 }
 
-Tensor fused_adamw_meta_kernel(const Tensor& self, const Tensor& exp_avg, const Tensor& exp_avg_sq, const Tensor& grad,
-                               double lr, double beta1, double beta2, double weight_decay, double eps, int64_t step,
-                               bool maximize) {
-  fused_adamw_meta(self, exp_avg, exp_avg_sq, grad);
-  step_of(lr, beta1, beta2, weight_decay, eps, step, maximize);
-  // The CPU kernel's contiguous copy of a strided gradient, so that a dry run counts it too.
-  const Tensor g = grad.is_contiguous() ? grad : make_empty(grad.sizes(), grad.dtype(), Device{kMeta});
-  for (const Tensor* t : {&self, &exp_avg, &exp_avg_sq}) t->impl()->bump_version();
-  return self;
+// The Meta kernel's temporaries (structured::impl_meta): the backends' copy of the gradient.
+void fused_adamw_meta_copies(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor& grad, double,
+                             double, double, double, double, int64_t, bool) {
+  fused_optimizer_grad<MetaCopies>(grad);
 }
 
 }  // namespace
 
-REMAT_LIBRARY_IMPL(aten, CPU, m) { m.impl("_fused_adamw_", REMAT_FN(fused_adamw_cpu)); }
-REMAT_LIBRARY_IMPL(aten, Meta, m) { m.impl("_fused_adamw_", REMAT_FN(fused_adamw_meta_kernel)); }
+// The schemas of both fused optimizers from their Defs; _fused_adamw_'s CPU and Meta kernels.
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  for_each_fused_optimizer_def([&](auto def) { structured::define<typename decltype(def)::type>(m, {}); });
+}
+REMAT_LIBRARY_IMPL(aten, CPU, m) { structured::impl<AdamW, structured::CPUBackend, &fused_adamw_cpu>(m); }
+REMAT_LIBRARY_IMPL(aten, Meta, m) { structured::impl_meta<AdamW, &fused_adamw_meta_copies>(m); }
 
 }  // namespace remat::ops

@@ -67,15 +67,21 @@ inline std::optional<Shape> reduced_dims(int64_t dim) { return Shape{dim}; }
 inline const std::optional<Shape>& reduced_dims(const std::optional<Shape>& dims) { return dims; }
 
 // ---- ops/fused_adam.cpp ----
-// _fused_adamw_'s checks (every backend): the parameter Float, Double or BFloat16; moments and
-// gradient of its size and dtype, on its device; parameter and moments contiguous; step >= 1.
-void fused_adamw_meta(const Tensor& self, const Tensor& exp_avg, const Tensor& exp_avg_sq, const Tensor& grad);
-void fused_adamw_check_step(int64_t step);
+// _fused_adamw_'s meta function (ops/fused_optimizer_defs.h; op: the name errors give): the
+// parameter Float, Double or BFloat16; moments and gradient of its size and dtype, on its device;
+// parameter and moments contiguous; step >= 1; on CUDA (and on Meta counting like CUDA) neither a
+// BFloat16 parameter nor maximize.
+void fused_adamw_meta(const char* op, const Tensor& self, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                      const Tensor& grad, double lr, double beta1, double beta2, double weight_decay, double eps,
+                      int64_t step, bool maximize);
 
 // ---- ops/fused_sgd.cpp ----
-// _fused_sgd_'s checks (every backend): the parameter contiguous, Float, Double or BFloat16; grad
-// and momentum_buffer matching it; momentum_buffer defined exactly when momentum != 0.
-void fused_sgd_meta(const Tensor& self, const Tensor& grad, const Tensor& momentum_buffer, double momentum);
+// _fused_sgd_'s meta function (ops/fused_optimizer_defs.h): the parameter contiguous, Float,
+// Double or BFloat16; grad and momentum_buffer matching it; momentum_buffer defined exactly when
+// momentum != 0.
+void fused_sgd_meta(const char* op, const Tensor& self, const Tensor& grad, const Tensor& momentum_buffer,
+                    double weight_decay, double momentum, double lr, double dampening, bool nesterov, bool maximize,
+                    bool is_first_step);
 
 // ---- ops/linalg.cpp ----
 // How a strided 2-D operand [rows, cols] is passed to GEMM: row-major (trans=false, ld = stride
@@ -164,32 +170,32 @@ void check_attention_layout(const char* op, const Tensor& q, const Tensor& k, co
 // A backward's grad_out and out: query's shape and dtype; they and logsumexp defined, on query's device.
 void check_attention_backward_operands(const char* op, const Tensor& grad_out, const Tensor& q, const Tensor& out,
                                        const Tensor& lse);
+// What the fused attention ops' meta functions find (ops/attention_defs.h).
+struct AttentionGeometry {
+  int64_t B = 0, H = 0, L = 0, S = 0, E = 0;
+  int64_t lse_len = 0;           // logsumexp's rows: L (flash), L rounded up to kAttentionLseAlign (efficient)
+  ScalarType lse_dtype = kFloat;  // logsumexp's dtype
+  double scale = 1.0;            // the softmax scale (1 / sqrt(E) when unset)
+};
+// The Defs' meta functions (op: the name errors give); the flash op's on CPU (or Meta) tensors.
+AttentionGeometry flash_attention_meta(const char* op, const Tensor& query, const Tensor& key, const Tensor& value,
+                                       double dropout_p, bool is_causal, const Tensor& attn_mask,
+                                       std::optional<double> scale);
+AttentionGeometry flash_attention_backward_meta(const char* op, const Tensor& grad_out, const Tensor& query,
+                                                const Tensor& key, const Tensor& value, const Tensor& out,
+                                                const Tensor& logsumexp, double dropout_p, bool is_causal,
+                                                const Tensor& attn_mask, std::optional<double> scale);
 
 // ---- ops/efficient_attention.cpp ----
-// The fused CUDA attention's checks and outputs, allocated on query's device in the order the CUDA
-// kernels (ops/cuda/attention.cpp) and the Meta kernels use: output, log_sumexp, philox_seed,
-// philox_offset; grad_query, grad_key, grad_value.
-struct EfficientAttentionGeometry {
-  int64_t B = 0, H = 0, L = 0, S = 0, E = 0;
-  int64_t lse_len = 0;  // L rounded up to kAttentionLseAlign
-  double scale = 1.0;   // the softmax scale (1 / sqrt(E) when unset)
-};
-struct EfficientAttentionForward {
-  EfficientAttentionGeometry g;
-  Tensor out, lse, philox_seed, philox_offset;
-};
-EfficientAttentionForward efficient_attention_forward_outputs(const Tensor& query, const Tensor& key,
-                                                              const Tensor& value, const Tensor& attn_bias,
-                                                              bool compute_log_sumexp, double dropout_p,
-                                                              std::optional<double> scale);
-struct EfficientAttentionBackward {
-  EfficientAttentionGeometry g;
-  Tensor dq, dk, dv;
-};
-EfficientAttentionBackward efficient_attention_backward_outputs(const Tensor& grad_out, const Tensor& query,
-                                                                const Tensor& key, const Tensor& value,
-                                                                const Tensor& attn_bias, const Tensor& out,
-                                                                const Tensor& logsumexp, double dropout_p,
-                                                                std::optional<double> scale);
+AttentionGeometry efficient_attention_meta(const char* op, const Tensor& query, const Tensor& key, const Tensor& value,
+                                           const Tensor& attn_bias, bool compute_log_sumexp, double dropout_p,
+                                           bool is_causal, std::optional<double> scale);
+AttentionGeometry efficient_attention_backward_meta(const char* op, const Tensor& grad_out, const Tensor& query,
+                                                    const Tensor& key, const Tensor& value, const Tensor& attn_bias,
+                                                    const Tensor& out, const Tensor& logsumexp,
+                                                    const Tensor& philox_seed, const Tensor& philox_offset,
+                                                    double dropout_p, bool is_causal, std::optional<double> scale);
+// A 0-d Long CPU tensor holding 0 (the efficient op's philox_seed and philox_offset, no dropout).
+Tensor zero_philox_cpu();
 
 }  // namespace remat::ops

@@ -18,13 +18,7 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)");
   m.def("uniform_(Tensor(a!) self, float from=0., float to=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
   m.def("normal_(Tensor(a!) self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
-  // AdamW's whole update of one parameter (ops/fused_adam.cpp; optim::AdamW with fused(true))
-  m.def("_fused_adamw_(Tensor(a!) self, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, Tensor grad, *, float lr, "
-        "float beta1, float beta2, float weight_decay, float eps, int step, bool maximize=False) -> Tensor(a!)");
-  // SGD's whole update of one parameter (ops/fused_sgd.cpp; optim::SGD with fused(true)); the
-  // momentum buffer is None when momentum is 0
-  m.def("_fused_sgd_(Tensor(a!) self, Tensor grad, Tensor(b!)? momentum_buffer, *, float weight_decay, "
-        "float momentum, float lr, float dampening, bool nesterov, bool maximize, bool is_first_step) -> Tensor(a!)");
+  // (the fused optimizers, _fused_adamw_ and _fused_sgd_: ops/fused_optimizer_defs.h)
 
   // ---- matrix products (mm, bmm, addmm: ops/linalg_defs.h) ----
   m.def("matmul(Tensor self, Tensor other) -> Tensor");                     // composite
@@ -41,13 +35,8 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("rms_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, float eps=1e-06) -> Tensor");  // composite
   m.def("dropout(Tensor input, float p, bool train, *, Generator? generator=None) -> Tensor");  // composite
   m.def("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, bool is_causal=False, float dropout_p=0., *, Generator? generator=None) -> Tensor");  // composite
-  // the fused attention (ops/flash_attention.cpp) the composite picks under sdpa_kernel(FLASH_ATTENTION)
-  m.def("_scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, Tensor value, float dropout_p=0., bool is_causal=False, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor output, Tensor logsumexp)");
-  m.def("_scaled_dot_product_flash_attention_for_cpu_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor out, Tensor logsumexp, float dropout_p, bool is_causal, *, Tensor? attn_mask=None, float? scale=None) -> (Tensor grad_query, Tensor grad_key, Tensor grad_value)");
-  // the fused attention on CUDA (ops/efficient_attention.cpp, ops/cuda/attention.cpp); remat's backward has no
-  // bool[4] grad_input_mask (it computes the three input gradients; grad_attn_bias is undefined)
-  m.def("_scaled_dot_product_efficient_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_bias, bool compute_log_sumexp, float dropout_p=0., bool is_causal=False, *, float? scale=None) -> (Tensor output, Tensor log_sumexp, Tensor philox_seed, Tensor philox_offset)");
-  m.def("_scaled_dot_product_efficient_attention_backward(Tensor grad_out_, Tensor query, Tensor key, Tensor value, Tensor attn_bias, Tensor out, Tensor logsumexp, Tensor philox_seed, Tensor philox_offset, float dropout_p, bool is_causal=False, *, float? scale=None) -> (Tensor, Tensor, Tensor, Tensor)");
+  // (the fused attention the composite picks under sdpa_kernel(FLASH_ATTENTION), the CPU's flash op, CUDA's
+  // efficient op and their backward: ops/attention_defs.h)
 
   // ---- views (share storage and the version counter with self) ----
   m.def("view(Tensor(a) self, int[] size) -> Tensor(a)");

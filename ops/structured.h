@@ -24,10 +24,26 @@
 // A backend's temporaries (the GEMM's operand copies: ops/gemm_copies.h) are declared once, in a
 // function both its kernel and the Meta kernel read; impl_meta<Def, Temporaries> runs
 // Temporaries(out, args...) after the output, so that a dry run allocates what the backend it
-// counts like allocates, in the same order. An op of several outputs (native_dropout) has a Sig
-// returning std::tuple<Tensor, ...> and a meta function returning one TensorMeta per output.
+// counts like allocates, in the same order (an in-place variant: Temporaries(self, self, rest...)).
+// An op of several outputs (native_dropout) has a Sig returning std::tuple<Tensor, ...> and a
+// meta function returning one TensorMeta per output.
+// An in-place variant bumps the version of every tensor its schema writes (Tensor(a!) self,
+// Tensor(b!) exp_avg, ...: written_arguments), so that an op updating several tensors (the fused
+// optimizers) needs no hand-written wrapper.
+//
+// A multi-output op (a tuple of tensors: the fused attention) whose kernels allocate their
+// outputs with their temporaries is a Def whose meta function returns the op's geometry and which
+// declares what its kernels allocate once, as a template over a backend's copies:
+//     static constexpr auto meta = &flash_attention_meta;              // (op, args...) -> G
+//     template <class Copies> static B buffers(const G&, args...);    // outputs and temporaries
+//     static std::tuple<Tensor, ...> outputs(const B&);
+// A backend gives one kernel, impl(op, g, buffers, args...), that fills the outputs;
+// impl_buffered registers meta, buffers<Copies> and the kernel under a device guard of the first
+// tensor argument (torchgen's device_guard), and impl_meta_buffered the same with MetaCopies and no
+// kernel: a dry run allocates what the backend allocates by construction.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -78,6 +94,47 @@ struct CPUBackend {
   static void run(const Tensor&, const F& kernel) { kernel(); }
 };
 
+// Bit i set when the schema's argument i is written (an alias annotation with '!': "Tensor(a!)
+// self", "Tensor(b!)? momentum_buffer"); the keyword-only marker '*' is not an argument.
+constexpr uint64_t written_arguments(const char* schema) {
+  uint64_t written = 0;
+  int depth = 0, arg = 0;
+  bool star = false, other = false;  // the argument so far: a '*', something else
+  for (const char* p = schema; *p != '\0'; ++p) {
+    const char c = *p;
+    if (c == '(') {
+      ++depth;
+    } else if (c == ')') {
+      if (--depth == 0) break;  // the return type follows
+    } else if (depth == 1 && c == ',') {
+      if (other || !star) ++arg;
+      star = other = false;
+    } else if (c == '!') {
+      written |= uint64_t{1} << arg;
+    } else if (depth == 1 && c == '*' && !other) {
+      star = true;
+    } else if (c != ' ') {
+      other = true;
+    }
+  }
+  return written;
+}
+
+// The version bump of an in-place variant: self, then each other tensor the schema writes that is
+// defined (an optional one may be None).
+template <uint64_t kWritten, class... Rest>
+void bump_written(const Tensor& self, const Rest&... rest) {
+  self.impl()->bump_version();
+  [[maybe_unused]] int i = 0;
+  [[maybe_unused]] auto bump = [&](const auto& arg) {
+    ++i;
+    if constexpr (std::is_same_v<std::decay_t<decltype(arg)>, Tensor>) {
+      if (((kWritten >> i) & 1) != 0 && arg.defined()) arg.impl()->bump_version();
+    }
+  };
+  (bump(rest), ...);
+}
+
 template <class Sig>
 struct Variants;
 
@@ -96,7 +153,7 @@ struct Variants<Tensor(Args...)> {
   static Tensor inplace(const Tensor& self, Args... rest) {
     Def::inplace_meta(Def::inplace_name, self, rest...);
     if (self.numel() > 0) Backend::run(self, [&] { Impl(Def::inplace_name, self, self, rest...); });
-    self.impl()->bump_version();
+    bump_written<written_arguments(Def::inplace_schema)>(self, rest...);
     return self;
   }
   // The Meta kernels: the meta function alone (an output on Meta, or self with its version bumped).
@@ -110,10 +167,13 @@ struct Variants<Tensor(Args...)> {
     }
     return out;
   }
-  template <class Def>
+  template <class Def, auto Temporaries>
   static Tensor meta_inplace(const Tensor& self, Args... rest) {
     Def::inplace_meta(Def::inplace_name, self, rest...);
-    self.impl()->bump_version();
+    if constexpr (!std::is_null_pointer_v<decltype(Temporaries)>) {
+      if (self.numel() > 0) Temporaries(self, self, rest...);  // as the backend's kernel runs
+    }
+    bump_written<written_arguments(Def::inplace_schema)>(self, rest...);
     return self;
   }
 };
@@ -187,7 +247,7 @@ void impl(Library& m) {
 }
 
 // Temporaries: void(const Tensor& out, args...), the Meta allocations of the imitated backend's
-// temporaries (functional variants only), or nullptr for none.
+// temporaries (an in-place variant's out is self), or nullptr for none.
 template <class Def, auto Temporaries = nullptr>
 void impl_meta(Library& m) {
   if constexpr (HasFunctional<Def>::value)
@@ -195,8 +255,51 @@ void impl_meta(Library& m) {
                           &Variants<typename Def::Sig>::template meta_functional<Def, Temporaries>>());
   if constexpr (HasInplace<Def>::value) {
     using V = typename InplaceVariants<typename Def::Sig>::V;
-    m.impl(Def::inplace_name, KernelFunction::makeFromUnboxedFunction<&V::template meta_inplace<Def>>());
+    m.impl(Def::inplace_name,
+           KernelFunction::makeFromUnboxedFunction<&V::template meta_inplace<Def, Temporaries>>());
   }
+}
+
+// ---- multi-output ops whose kernels allocate by Def::buffers (see the top of this file) ----
+
+// The first tensor among args (the one a backend's device guard is made of).
+template <class A, class... Rest>
+const Tensor& first_tensor(const A& a, const Rest&... rest) {
+  if constexpr (std::is_same_v<A, Tensor>) {
+    return a;
+  } else {
+    return first_tensor(rest...);
+  }
+}
+
+template <class Sig>
+struct BufferedVariants;
+template <class R, class... Args>
+struct BufferedVariants<R(Args...)> {
+  // the meta function, then what the kernel allocates, then the kernel (none: the Meta kernel)
+  template <class Def, class Backend, class Copies, auto Impl>
+  static R functional(Args... args) {
+    const auto g = Def::meta(Def::name, args...);
+    R outputs;
+    Backend::run(first_tensor(args...), [&] {
+      const auto buffers = Def::template buffers<Copies>(g, args...);
+      if constexpr (!std::is_null_pointer_v<decltype(Impl)>) Impl(Def::name, g, buffers, args...);
+      outputs = Def::outputs(buffers);
+    });
+    return outputs;
+  }
+};
+
+// m.impl of the op for one backend: its kernel, allocating by Def::buffers<Copies>.
+template <class Def, class Backend, class Copies, auto Impl>
+void impl_buffered(Library& m) {
+  m.impl(Def::name, KernelFunction::makeFromUnboxedFunction<
+                        &BufferedVariants<typename Def::Sig>::template functional<Def, Backend, Copies, Impl>>());
+}
+// Its Meta kernel: the same with Copies = MetaCopies (ops/meta_copies.h) and no kernel.
+template <class Def, class Copies>
+void impl_meta_buffered(Library& m) {
+  impl_buffered<Def, CPUBackend, Copies, nullptr>(m);
 }
 
 }  // namespace remat::ops::structured

@@ -9,19 +9,28 @@
 #include <string>
 #include <vector>
 
+#include "ops/structured.h"
 #include "remat.h"
 
 namespace remat::testing {
 
 // The op of Def is registered as the Def says, with a kernel for each of `keys`.
+// (An in-place-only Def, the fused optimizers': its in-place op.)
 template <class Def>
 void check_def_registered(std::initializer_list<DispatchKey> keys) {
-  INFO(Def::name);
-  OperatorHandle op = find_op(Def::name);
-  CHECK(op.schema().str() == std::string(Def::name) + Def::schema);
-  for (DispatchKey k : keys) {
-    INFO(toString(k));
-    CHECK(op.entry()->hasKernelForKey(k));
+  auto check = [&](const char* name, const char* schema) {
+    INFO(name);
+    OperatorHandle op = find_op(name);
+    CHECK(op.schema().str() == std::string(name) + schema);
+    for (DispatchKey k : keys) {
+      INFO(toString(k));
+      CHECK(op.entry()->hasKernelForKey(k));
+    }
+  };
+  if constexpr (ops::structured::HasFunctional<Def>::value) {
+    check(Def::name, Def::schema);
+  } else {
+    check(Def::inplace_name, Def::inplace_schema);
   }
 }
 
