@@ -3,6 +3,7 @@
 #include "ops/functions.h"
 
 #include "engine/dispatch/dispatcher.h"
+#include "ops/copy_defs.h"
 #include "ops/linalg_defs.h"
 #include "ops/normalization_defs.h"
 #include "ops/pointwise_defs.h"
@@ -42,7 +43,6 @@ using Tensor2 = std::tuple<Tensor, Tensor>;
 using Tensor3 = std::tuple<Tensor, Tensor, Tensor>;
 using Tensor4 = std::tuple<Tensor, Tensor, Tensor, Tensor>;
 using Binary = Tensor(T, T);
-using WithScalar = Tensor(T, double);
 
 // The elementwise ops of ops/pointwise.def: each call's name and C++ signature are its row's Def.
 #define REMAT_UNARY(NAME, ...) \
@@ -60,15 +60,11 @@ Tensor where(T c, T a, T b) { return call_def<ops::structured_where>(c, a, b); }
 Tensor masked_fill(T a, T mask, double v) { return call_def<ops::structured_masked_fill>(a, mask, v); }
 Tensor maximum(T a, T b) { return call_def<ops::structured_maximum>(a, b); }
 Tensor minimum(T a, T b) { return call_def<ops::structured_minimum>(a, b); }
-Tensor triu(T a, int64_t k) { REMAT_OP(Tensor(T, int64_t), "aten::triu"); return op.call(a, k); }
+Tensor triu(T a, int64_t k) { return call_def<ops::structured_triu>(a, k); }
 
 #define REMAT_UNARY_FN(NAME) \
   Tensor NAME(T a) { REMAT_OP(Unary, "aten::" #NAME); return op.call(a); }
-REMAT_UNARY_FN(clone)
-REMAT_UNARY_FN(contiguous)
 REMAT_UNARY_FN(detach)
-REMAT_UNARY_FN(zeros_like)
-REMAT_UNARY_FN(ones_like)
 #undef REMAT_UNARY_FN
 
 Tensor gelu(T a, const std::string& approximate) { return call_def<ops::structured_gelu>(a, approximate); }
@@ -188,8 +184,7 @@ Tensor slice(T a, int64_t dim, int64_t start, int64_t end, int64_t step) {
   return op.call(a, dim, start, end, step);
 }
 Tensor slice_backward(T g, const Shape& sizes, int64_t dim, int64_t start, int64_t end, int64_t step) {
-  REMAT_OP(Tensor(T, const Shape&, int64_t, int64_t, int64_t, int64_t), "aten::slice_backward");
-  return op.call(g, sizes, dim, start, end, step);
+  return call_def<ops::structured_slice_backward>(g, sizes, dim, start, end, step);
 }
 std::vector<Tensor> unbind(T a, int64_t dim) {
   REMAT_OP(std::vector<Tensor>(T, int64_t), "aten::unbind.int");
@@ -216,15 +211,17 @@ Tensors split_with_sizes(T a, const Shape& sizes, int64_t dim) {
 Tensors split(T a, int64_t size, int64_t dim) { REMAT_OP(Tensors(T, int64_t, int64_t), "aten::split"); return op.call(a, size, dim); }
 Tensors chunk(T a, int64_t chunks, int64_t dim) { REMAT_OP(Tensors(T, int64_t, int64_t), "aten::chunk"); return op.call(a, chunks, dim); }
 
+Tensor clone(T a) { return call_def<ops::structured_clone>(a); }
+Tensor contiguous(T a) { return call_def<ops::structured_contiguous>(a); }
+Tensor zeros_like(T a) { return call_def<ops::structured_zeros_like>(a); }
+Tensor ones_like(T a) { return call_def<ops::structured_ones_like>(a); }
 Tensor _to_copy(T a, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  REMAT_OP(Tensor(T, std::optional<ScalarType>, std::optional<Device>), "aten::_to_copy");
-  return op.call(a, dtype, device);
+  return call_def<ops::structured__to_copy>(a, dtype, device);
 }
 Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
-  REMAT_OP(Tensor(const std::vector<Tensor>&, int64_t), "aten::cat");
   // With no tensor there is no backend to dispatch to: say what is wrong instead.
-  REMAT_CHECK(!ts.empty(), "aten::cat: expected a non-empty list of Tensors");
-  return op.call(ts, dim);
+  REMAT_CHECK(!ts.empty(), ops::structured_cat::name, ": expected a non-empty list of Tensors");
+  return call_def<ops::structured_cat>(ts, dim);
 }
 
 // In-place: the op returns its self argument; the functional API hands back the caller's handle.
@@ -233,9 +230,9 @@ Tensor& add_(Tensor& self, double other) { return call_inplace<ops::structured_a
 Tensor& mul_(Tensor& self, T other) { return call_inplace<ops::structured_mul>(self, other); }
 Tensor& mul_(Tensor& self, double other) { return call_inplace<ops::structured_mul_Scalar>(self, other); }
 Tensor& relu_(Tensor& self) { return call_inplace<ops::structured_relu>(self); }
-Tensor& zero_(Tensor& self) { REMAT_OP(Unary, "aten::zero_"); op.call(self); return self; }
-Tensor& fill_(Tensor& self, double v) { REMAT_OP(WithScalar, "aten::fill_"); op.call(self, v); return self; }
-Tensor& copy_(Tensor& self, T src) { REMAT_OP(Binary, "aten::copy_"); op.call(self, src); return self; }
+Tensor& zero_(Tensor& self) { return call_inplace<ops::structured_zero_>(self); }
+Tensor& fill_(Tensor& self, double v) { return call_inplace<ops::structured_fill_>(self, v); }
+Tensor& copy_(Tensor& self, T src) { return call_inplace<ops::structured_copy_>(self, src); }
 Tensor& uniform_(Tensor& self, double from, double to, Generator* g) {
   REMAT_OP(Tensor(T, double, double, Generator*), "aten::uniform_");
   op.call(self, from, to, g);

@@ -12,10 +12,7 @@ constexpr Tag kSeeded = Tag::nondeterministic_seeded;
 REMAT_LIBRARY_FRAGMENT(aten, m) {
   // ---- pointwise: the elementwise ops, maximum and addcmul_ too, are defined in ops/pointwise.def ----
 
-  // ---- in-place ----
-  m.def("zero_(Tensor(a!) self) -> Tensor(a!)");
-  m.def("fill_(Tensor(a!) self, float value) -> Tensor(a!)");
-  m.def("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)");
+  // ---- in-place (zero_, fill_, copy_: ops/copy_defs.h) ----
   m.def("uniform_(Tensor(a!) self, float from=0., float to=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
   m.def("normal_(Tensor(a!) self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
   // AdamW's whole update of one parameter (ops/fused_adam.cpp; optim::AdamW with fused(true))
@@ -72,15 +69,8 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("split(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]");     // composite: split_with_sizes
   m.def("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]");         // composite: split
 
-  // ---- copies, conversions, constructors from a tensor ----
-  m.def("clone(Tensor self) -> Tensor");
-  m.def("contiguous(Tensor(a) self) -> Tensor(a)");  // composite: self, or a clone
-  m.def("_to_copy(Tensor self, ScalarType? dtype=None, Device? device=None) -> Tensor");
-  m.def("cat(Tensor[] tensors, int dim=0) -> Tensor");
-  m.def("triu(Tensor self, int diagonal=0) -> Tensor");
-  m.def("zeros_like(Tensor self) -> Tensor");
-  m.def("ones_like(Tensor self) -> Tensor");
-  m.def("slice_backward(Tensor grad_output, int[] input_sizes, int dim, int start, int end, int step) -> Tensor");
+  // ---- copies, conversions, constructors from a tensor (zero_, fill_, copy_, clone, contiguous, _to_copy,
+  // cat, triu, zeros_like, ones_like, slice_backward: ops/copy_defs.h) ----
 }
 
 }  // namespace remat
