@@ -9,6 +9,7 @@
 #include "ops/pointwise_defs.h"
 #include "ops/reduction_defs.h"
 #include "ops/softmax_defs.h"
+#include "ops/view_defs.h"
 
 namespace remat {
 
@@ -38,7 +39,6 @@ Tensor& call_inplace(Tensor& self, const A&... rest) {
   return self;
 }
 
-using Unary = Tensor(T);
 using Tensor2 = std::tuple<Tensor, Tensor>;
 using Tensor3 = std::tuple<Tensor, Tensor, Tensor>;
 using Tensor4 = std::tuple<Tensor, Tensor, Tensor, Tensor>;
@@ -62,10 +62,7 @@ Tensor maximum(T a, T b) { return call_def<ops::structured_maximum>(a, b); }
 Tensor minimum(T a, T b) { return call_def<ops::structured_minimum>(a, b); }
 Tensor triu(T a, int64_t k) { return call_def<ops::structured_triu>(a, k); }
 
-#define REMAT_UNARY_FN(NAME) \
-  Tensor NAME(T a) { REMAT_OP(Unary, "aten::" #NAME); return op.call(a); }
-REMAT_UNARY_FN(detach)
-#undef REMAT_UNARY_FN
+Tensor detach(T a) { return call_def<ops::structured_detach>(a); }
 
 Tensor gelu(T a, const std::string& approximate) { return call_def<ops::structured_gelu>(a, approximate); }
 Tensor threshold_backward(T g, T self, double threshold) {
@@ -172,44 +169,34 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> _scaled_dot_product_efficient_attenti
   return op.call(g, q, k, v, attn_bias, out, lse, seed, offset, dropout_p, is_causal, scale);
 }
 
-Tensor view(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::view"); return op.call(a, s); }
-Tensor reshape(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::reshape"); return op.call(a, s); }
-Tensor transpose(T a, int64_t d0, int64_t d1) {
-  REMAT_OP(Tensor(T, int64_t, int64_t), "aten::transpose");
-  return op.call(a, d0, d1);
-}
-Tensor permute(T a, const Shape& dims) { REMAT_OP(Tensor(T, const Shape&), "aten::permute"); return op.call(a, dims); }
+Tensor view(T a, const Shape& s) { return call_def<ops::structured_view>(a, s); }
+Tensor reshape(T a, const Shape& s) { return call_def<ops::structured_reshape>(a, s); }
+Tensor transpose(T a, int64_t d0, int64_t d1) { return call_def<ops::structured_transpose>(a, d0, d1); }
+Tensor permute(T a, const Shape& dims) { return call_def<ops::structured_permute>(a, dims); }
 Tensor slice(T a, int64_t dim, int64_t start, int64_t end, int64_t step) {
-  REMAT_OP(Tensor(T, int64_t, int64_t, int64_t, int64_t), "aten::slice");
-  return op.call(a, dim, start, end, step);
+  return call_def<ops::structured_slice>(a, dim, start, end, step);
 }
 Tensor slice_backward(T g, const Shape& sizes, int64_t dim, int64_t start, int64_t end, int64_t step) {
   return call_def<ops::structured_slice_backward>(g, sizes, dim, start, end, step);
 }
-std::vector<Tensor> unbind(T a, int64_t dim) {
-  REMAT_OP(std::vector<Tensor>(T, int64_t), "aten::unbind.int");
-  return op.call(a, dim);
-}
-Tensor unsqueeze(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::unsqueeze"); return op.call(a, dim); }
-Tensor squeeze(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::squeeze"); return op.call(a, dim); }
-Tensor expand(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::expand"); return op.call(a, s); }
+std::vector<Tensor> unbind(T a, int64_t dim) { return call_def<ops::structured_unbind_int>(a, dim); }
+Tensor unsqueeze(T a, int64_t dim) { return call_def<ops::structured_unsqueeze>(a, dim); }
+Tensor squeeze(T a, int64_t dim) { return call_def<ops::structured_squeeze>(a, dim); }
+Tensor expand(T a, const Shape& s) { return call_def<ops::structured_expand>(a, s); }
 Tensor as_strided(T a, const Shape& size, const Shape& stride, std::optional<int64_t> offset) {
-  REMAT_OP(Tensor(T, const Shape&, const Shape&, std::optional<int64_t>), "aten::as_strided");
-  return op.call(a, size, stride, offset);
+  return call_def<ops::structured_as_strided>(a, size, stride, offset);
 }
-Tensor select(T a, int64_t dim, int64_t index) { REMAT_OP(Tensor(T, int64_t, int64_t), "aten::select"); return op.call(a, dim, index); }
+Tensor select(T a, int64_t dim, int64_t index) { return call_def<ops::structured_select>(a, dim, index); }
 Tensor narrow(T a, int64_t dim, int64_t start, int64_t length) {
-  REMAT_OP(Tensor(T, int64_t, int64_t, int64_t), "aten::narrow");
-  return op.call(a, dim, start, length);
+  return call_def<ops::structured_narrow>(a, dim, start, length);
 }
-Tensor view_as(T a, T other) { REMAT_OP(Binary, "aten::view_as"); return op.call(a, other); }
+Tensor view_as(T a, T other) { return call_def<ops::structured_view_as>(a, other); }
 using Tensors = std::vector<Tensor>;
 Tensors split_with_sizes(T a, const Shape& sizes, int64_t dim) {
-  REMAT_OP(Tensors(T, const Shape&, int64_t), "aten::split_with_sizes");
-  return op.call(a, sizes, dim);
+  return call_def<ops::structured_split_with_sizes>(a, sizes, dim);
 }
-Tensors split(T a, int64_t size, int64_t dim) { REMAT_OP(Tensors(T, int64_t, int64_t), "aten::split"); return op.call(a, size, dim); }
-Tensors chunk(T a, int64_t chunks, int64_t dim) { REMAT_OP(Tensors(T, int64_t, int64_t), "aten::chunk"); return op.call(a, chunks, dim); }
+Tensors split(T a, int64_t size, int64_t dim) { return call_def<ops::structured_split>(a, size, dim); }
+Tensors chunk(T a, int64_t chunks, int64_t dim) { return call_def<ops::structured_chunk>(a, chunks, dim); }
 
 Tensor clone(T a) { return call_def<ops::structured_clone>(a); }
 Tensor contiguous(T a) { return call_def<ops::structured_contiguous>(a); }

@@ -50,24 +50,7 @@ REMAT_LIBRARY_FRAGMENT(aten, m) {
   m.def("_scaled_dot_product_efficient_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_bias, bool compute_log_sumexp, float dropout_p=0., bool is_causal=False, *, float? scale=None) -> (Tensor output, Tensor log_sumexp, Tensor philox_seed, Tensor philox_offset)");
   m.def("_scaled_dot_product_efficient_attention_backward(Tensor grad_out_, Tensor query, Tensor key, Tensor value, Tensor attn_bias, Tensor out, Tensor logsumexp, Tensor philox_seed, Tensor philox_offset, float dropout_p, bool is_causal=False, *, float? scale=None) -> (Tensor, Tensor, Tensor, Tensor)");
 
-  // ---- views (share storage and the version counter with self) ----
-  m.def("view(Tensor(a) self, int[] size) -> Tensor(a)");
-  m.def("reshape(Tensor(a) self, int[] shape) -> Tensor(a)");  // composite: view, else a copy
-  m.def("transpose(Tensor(a) self, int dim0, int dim1) -> Tensor(a)");
-  m.def("permute(Tensor(a) self, int[] dims) -> Tensor(a)");
-  m.def("slice(Tensor(a) self, int dim=0, int start=0, int end=9223372036854775807, int step=1) -> Tensor(a)");
-  m.def("unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]");
-  m.def("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)");
-  m.def("squeeze(Tensor(a) self, int dim) -> Tensor(a)");
-  m.def("expand(Tensor(a) self, int[] size) -> Tensor(a)");
-  m.def("detach(Tensor(a) self) -> Tensor(a)");
-  m.def("as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> Tensor(a)");
-  m.def("select(Tensor(a) self, int dim, int index) -> Tensor(a)");
-  m.def("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)");  // composite: slice
-  m.def("view_as(Tensor(a) self, Tensor other) -> Tensor(a)");                  // composite: view
-  m.def("split_with_sizes(Tensor(a) self, int[] split_sizes, int dim=0) -> Tensor(a)[]");
-  m.def("split(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]");     // composite: split_with_sizes
-  m.def("chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]");         // composite: split
+  // ---- views (view, reshape, transpose, ..., split, chunk: ops/view_defs.h) ----
 
   // ---- copies, conversions, constructors from a tensor (zero_, fill_, copy_, clone, contiguous, _to_copy,
   // cat, triu, zeros_like, ones_like, slice_backward: ops/copy_defs.h) ----
