@@ -4,6 +4,7 @@
 
 #include "engine/dispatch/dispatcher.h"
 #include "ops/copy_defs.h"
+#include "ops/factory_defs.h"
 #include "ops/linalg_defs.h"
 #include "ops/normalization_defs.h"
 #include "ops/pointwise_defs.h"
@@ -24,8 +25,9 @@ TypedOperatorHandle<Sig> lookup(const char* name) {
 // REMAT_OP(Sig, "aten::x"): a function-local handle, looked up on first use.
 #define REMAT_OP(SIG, NAME) static const auto op = lookup<SIG>(NAME)
 
-// An op by its Def (ops/pointwise_defs.h, softmax_defs.h, linalg_defs.h,
-// reduction_defs.h, normalization_defs.h): one handle per Def, looked up on first use.
+// An op by its Def (ops/pointwise_defs.h, softmax_defs.h, linalg_defs.h, reduction_defs.h,
+// normalization_defs.h, copy_defs.h, view_defs.h, factory_defs.h): one handle per Def, looked up
+// on first use.
 template <class Def, class... A>
 auto call_def(const A&... args) {
   static const auto op = lookup<typename Def::Sig>(Def::name);
@@ -221,14 +223,10 @@ Tensor& zero_(Tensor& self) { return call_inplace<ops::structured_zero_>(self); 
 Tensor& fill_(Tensor& self, double v) { return call_inplace<ops::structured_fill_>(self, v); }
 Tensor& copy_(Tensor& self, T src) { return call_inplace<ops::structured_copy_>(self, src); }
 Tensor& uniform_(Tensor& self, double from, double to, Generator* g) {
-  REMAT_OP(Tensor(T, double, double, Generator*), "aten::uniform_");
-  op.call(self, from, to, g);
-  return self;
+  return call_inplace<ops::structured_uniform_>(self, from, to, g);
 }
 Tensor& normal_(Tensor& self, double mean, double std, Generator* g) {
-  REMAT_OP(Tensor(T, double, double, Generator*), "aten::normal_");
-  op.call(self, mean, std, g);
-  return self;
+  return call_inplace<ops::structured_normal_>(self, mean, std, g);
 }
 Tensor& addcmul_(Tensor& self, T t1, T t2, double value) {
   return call_inplace<ops::structured_addcmul_>(self, t1, t2, value);

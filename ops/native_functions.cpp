@@ -12,9 +12,7 @@ constexpr Tag kSeeded = Tag::nondeterministic_seeded;
 REMAT_LIBRARY_FRAGMENT(aten, m) {
   // ---- pointwise: the elementwise ops, maximum and addcmul_ too, are defined in ops/pointwise.def ----
 
-  // ---- in-place (zero_, fill_, copy_: ops/copy_defs.h) ----
-  m.def("uniform_(Tensor(a!) self, float from=0., float to=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
-  m.def("normal_(Tensor(a!) self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor(a!)", {kSeeded});
+  // ---- in-place (zero_, fill_, copy_: ops/copy_defs.h; uniform_, normal_: ops/factory_defs.h) ----
   // AdamW's whole update of one parameter (ops/fused_adam.cpp; optim::AdamW with fused(true))
   m.def("_fused_adamw_(Tensor(a!) self, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, Tensor grad, *, float lr, "
         "float beta1, float beta2, float weight_decay, float eps, int step, bool maximize=False) -> Tensor(a!)");
