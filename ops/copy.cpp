@@ -1,13 +1,20 @@
 // Mirrors ATen/native/Copy.cpp, TensorConversions.cpp (_to_copy), Fill.cpp, TensorFactories.cpp
-// (zeros_like, ones_like), TensorShape.cpp (cat, slice_backward) and TriangularOps.cpp (triu).
+// (zeros_like, ones_like), TensorShape.cpp (cat, slice_backward), TriangularOps.cpp (triu) and
+// the composite contiguous: the meta functions and CPU kernels of the Defs of ops/copy_defs.h,
+// from which the schemas and the CPU and Meta registrations come (ops/structured.h).
+#include <algorithm>
 #include <cstring>
 
 #include "engine/dispatch/library.h"
 #include "kernels/cpu/pointwise.h"
+#include "ops/composite.h"
+#include "ops/copy_defs.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
 #include "ops/meta.h"
+#include "ops/functions.h"
 #include "ops/op_utils.h"
+#include "ops/structured.h"
 
 namespace remat::ops {
 
@@ -49,13 +56,22 @@ TensorMeta cat_meta(const std::vector<Tensor>& tensors, int64_t dim) {
   return {sizes, dtype, first.device()};
 }
 
+// The part of slice_backward's output the gradient is written into (every backend's; declared in
+// ops/meta.h).
+Tensor slice_backward_part(const char* op, const Tensor& out, const Tensor& grad, const Shape& input_sizes,
+                           int64_t dim, int64_t start, int64_t step) {
+  dim = maybe_wrap_dim(dim, static_cast<int64_t>(input_sizes.size()), op);
+  const int64_t size = input_sizes[dim];
+  if (start < 0) start += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  Shape strides = out.strides();
+  strides[dim] *= step;
+  return make_alias(out, grad.sizes(), strides, start * out.strides()[dim]);
+}
+
 namespace {
 
 namespace cpu = kernels::cpu;
-
-Tensor meta_like(const Tensor& t, std::optional<ScalarType> dtype = std::nullopt) {
-  return make_empty(t.sizes(), dtype.value_or(t.dtype()), Device{kMeta});
-}
 
 void fill_raw(const Tensor& self, double value) {
   if (self.is_meta() || self.numel() == 0) return;
@@ -65,47 +81,14 @@ void fill_raw(const Tensor& self, double value) {
   });
 }
 
-Tensor clone_cpu(const Tensor& self) {
-  Tensor out = make_empty(self.sizes(), self.dtype(), self.device());
-  copy_into_cpu(out, self);
-  return out;
-}
+// The Defs' kernels (TORCH_IMPL_FUNC): out has the meta function's geometry (out is self for the
+// in-place ops) and is not empty.
 
-// Copies a contiguous tensor's bytes to another device through the allocators.
-Tensor copy_to_device(const Tensor& contiguous_src, Device device) {
-  Tensor out = make_empty(contiguous_src.sizes(), contiguous_src.dtype(), device);
-  size_t nbytes = static_cast<size_t>(contiguous_src.nbytes());
-  if (nbytes == 0) return out;
-  if (contiguous_src.device().is_cpu()) {
-    get_allocator(device)->copy_from_host(out.data_ptr(), contiguous_src.data_ptr(), nbytes);
-  } else {
-    get_allocator(contiguous_src.device())->copy_to_host(out.data_ptr(), contiguous_src.data_ptr(), nbytes);
-  }
-  return out;
-}
+template <int kValue>
+void fill_value_impl(const char*, const Tensor& out, const Tensor&) { fill_raw(out, kValue); }
+void fill_impl(const char*, const Tensor& out, const Tensor&, double value) { fill_raw(out, value); }
 
-Tensor to_copy_cpu(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  ScalarType dt = dtype.value_or(self.dtype());
-  Device dev = device.value_or(self.device());
-  if (dev.is_meta()) return make_empty(self.sizes(), dt, dev);
-  Tensor converted = make_empty(self.sizes(), dt, self.device());
-  copy_into_cpu(converted, self);
-  if (dev == self.device()) return converted;
-  return copy_to_device(converted, dev);
-}
-
-void check_no_copy_out_of_meta(const char* op, const Tensor& src, Device dst) {
-  REMAT_CHECK(!src.is_meta() || dst.is_meta(), op, ": Cannot copy out of meta tensor; no data! (a meta tensor of shape ",
-              src.sizes(), " copied to ", dst, ")");
-}
-
-Tensor to_copy_meta(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  check_no_copy_out_of_meta("aten::_to_copy", self, device.value_or(Device{kMeta}));
-  return make_empty(self.sizes(), dtype.value_or(self.dtype()), device.value_or(Device{kMeta}));
-}
-
-Tensor copy__cpu(const Tensor& self, const Tensor& src) {
-  check_copy(self, src);
+void copy_impl(const char*, const Tensor& self, const Tensor&, const Tensor& src) {
   if (src.device() == self.device()) {
     copy_into_cpu(self, src);
   } else if (src.device().is_cuda()) {  // device -> host: stage on the host first
@@ -116,40 +99,26 @@ Tensor copy__cpu(const Tensor& self, const Tensor& src) {
   } else {
     REMAT_CHECK(src.is_meta(), "aten::copy_: cannot copy from ", src.device(), " to ", self.device());
   }
-  self.impl()->bump_version();
-  return self;
 }
 
-Tensor copy__meta(const Tensor& self, const Tensor& src) {
-  check_copy(self, src);
-  check_no_copy_out_of_meta("aten::copy_", src, self.device());
-  self.impl()->bump_version();
-  return self;
+void clone_impl(const char*, const Tensor& out, const Tensor& self) { copy_into_cpu(out, self); }
+
+// Converted on the host (to_copy_staging), then moved to out's device through its allocator.
+void to_copy_impl(const char*, const Tensor& out, const Tensor& self, std::optional<ScalarType>,
+                  std::optional<Device>) {
+  if (out.is_meta()) return;
+  const Tensor converted = to_copy_staging(out, self);
+  copy_into_cpu(converted, self);
+  if (converted.is_same(out)) return;
+  get_allocator(out.device())->copy_from_host(out.data_ptr(), converted.data_ptr(), static_cast<size_t>(out.nbytes()));
+}
+// The Meta kernel's (structured::impl_meta): what the backends stage.
+void to_copy_meta_staging(const Tensor& out, const Tensor& self, std::optional<ScalarType>, std::optional<Device>) {
+  const Tensor converted = to_copy_staging(out, self);
 }
 
-Tensor fill__cpu(const Tensor& self, double value) {
-  fill_raw(self, value);
-  self.impl()->bump_version();
-  return self;
-}
-Tensor zero__cpu(const Tensor& self) { return fill__cpu(self, 0.0); }
-
-Tensor zeros_like_cpu(const Tensor& self) {
-  Tensor out = make_empty(self.sizes(), self.dtype(), self.device());
-  fill_raw(out, 0.0);
-  return out;
-}
-Tensor ones_like_cpu(const Tensor& self) {
-  Tensor out = make_empty(self.sizes(), self.dtype(), self.device());
-  fill_raw(out, 1.0);
-  return out;
-}
-Tensor like_meta(const Tensor& self) { return meta_like(self); }
-
-Tensor cat_cpu(const std::vector<Tensor>& tensors, int64_t dim) {
-  TensorMeta m = cat_meta(tensors, dim);
-  dim = maybe_wrap_dim(dim, tensors[0].dim(), "aten::cat");
-  Tensor out = empty_from(m);
+void cat_impl(const char* op, const Tensor& out, const std::vector<Tensor>& tensors, int64_t dim) {
+  dim = maybe_wrap_dim(dim, tensors[0].dim(), op);
   int64_t offset = 0;
   for (const Tensor& t : tensors) {
     Shape sizes = out.sizes();
@@ -158,77 +127,62 @@ Tensor cat_cpu(const std::vector<Tensor>& tensors, int64_t dim) {
     copy_into_cpu(part, t);
     offset += t.sizes()[dim];
   }
-  return out;
-}
-Tensor cat_meta_kernel(const std::vector<Tensor>& tensors, int64_t dim) {
-  TensorMeta m = cat_meta(tensors, dim);
-  m.device = Device{kMeta};
-  return empty_from(m);
 }
 
-Tensor triu_cpu(const Tensor& self, int64_t diagonal) {
-  check_triu(self);
-  Tensor out = clone_cpu(self);
+void triu_impl(const char* op, const Tensor& out, const Tensor& self, int64_t diagonal) {
+  copy_into_cpu(out, self);
   int64_t rows = self.sizes()[self.dim() - 2], cols = self.sizes()[self.dim() - 1];
   int64_t batch = self.numel() / std::max<int64_t>(rows * cols, 1);
-  REMAT_DISPATCH_ALL_TYPES(self.dtype(), "aten::triu", [&] {
+  REMAT_DISPATCH_ALL_TYPES(self.dtype(), op, [&] {
     scalar_t* p = out.data_ptr<scalar_t>();
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < cols && j - i < diagonal; ++j) p[(b * rows + i) * cols + j] = scalar_t(0);
   });
-  return out;
-}
-Tensor triu_meta(const Tensor& self, int64_t) {
-  check_triu(self);
-  return meta_like(self);
 }
 
-Tensor slice_backward_cpu(const Tensor& grad, const Shape& input_sizes, int64_t dim, int64_t start, int64_t end,
-                          int64_t step) {
-  Tensor out = make_empty(input_sizes, grad.dtype(), grad.device());
+void slice_backward_impl(const char* op, const Tensor& out, const Tensor& grad, const Shape& input_sizes, int64_t dim,
+                         int64_t start, int64_t, int64_t step) {
   fill_raw(out, 0.0);
-  dim = maybe_wrap_dim(dim, static_cast<int64_t>(input_sizes.size()), "aten::slice_backward");
-  int64_t size = input_sizes[dim];
-  if (start < 0) start += size;
-  start = std::clamp<int64_t>(start, 0, size);
-  Shape strides = out.strides();
-  strides[dim] *= step;
-  Tensor part = make_alias(out, grad.sizes(), strides, start * out.strides()[dim]);
-  (void)end;
-  copy_into_cpu(part, grad);
-  return out;
+  copy_into_cpu(slice_backward_part(op, out, grad, input_sizes, dim, start, step), grad);
 }
-Tensor slice_backward_meta(const Tensor& grad, const Shape& input_sizes, int64_t, int64_t, int64_t, int64_t) {
-  return make_empty(input_sizes, grad.dtype(), Device{kMeta});
-}
+
+Tensor contiguous_composite(const Tensor& self) { return self.is_contiguous() ? self : clone(self); }
 
 }  // namespace
 
-REMAT_LIBRARY_IMPL(aten, CPU, m) {
-  m.impl("clone", REMAT_FN(clone_cpu));
-  m.impl("_to_copy", REMAT_FN(to_copy_cpu));
-  m.impl("copy_", REMAT_FN(copy__cpu));
-  m.impl("fill_", REMAT_FN(fill__cpu));
-  m.impl("zero_", REMAT_FN(zero__cpu));
-  m.impl("zeros_like", REMAT_FN(zeros_like_cpu));
-  m.impl("ones_like", REMAT_FN(ones_like_cpu));
-  m.impl("cat", REMAT_FN(cat_cpu));
-  m.impl("triu", REMAT_FN(triu_cpu));
-  m.impl("slice_backward", REMAT_FN(slice_backward_cpu));
+// The schemas and the Meta kernels, from the Defs (ops/copy_defs.h).
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  for_each_copy_def([&](auto def) { structured::define<typename decltype(def)::type>(m, {}); });
+  impl_composite(m, structured_contiguous::name, REMAT_FN(contiguous_composite));
+}
+REMAT_LIBRARY_IMPL(aten, Meta, m) {
+  using structured::impl_meta;
+  impl_meta<structured_zero_>(m);
+  impl_meta<structured_fill_>(m);
+  impl_meta<structured_copy_>(m);
+  impl_meta<structured_clone>(m);
+  impl_meta<structured__to_copy, &to_copy_meta_staging>(m);
+  impl_meta<structured_cat>(m);
+  impl_meta<structured_triu>(m);
+  impl_meta<structured_zeros_like>(m);
+  impl_meta<structured_ones_like>(m);
+  impl_meta<structured_slice_backward>(m);
 }
 
-REMAT_LIBRARY_IMPL(aten, Meta, m) {
-  m.impl("clone", REMAT_FN(like_meta));
-  m.impl("_to_copy", REMAT_FN(to_copy_meta));
-  m.impl("copy_", REMAT_FN(copy__meta));
-  m.impl("fill_", REMAT_FN(fill__cpu));  // fill_raw skips meta tensors
-  m.impl("zero_", REMAT_FN(zero__cpu));
-  m.impl("zeros_like", REMAT_FN(like_meta));
-  m.impl("ones_like", REMAT_FN(like_meta));
-  m.impl("cat", REMAT_FN(cat_meta_kernel));
-  m.impl("triu", REMAT_FN(triu_meta));
-  m.impl("slice_backward", REMAT_FN(slice_backward_meta));
+REMAT_LIBRARY_IMPL(aten, CPU, m) {
+  using structured::CPUBackend;
+  using structured::impl;
+  impl<structured_zero_, CPUBackend, &fill_value_impl<0>>(m);
+  impl<structured_fill_, CPUBackend, &fill_impl>(m);
+  impl<structured_copy_, CPUBackend, &copy_impl>(m);
+  impl<structured_clone, CPUBackend, &clone_impl>(m);
+  impl<structured__to_copy, CPUBackend, &to_copy_impl>(m);
+  impl<structured_cat, CPUBackend, &cat_impl>(m);
+  impl<structured_triu, CPUBackend, &triu_impl>(m);
+  impl<structured_zeros_like, CPUBackend, &fill_value_impl<0>>(m);
+  impl<structured_ones_like, CPUBackend, &fill_value_impl<1>>(m);
+  impl<structured_slice_backward, CPUBackend, &slice_backward_impl>(m);
 }
 
 }  // namespace remat::ops

@@ -1,6 +1,7 @@
 // Mirrors ATen/native/TensorFactories.cpp and ATen/native/Distributions.cpp: factories allocate
 // directly (like at::empty's backend kernels) and fill through ops (fill_, uniform_, normal_),
-// so dispatch modes see the fills and random draws.
+// so dispatch modes see the fills and random draws. uniform_ and normal_ are registered from
+// their Defs (ops/factory_defs.h).
 #include <cmath>
 #include <string>
 #include <type_traits>
@@ -10,6 +11,7 @@
 #include "kernels/cpu/random.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
+#include "ops/factory_defs.h"
 #include "ops/functions.h"
 #include "ops/meta.h"
 
@@ -159,56 +161,49 @@ namespace {
 
 Generator& pick(Generator* g, Device d) { return g != nullptr ? *g : default_generator(d); }
 
-template <class Fill>
-Tensor random_fill(const char* op, const Tensor& self, Generator* generator, const Fill& fill) {
-  check_floating(op, self, "self");
+// The kernels: the Def's checks, one offset from the generator, the draws into
+// random_fill_target (ops/factory_defs.h), copied into self when that is not self.
+template <class Def, class Fill>
+Tensor random_fill(const Tensor& self, double a, double b, Generator* generator, const Fill& fill) {
+  Def::inplace_meta(Def::inplace_name, self, a, b, generator);
   Generator& gen = pick(generator, self.device());
   uint64_t offset = gen.reserve();
   uint64_t seed = gen.seed();
-  Tensor dst = self.is_contiguous() ? self : make_empty(self.sizes(), self.dtype(), self.device());
-  REMAT_DISPATCH_FLOATING_TYPES(self.dtype(), op, [&] { fill(dst.data_ptr<scalar_t>(), seed, offset); });
+  Tensor dst = random_fill_target(self);
+  REMAT_DISPATCH_FLOATING_TYPES(self.dtype(), Def::inplace_name, [&] { fill(dst.data_ptr<scalar_t>(), seed, offset); });
   if (!dst.is_same(self)) copy_into_cpu(self, dst);
   self.impl()->bump_version();
   return self;
 }
 
 Tensor uniform__cpu(const Tensor& self, double from, double to, Generator* generator) {
-  check_uniform(self, from, to);
-  return random_fill("aten::uniform_", self, generator, [&](auto* p, uint64_t seed, uint64_t offset) {
+  return random_fill<structured_uniform_>(self, from, to, generator, [&](auto* p, uint64_t seed, uint64_t offset) {
     kernels::cpu::uniform_kernel(p, self.numel(), seed, offset, from, to);
   });
 }
 
 Tensor normal__cpu(const Tensor& self, double mean, double std, Generator* generator) {
-  check_normal(self, std);
-  return random_fill("aten::normal_", self, generator, [&](auto* p, uint64_t seed, uint64_t offset) {
+  return random_fill<structured_normal_>(self, mean, std, generator, [&](auto* p, uint64_t seed, uint64_t offset) {
     kernels::cpu::normal_kernel(p, self.numel(), seed, offset, mean, std);
   });
 }
 
-// On Meta there are no values; the generator still advances so offsets match a real run.
-Tensor uniform__meta(const Tensor& self, double from, double to, Generator* generator) {
-  check_uniform(self, from, to);
-  if (generator != nullptr) generator->reserve();
-  self.impl()->bump_version();
-  return self;
-}
-Tensor normal__meta(const Tensor& self, double, double std, Generator* generator) {
-  check_normal(self, std);
-  if (generator != nullptr) generator->reserve();
-  self.impl()->bump_version();
-  return self;
-}
-
 }  // namespace
 
-REMAT_LIBRARY_IMPL(aten, CPU, m) {
-  m.impl("uniform_", REMAT_FN(uniform__cpu));
-  m.impl("normal_", REMAT_FN(normal__cpu));
+// The schemas and the Meta kernels (on Meta there are no values; an explicit generator still
+// advances, so that offsets match a real run), from the Defs.
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  for_each_factory_def([&](auto def) { structured::define<typename decltype(def)::type>(m, {}); });
 }
 REMAT_LIBRARY_IMPL(aten, Meta, m) {
-  m.impl("uniform_", REMAT_FN(uniform__meta));
-  m.impl("normal_", REMAT_FN(normal__meta));
+  for_each_factory_def([&](auto def) {
+    using Def = typename decltype(def)::type;
+    m.impl(Def::inplace_name, REMAT_FN(random_fill_meta<Def>));
+  });
+}
+REMAT_LIBRARY_IMPL(aten, CPU, m) {
+  m.impl(structured_uniform_::inplace_name, REMAT_FN(uniform__cpu));
+  m.impl(structured_normal_::inplace_name, REMAT_FN(normal__cpu));
 }
 
 }  // namespace ops

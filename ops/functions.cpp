@@ -4,8 +4,10 @@
 
 #include "engine/dispatch/dispatcher.h"
 #include "ops/attention_defs.h"
+#include "ops/copy_defs.h"
 #include "ops/dropout_defs.h"
 #include "ops/embedding_defs.h"
+#include "ops/factory_defs.h"
 #include "ops/fused_optimizer_defs.h"
 #include "ops/linalg_defs.h"
 #include "ops/loss_defs.h"
@@ -13,6 +15,7 @@
 #include "ops/pointwise_defs.h"
 #include "ops/reduction_defs.h"
 #include "ops/softmax_defs.h"
+#include "ops/view_defs.h"
 
 namespace remat {
 
@@ -29,7 +32,8 @@ TypedOperatorHandle<Sig> lookup(const char* name) {
 
 // An op by its Def (ops/pointwise_defs.h, softmax_defs.h, linalg_defs.h, reduction_defs.h,
 // normalization_defs.h, dropout_defs.h, embedding_defs.h, loss_defs.h, fused_optimizer_defs.h,
-// attention_defs.h): one handle per Def, looked up on first use.
+// attention_defs.h, copy_defs.h, view_defs.h, factory_defs.h): one handle per Def, looked up on
+// first use.
 template <class Def, class... A>
 auto call_def(const A&... args) {
   static const auto op = lookup<typename Def::Sig>(Def::name);
@@ -43,12 +47,10 @@ Tensor& call_inplace(Tensor& self, const A&... rest) {
   return self;
 }
 
-using Unary = Tensor(T);
 using Tensor2 = std::tuple<Tensor, Tensor>;
 using Tensor3 = std::tuple<Tensor, Tensor, Tensor>;
 using Tensor4 = std::tuple<Tensor, Tensor, Tensor, Tensor>;
 using Binary = Tensor(T, T);
-using WithScalar = Tensor(T, double);
 
 // The elementwise ops of ops/pointwise.def: each call's name and C++ signature are its row's Def.
 #define REMAT_UNARY(NAME, ...) \
@@ -66,16 +68,9 @@ Tensor where(T c, T a, T b) { return call_def<ops::structured_where>(c, a, b); }
 Tensor masked_fill(T a, T mask, double v) { return call_def<ops::structured_masked_fill>(a, mask, v); }
 Tensor maximum(T a, T b) { return call_def<ops::structured_maximum>(a, b); }
 Tensor minimum(T a, T b) { return call_def<ops::structured_minimum>(a, b); }
-Tensor triu(T a, int64_t k) { REMAT_OP(Tensor(T, int64_t), "aten::triu"); return op.call(a, k); }
+Tensor triu(T a, int64_t k) { return call_def<ops::structured_triu>(a, k); }
 
-#define REMAT_UNARY_FN(NAME) \
-  Tensor NAME(T a) { REMAT_OP(Unary, "aten::" #NAME); return op.call(a); }
-REMAT_UNARY_FN(clone)
-REMAT_UNARY_FN(contiguous)
-REMAT_UNARY_FN(detach)
-REMAT_UNARY_FN(zeros_like)
-REMAT_UNARY_FN(ones_like)
-#undef REMAT_UNARY_FN
+Tensor detach(T a) { return call_def<ops::structured_detach>(a); }
 
 Tensor gelu(T a, const std::string& approximate) { return call_def<ops::structured_gelu>(a, approximate); }
 Tensor threshold_backward(T g, T self, double threshold) {
@@ -175,55 +170,46 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> _scaled_dot_product_efficient_attenti
       g, q, k, v, attn_bias, out, lse, seed, offset, dropout_p, is_causal, scale);
 }
 
-Tensor view(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::view"); return op.call(a, s); }
-Tensor reshape(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::reshape"); return op.call(a, s); }
-Tensor transpose(T a, int64_t d0, int64_t d1) {
-  REMAT_OP(Tensor(T, int64_t, int64_t), "aten::transpose");
-  return op.call(a, d0, d1);
-}
-Tensor permute(T a, const Shape& dims) { REMAT_OP(Tensor(T, const Shape&), "aten::permute"); return op.call(a, dims); }
+Tensor view(T a, const Shape& s) { return call_def<ops::structured_view>(a, s); }
+Tensor reshape(T a, const Shape& s) { return call_def<ops::structured_reshape>(a, s); }
+Tensor transpose(T a, int64_t d0, int64_t d1) { return call_def<ops::structured_transpose>(a, d0, d1); }
+Tensor permute(T a, const Shape& dims) { return call_def<ops::structured_permute>(a, dims); }
 Tensor slice(T a, int64_t dim, int64_t start, int64_t end, int64_t step) {
-  REMAT_OP(Tensor(T, int64_t, int64_t, int64_t, int64_t), "aten::slice");
-  return op.call(a, dim, start, end, step);
+  return call_def<ops::structured_slice>(a, dim, start, end, step);
 }
 Tensor slice_backward(T g, const Shape& sizes, int64_t dim, int64_t start, int64_t end, int64_t step) {
-  REMAT_OP(Tensor(T, const Shape&, int64_t, int64_t, int64_t, int64_t), "aten::slice_backward");
-  return op.call(g, sizes, dim, start, end, step);
+  return call_def<ops::structured_slice_backward>(g, sizes, dim, start, end, step);
 }
-std::vector<Tensor> unbind(T a, int64_t dim) {
-  REMAT_OP(std::vector<Tensor>(T, int64_t), "aten::unbind.int");
-  return op.call(a, dim);
-}
-Tensor unsqueeze(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::unsqueeze"); return op.call(a, dim); }
-Tensor squeeze(T a, int64_t dim) { REMAT_OP(Tensor(T, int64_t), "aten::squeeze"); return op.call(a, dim); }
-Tensor expand(T a, const Shape& s) { REMAT_OP(Tensor(T, const Shape&), "aten::expand"); return op.call(a, s); }
+std::vector<Tensor> unbind(T a, int64_t dim) { return call_def<ops::structured_unbind_int>(a, dim); }
+Tensor unsqueeze(T a, int64_t dim) { return call_def<ops::structured_unsqueeze>(a, dim); }
+Tensor squeeze(T a, int64_t dim) { return call_def<ops::structured_squeeze>(a, dim); }
+Tensor expand(T a, const Shape& s) { return call_def<ops::structured_expand>(a, s); }
 Tensor as_strided(T a, const Shape& size, const Shape& stride, std::optional<int64_t> offset) {
-  REMAT_OP(Tensor(T, const Shape&, const Shape&, std::optional<int64_t>), "aten::as_strided");
-  return op.call(a, size, stride, offset);
+  return call_def<ops::structured_as_strided>(a, size, stride, offset);
 }
-Tensor select(T a, int64_t dim, int64_t index) { REMAT_OP(Tensor(T, int64_t, int64_t), "aten::select"); return op.call(a, dim, index); }
+Tensor select(T a, int64_t dim, int64_t index) { return call_def<ops::structured_select>(a, dim, index); }
 Tensor narrow(T a, int64_t dim, int64_t start, int64_t length) {
-  REMAT_OP(Tensor(T, int64_t, int64_t, int64_t), "aten::narrow");
-  return op.call(a, dim, start, length);
+  return call_def<ops::structured_narrow>(a, dim, start, length);
 }
-Tensor view_as(T a, T other) { REMAT_OP(Binary, "aten::view_as"); return op.call(a, other); }
+Tensor view_as(T a, T other) { return call_def<ops::structured_view_as>(a, other); }
 using Tensors = std::vector<Tensor>;
 Tensors split_with_sizes(T a, const Shape& sizes, int64_t dim) {
-  REMAT_OP(Tensors(T, const Shape&, int64_t), "aten::split_with_sizes");
-  return op.call(a, sizes, dim);
+  return call_def<ops::structured_split_with_sizes>(a, sizes, dim);
 }
-Tensors split(T a, int64_t size, int64_t dim) { REMAT_OP(Tensors(T, int64_t, int64_t), "aten::split"); return op.call(a, size, dim); }
-Tensors chunk(T a, int64_t chunks, int64_t dim) { REMAT_OP(Tensors(T, int64_t, int64_t), "aten::chunk"); return op.call(a, chunks, dim); }
+Tensors split(T a, int64_t size, int64_t dim) { return call_def<ops::structured_split>(a, size, dim); }
+Tensors chunk(T a, int64_t chunks, int64_t dim) { return call_def<ops::structured_chunk>(a, chunks, dim); }
 
+Tensor clone(T a) { return call_def<ops::structured_clone>(a); }
+Tensor contiguous(T a) { return call_def<ops::structured_contiguous>(a); }
+Tensor zeros_like(T a) { return call_def<ops::structured_zeros_like>(a); }
+Tensor ones_like(T a) { return call_def<ops::structured_ones_like>(a); }
 Tensor _to_copy(T a, std::optional<ScalarType> dtype, std::optional<Device> device) {
-  REMAT_OP(Tensor(T, std::optional<ScalarType>, std::optional<Device>), "aten::_to_copy");
-  return op.call(a, dtype, device);
+  return call_def<ops::structured__to_copy>(a, dtype, device);
 }
 Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
-  REMAT_OP(Tensor(const std::vector<Tensor>&, int64_t), "aten::cat");
   // With no tensor there is no backend to dispatch to: say what is wrong instead.
-  REMAT_CHECK(!ts.empty(), "aten::cat: expected a non-empty list of Tensors");
-  return op.call(ts, dim);
+  REMAT_CHECK(!ts.empty(), ops::structured_cat::name, ": expected a non-empty list of Tensors");
+  return call_def<ops::structured_cat>(ts, dim);
 }
 
 // In-place: the op returns its self argument; the functional API hands back the caller's handle.
@@ -232,18 +218,14 @@ Tensor& add_(Tensor& self, double other) { return call_inplace<ops::structured_a
 Tensor& mul_(Tensor& self, T other) { return call_inplace<ops::structured_mul>(self, other); }
 Tensor& mul_(Tensor& self, double other) { return call_inplace<ops::structured_mul_Scalar>(self, other); }
 Tensor& relu_(Tensor& self) { return call_inplace<ops::structured_relu>(self); }
-Tensor& zero_(Tensor& self) { REMAT_OP(Unary, "aten::zero_"); op.call(self); return self; }
-Tensor& fill_(Tensor& self, double v) { REMAT_OP(WithScalar, "aten::fill_"); op.call(self, v); return self; }
-Tensor& copy_(Tensor& self, T src) { REMAT_OP(Binary, "aten::copy_"); op.call(self, src); return self; }
+Tensor& zero_(Tensor& self) { return call_inplace<ops::structured_zero_>(self); }
+Tensor& fill_(Tensor& self, double v) { return call_inplace<ops::structured_fill_>(self, v); }
+Tensor& copy_(Tensor& self, T src) { return call_inplace<ops::structured_copy_>(self, src); }
 Tensor& uniform_(Tensor& self, double from, double to, Generator* g) {
-  REMAT_OP(Tensor(T, double, double, Generator*), "aten::uniform_");
-  op.call(self, from, to, g);
-  return self;
+  return call_inplace<ops::structured_uniform_>(self, from, to, g);
 }
 Tensor& normal_(Tensor& self, double mean, double std, Generator* g) {
-  REMAT_OP(Tensor(T, double, double, Generator*), "aten::normal_");
-  op.call(self, mean, std, g);
-  return self;
+  return call_inplace<ops::structured_normal_>(self, mean, std, g);
 }
 Tensor& addcmul_(Tensor& self, T t1, T t2, double value) {
   return call_inplace<ops::structured_addcmul_>(self, t1, t2, value);

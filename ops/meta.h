@@ -104,6 +104,9 @@ TensorMeta addmm_meta(const char* op, const Tensor& bias, const Tensor& a, const
 void check_copy(const Tensor& self, const Tensor& src);
 TensorMeta cat_meta(const std::vector<Tensor>& tensors, int64_t dim);
 void check_triu(const Tensor& self);
+// The part of slice_backward's output [input_sizes] that grad is written into.
+Tensor slice_backward_part(const char* op, const Tensor& out, const Tensor& grad, const Shape& input_sizes,
+                           int64_t dim, int64_t start, int64_t step);
 
 // ---- ops/factory.cpp ----
 // dtype, overlap and argument checks of uniform_ / normal_

@@ -14,6 +14,8 @@
 //     static void inplace_meta(const char* op, const Tensor& self);
 //     // only when the kernel must run on an empty output too (it checks indices, or draws):
 //     static constexpr bool runs_on_empty = true;
+//     // optional, the in-place schema's tags (uniform_: nondeterministic_seeded):
+//     static constexpr Tag inplace_tags[] = {Tag::nondeterministic_seeded};
 //   };
 // An op with an in-place variant alone (addcmul_) has no name, schema or meta; its Sig is still
 // the functional one's, self first.
@@ -44,6 +46,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -85,6 +88,10 @@ template <class Def, class... Outs>
 bool runs_kernel(const Outs&... outs) {
   return RunsOnEmpty<Def>::value || ((outs.numel() > 0) || ...);
 }
+template <class Def, class = void>
+struct HasInplaceTags : std::false_type {};
+template <class Def>
+struct HasInplaceTags<Def, std::void_t<decltype(Def::inplace_tags)>> : std::true_type {};
 
 // How the CPU backend allocates an output and runs a kernel (CUDA's is in ops/cuda/cuda_utils.h:
 // the same, under a device guard).
@@ -227,11 +234,17 @@ struct InplaceVariants<Tensor(const Tensor&, Rest...)> {
   using V = Variants<Tensor(Rest...)>;
 };
 
-// m.def of the op's schemas (the in-place one carries no tags, as in native_functions.yaml).
+// m.def of the op's schemas (the in-place one carries no tags, as in native_functions.yaml,
+// unless its Def gives inplace_tags).
 template <class Def>
 void define(Library& m, std::vector<Tag> tags) {
   if constexpr (HasFunctional<Def>::value) m.def(std::string(Def::name) + Def::schema, std::move(tags));
-  if constexpr (HasInplace<Def>::value) m.def(std::string(Def::inplace_name) + Def::inplace_schema);
+  if constexpr (HasInplaceTags<Def>::value) {
+    m.def(std::string(Def::inplace_name) + Def::inplace_schema,
+          std::vector<Tag>(std::begin(Def::inplace_tags), std::end(Def::inplace_tags)));
+  } else if constexpr (HasInplace<Def>::value) {
+    m.def(std::string(Def::inplace_name) + Def::inplace_schema);
+  }
 }
 
 // m.impl of the op's variants for one backend, all from its one kernel.

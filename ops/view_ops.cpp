@@ -1,7 +1,8 @@
 // Mirrors ATen/native/TensorShape.cpp (view, transpose, permute, slice, unsqueeze, squeeze,
 // expand, as_strided, select, narrow, view_as, unbind, split, chunk, detach), TensorUtils.cpp
-// (computeStride) and the ADInplaceOrView kernels' as_view. A view shares its base's storage and
-// version counter; the same kernel serves every backend since only metadata changes.
+// (computeStride) and the ADInplaceOrView kernels' as_view: the kernels and composites of the
+// Defs of ops/view_defs.h, registered from them. A view shares its base's storage and version
+// counter; the same kernel serves every backend since only metadata changes.
 #include <algorithm>
 
 #include "engine/autograd/grad_mode.h"
@@ -10,6 +11,8 @@
 #include "ops/composite.h"
 #include "ops/functions.h"
 #include "ops/op_utils.h"
+#include "ops/structured.h"
+#include "ops/view_defs.h"
 
 namespace remat::ops {
 namespace {
@@ -79,6 +82,10 @@ std::optional<Shape> compute_view_strides(const Shape& sizes, const Shape& strid
   if (view_d != -1) return std::nullopt;
   return new_strides;
 }
+
+}  // namespace
+
+// The kernels and composites of the Defs (declared in ops/view_defs.h).
 
 Tensor view_kernel(const Tensor& self, const Shape& size) {
   Shape sizes = infer_size("aten::view", size, self.numel());
@@ -298,31 +305,18 @@ Tensor detach_kernel(const Tensor& self) {
   return out;
 }
 
-Tensor contiguous_composite(const Tensor& self) { return self.is_contiguous() ? self : clone(self); }
-
-}  // namespace
-
+// Each Def's schema, and its kernel at every backend (or its composite).
 REMAT_LIBRARY_FRAGMENT(aten, m) {
-  for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::Meta}) {
-    m.impl("view", k, REMAT_FN(view_kernel));
-    m.impl("transpose", k, REMAT_FN(transpose_kernel));
-    m.impl("permute", k, REMAT_FN(permute_kernel));
-    m.impl("slice", k, REMAT_FN(slice_kernel));
-    m.impl("unbind.int", k, REMAT_FN(unbind_kernel));
-    m.impl("unsqueeze", k, REMAT_FN(unsqueeze_kernel));
-    m.impl("squeeze", k, REMAT_FN(squeeze_kernel));
-    m.impl("expand", k, REMAT_FN(expand_kernel));
-    m.impl("detach", k, REMAT_FN(detach_kernel));
-    m.impl("as_strided", k, REMAT_FN(as_strided_kernel));
-    m.impl("select", k, REMAT_FN(select_kernel));
-    m.impl("split_with_sizes", k, REMAT_FN(split_with_sizes_kernel));
-  }
-  impl_composite(m, "narrow", REMAT_FN(narrow_composite));
-  impl_composite(m, "view_as", REMAT_FN(view_as_composite));
-  impl_composite(m, "split", REMAT_FN(split_composite));
-  impl_composite(m, "chunk", REMAT_FN(chunk_composite));
-  impl_composite(m, "reshape", REMAT_FN(reshape_composite));
-  impl_composite(m, "contiguous", REMAT_FN(contiguous_composite));
+  for_each_view_def([&](auto def) {
+    using Def = typename decltype(def)::type;
+    structured::define<Def>(m, {});
+    if constexpr (HasViewKernel<Def>::value) {
+      for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::Meta})
+        m.impl(Def::name, k, KernelFunction::makeFromUnboxedFunction<Def::kernel>());
+    } else {
+      impl_composite(m, Def::name, KernelFunction::makeFromUnboxedFunction<Def::composite>());
+    }
+  });
 }
 
 }  // namespace remat::ops

@@ -14,24 +14,24 @@
 
 namespace remat::testing {
 
-// The op of Def is registered as the Def says, with a kernel for each of `keys`.
-// (An in-place-only Def, the fused optimizers': its in-place op.)
+// The op `name` has the schema name + schema and a kernel for each of `keys`.
+inline void check_schema_registered(const char* name, const char* schema, std::initializer_list<DispatchKey> keys) {
+  INFO(name);
+  OperatorHandle op = find_op(name);
+  CHECK(op.schema().str() == std::string(name) + schema);
+  for (DispatchKey k : keys) {
+    INFO(toString(k));
+    CHECK(op.entry()->hasKernelForKey(k));
+  }
+}
+
+// The ops of Def (its functional and its in-place variant, those it has) are registered as the
+// Def says, with a kernel for each of `keys`.
 template <class Def>
 void check_def_registered(std::initializer_list<DispatchKey> keys) {
-  auto check = [&](const char* name, const char* schema) {
-    INFO(name);
-    OperatorHandle op = find_op(name);
-    CHECK(op.schema().str() == std::string(name) + schema);
-    for (DispatchKey k : keys) {
-      INFO(toString(k));
-      CHECK(op.entry()->hasKernelForKey(k));
-    }
-  };
-  if constexpr (ops::structured::HasFunctional<Def>::value) {
-    check(Def::name, Def::schema);
-  } else {
-    check(Def::inplace_name, Def::inplace_schema);
-  }
+  if constexpr (ops::structured::HasFunctional<Def>::value) check_schema_registered(Def::name, Def::schema, keys);
+  if constexpr (ops::structured::HasInplace<Def>::value)
+    check_schema_registered(Def::inplace_name, Def::inplace_schema, keys);
 }
 
 // check_def_registered for each Def that for_each (a for_each_*_def of ops/) walks; how many.
