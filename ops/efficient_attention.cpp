@@ -50,16 +50,10 @@ AttentionGeometry check_inputs(const char* op, const Tensor& q, const Tensor& k,
   REMAT_CHECK(dropout_p == 0.0, op, ": dropout_p = ", dropout_p,
               " is not supported by remat's fused CUDA attention (only 0); use the math backend "
               "(sdpa_kernel(SDPBackend::MATH)) for attention dropout");
-  AttentionGeometry g;
-  g.B = q.size(0);
-  g.H = q.size(1);
-  g.L = q.size(2);
-  g.S = k.size(2);
-  g.E = q.size(3);
+  AttentionGeometry g = attention_geometry(q, k, scale);
   const int64_t align = kernels::cuda::kAttentionLseAlign;
   g.lse_len = (g.L + align - 1) / align * align;
   g.lse_dtype = q.dtype();
-  g.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(g.E));
   return g;
 }
 

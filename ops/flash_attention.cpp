@@ -53,15 +53,9 @@ AttentionGeometry flash_geometry(const char* op, const Tensor& q, const Tensor& 
   check_floating(op, q, "query");
   check_attention_layout(op, q, k, v);
   check_supported(op, dropout_p, attn_mask);
-  AttentionGeometry g;
-  g.B = q.size(0);
-  g.H = q.size(1);
-  g.L = q.size(2);
-  g.S = k.size(2);
-  g.E = q.size(3);
+  AttentionGeometry g = attention_geometry(q, k, scale);
   g.lse_len = g.L;
   g.lse_dtype = accumulate_dtype(q.dtype());
-  g.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(g.E));
   return g;
 }
 
@@ -112,6 +106,17 @@ AttentionGeometry flash_attention_backward_meta(const char* op, const Tensor& gr
   REMAT_CHECK(logsumexp.sizes() == lse_shape && logsumexp.dtype() == g.lse_dtype, op,
               ": expected logsumexp of shape ", lse_shape, " and dtype ", toString(g.lse_dtype), ", but got ",
               logsumexp.sizes(), " ", toString(logsumexp.dtype()));
+  return g;
+}
+
+AttentionGeometry attention_geometry(const Tensor& q, const Tensor& k, std::optional<double> scale) {
+  AttentionGeometry g;
+  g.B = q.size(0);
+  g.H = q.size(1);
+  g.L = q.size(2);
+  g.S = k.size(2);
+  g.E = q.size(3);
+  g.scale = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(g.E));
   return g;
 }
 

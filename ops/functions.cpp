@@ -47,9 +47,6 @@ Tensor& call_inplace(Tensor& self, const A&... rest) {
   return self;
 }
 
-using Tensor2 = std::tuple<Tensor, Tensor>;
-using Tensor3 = std::tuple<Tensor, Tensor, Tensor>;
-using Tensor4 = std::tuple<Tensor, Tensor, Tensor, Tensor>;
 using Binary = Tensor(T, T);
 
 // The elementwise ops of ops/pointwise.def: each call's name and C++ signature are its row's Def.

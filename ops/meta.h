@@ -180,6 +180,9 @@ struct AttentionGeometry {
   ScalarType lse_dtype = kFloat;  // logsumexp's dtype
   double scale = 1.0;            // the softmax scale (1 / sqrt(E) when unset)
 };
+// The sizes and scale of checked operands q [B, H, L, E], k [B, H, S, E] (lse_len and lse_dtype:
+// the caller's, per kernel).
+AttentionGeometry attention_geometry(const Tensor& q, const Tensor& k, std::optional<double> scale);
 // The Defs' meta functions (op: the name errors give); the flash op's on CPU (or Meta) tensors.
 AttentionGeometry flash_attention_meta(const char* op, const Tensor& query, const Tensor& key, const Tensor& value,
                                        double dropout_p, bool is_causal, const Tensor& attn_mask,
