@@ -108,6 +108,20 @@ class GPT(nn.Module):
         self.lm_head = nn.Linear(a.embd, a.vocab, bias=False)
         self.lm_head.weight = self.wte.weight  # tied, as remat's default
         self.strategy = None
+        self.init_weights(a.layers)
+
+    def init_weights(self, n_layer):
+        # nanoGPT's _init_weights, as remat's GPT::init_weights (nn/gpt.cpp): weights ~ N(0, 0.02), biases 0,
+        # the residual projections ~ N(0, 0.02 / sqrt(2 n_layer)). PyTorch's module defaults (N(0, 1) embeddings
+        # tied to the head) would start from a loss many times ln(vocab), so the two would train different models.
+        residual = {id(b.attn.proj.weight) for b in self.layers} | {id(b.mlp.fc2.weight) for b in self.layers}
+        with torch.no_grad():
+            for m in self.modules():
+                if isinstance(m, (nn.Linear, nn.Embedding)):
+                    std = 0.02 / math.sqrt(2 * n_layer) if id(m.weight) in residual else 0.02
+                    nn.init.normal_(m.weight, 0.0, std)
+                    if getattr(m, "bias", None) is not None:
+                        nn.init.zeros_(m.bias)
 
     def forward(self, idx, targets):
         B, T = idx.shape
