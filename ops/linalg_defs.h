@@ -6,6 +6,7 @@
 #pragma once
 
 #include "ops/gemm_copies.h"
+#include "ops/autocast.h"
 #include "ops/autograd/derivative_rules.h"
 #include "ops/meta.h"
 #include "ops/structured.h"
@@ -17,6 +18,7 @@ struct structured_mm {
   static constexpr const char* name = "aten::mm";
   static constexpr const char* schema = "(Tensor self, Tensor mat2) -> Tensor";
   static constexpr auto meta = &mm_meta;
+  static constexpr CastPolicy autocast_policy = CastPolicy::LowerPrecision;  // autocast: lower_precision_fp
   // out = self @ mat2 (mat2's geometry: its gradient takes mat2's layout)
   static autograd::Derivative derivative() {
     using namespace autograd;
@@ -31,6 +33,7 @@ struct structured_bmm {
   static constexpr const char* name = "aten::bmm";
   static constexpr const char* schema = "(Tensor self, Tensor mat2) -> Tensor";
   static constexpr auto meta = &bmm_meta;
+  static constexpr CastPolicy autocast_policy = CastPolicy::LowerPrecision;  // autocast: lower_precision_fp
   // out[b...] = self[b...] @ mat2[b...] (up to four batch dims)
   static autograd::Derivative derivative() {
     using namespace autograd;
@@ -45,6 +48,7 @@ struct structured_addmm {
   static constexpr const char* name = "aten::addmm";
   static constexpr const char* schema = "(Tensor self, Tensor mat1, Tensor mat2) -> Tensor";
   static constexpr auto meta = &addmm_meta;
+  static constexpr CastPolicy autocast_policy = CastPolicy::LowerPrecision;  // autocast: lower_precision_fp
   // out = self + mat1 @ mat2
   static autograd::Derivative derivative() {
     using namespace autograd;

@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/workspace_sizes.h"
 #include "ops/cuda_temporaries.h"
+#include "ops/autocast.h"
 #include "ops/autograd/derivative_rules.h"
 #include "ops/meta.h"
 #include "ops/structured.h"
@@ -22,6 +23,7 @@ struct structured_cross_entropy {
   static constexpr const char* name = "aten::cross_entropy";
   static constexpr const char* schema = "(Tensor self, Tensor target) -> Tensor";
   static constexpr auto meta = &cross_entropy_meta;
+  static constexpr CastPolicy autocast_policy = CastPolicy::Float32;  // autocast: fp32
   // out = mean_i (logsumexp(self[i]) - self[i, target[i]])
   static autograd::Derivative derivative() {
     using namespace autograd;

@@ -3,6 +3,7 @@
 // their backward kernels, so that each op's name, schema and meta function exist once.
 #pragma once
 
+#include "ops/autocast.h"
 #include "ops/autograd/derivative_rules.h"
 #include "ops/meta.h"
 #include "ops/structured.h"
@@ -14,6 +15,7 @@ struct structured_softmax {
   static constexpr const char* name = "aten::softmax";
   static constexpr const char* schema = "(Tensor self, int dim) -> Tensor";
   static constexpr auto meta = &softmax_meta;
+  static constexpr CastPolicy autocast_policy = CastPolicy::Float32;  // autocast: fp32
   // out = softmax(self, dim)
   static autograd::Derivative derivative() {
     using namespace autograd;
@@ -25,6 +27,7 @@ struct structured_log_softmax {
   static constexpr const char* name = "aten::log_softmax";
   static constexpr const char* schema = "(Tensor self, int dim) -> Tensor";
   static constexpr auto meta = &softmax_meta;
+  static constexpr CastPolicy autocast_policy = CastPolicy::Float32;  // autocast: fp32
   // out = log_softmax(self, dim)
   static autograd::Derivative derivative() {
     using namespace autograd;

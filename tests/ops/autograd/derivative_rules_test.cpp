@@ -152,7 +152,7 @@ TEST_CASE("the Defs' derivatives are the table of rules, unchanged", "[derivativ
 
 TEST_CASE("every Def that gives a derivative has it registered under its name", "[derivative_rules]") {
   int functional = 0, inplace = 0, without = 0;
-  ops::autograd::for_each_def([&](auto def) {
+  ops::for_each_def([&](auto def) {
     using Def = typename decltype(def)::type;
     if constexpr (ops::autograd::HasDerivative<Def>::value) {
       ++functional;
