@@ -84,7 +84,7 @@ std::string fused_unusable_because(const Tensor& q, const Tensor& k, const Tenso
 Tensor fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal) {
   if (!fused_is_cuda(q)) return std::get<0>(_scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, is_causal));
   const bool compute_log_sumexp =
-      autograd::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
+      remat::autograd::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad());
   return std::get<0>(_scaled_dot_product_efficient_attention(q, k, v, Tensor(), compute_log_sumexp, 0.0, is_causal));
 }
 

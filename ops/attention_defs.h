@@ -14,6 +14,7 @@
 #include <optional>
 #include <tuple>
 
+#include "ops/autograd/derivative_rules.h"
 #include "ops/meta.h"
 #include "ops/structured.h"
 
@@ -43,6 +44,26 @@ struct structured__scaled_dot_product_flash_attention_for_cpu {
       "(Tensor query, Tensor key, Tensor value, float dropout_p=0., bool is_causal=False, *, Tensor? attn_mask=None, "
       "float? scale=None) -> (Tensor output, Tensor logsumexp)";
   static constexpr auto meta = &flash_attention_meta;
+  // output, logsumexp = _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p, is_causal,
+  //                                                               attn_mask, scale)
+  // as derivatives.yaml: the three gradients come from one backward call that reads query, key,
+  // value, output and logsumexp (it recomputes the attention weights); logsumexp gets none. Its
+  // backward op has no derivative (create_graph through it fails in the double backward).
+  static autograd::Derivative derivative() {
+    using namespace autograd;
+    return with_non_differentiable_outputs(
+        rule({arg(0, {0, 1, 2}), arg(1, {0, 1, 2}), arg(2, {0, 1, 2}), result(0, {0, 1, 2}), result(1, {0, 1, 2})},
+             [](C c) -> G {
+               if (!c.grad(0).defined()) return G(4);
+               std::optional<double> scale;
+               if (!c.is_none(6)) scale = c.scalar(6);
+               auto [dq, dk, dv] = _scaled_dot_product_flash_attention_for_cpu_backward(
+                   c.grad(0), c.input(0), c.input(1), c.input(2), c.result(0), c.result(1), c.scalar(3), c.flag(4),
+                   Tensor(), scale);
+               return {dq, dk, dv, Tensor()};
+             }),
+        {1});
+  }
   template <class Copies, class... Rest>
   static FlashForwardBuffers buffers(const AttentionGeometry& g, const Tensor& query, const Tensor& key,
                                      const Tensor& value, const Rest&...) {
@@ -102,6 +123,27 @@ struct structured__scaled_dot_product_efficient_attention {
       "bool is_causal=False, *, float? scale=None) -> (Tensor output, Tensor log_sumexp, Tensor philox_seed, "
       "Tensor philox_offset)";
   static constexpr auto meta = &efficient_attention_meta;
+  // output, log_sumexp, philox_seed, philox_offset = _scaled_dot_product_efficient_attention(
+  //     query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, scale)
+  // as derivatives.yaml (output_differentiability: [True, False, False, False]): one backward call
+  // gives the three gradients from query, key, value, output, log_sumexp and the philox state;
+  // attn_bias (always undefined here) gets none.
+  static autograd::Derivative derivative() {
+    using namespace autograd;
+    return with_non_differentiable_outputs(
+        rule({arg(0, {0, 1, 2}), arg(1, {0, 1, 2}), arg(2, {0, 1, 2}), result(0, {0, 1, 2}), result(1, {0, 1, 2}),
+              result(2, {0, 1, 2}), result(3, {0, 1, 2})},
+             [](C c) -> G {
+               if (!c.grad(0).defined()) return G(4);
+               std::optional<double> scale;
+               if (!c.is_none(7)) scale = c.scalar(7);
+               auto [dq, dk, dv, dbias] = _scaled_dot_product_efficient_attention_backward(
+                   c.grad(0), c.input(0), c.input(1), c.input(2), Tensor(), c.result(0), c.result(1), c.result(2),
+                   c.result(3), c.scalar(5), c.flag(6), scale);
+               return {dq, dk, dv, dbias};
+             }),
+        {1, 2, 3});
+  }
   template <class Copies, class... Rest>
   static EfficientForwardBuffers buffers(const AttentionGeometry& g, const Tensor& query, const Tensor&,
                                          const Tensor&, const Tensor&, bool compute_log_sumexp, const Rest&...) {

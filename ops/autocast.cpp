@@ -3,6 +3,7 @@
 #include "ops/autocast.h"
 
 #include "engine/dispatch/library.h"
+#include "ops/defs.h"
 #include "ops/functions.h"
 
 namespace remat {
@@ -44,7 +45,7 @@ autocast::~autocast() { set_autocast_state(previous_); }
 
 namespace {
 
-enum class CastPolicy { LowerPrecision, Float32 };
+using ops::CastPolicy;
 
 // The autocast kernel: cast float/bf16/half tensor arguments on an autocast-enabled device, then call
 // the op again with Autocast excluded (so autograd, modes and backends see the cast inputs).
@@ -70,8 +71,15 @@ void autocast_kernel(const OperatorHandle& op, DispatchKeySet, Stack* stack) {
 REMAT_LIBRARY_IMPL(aten, Autocast, m) {
   auto lower = KernelFunction::makeFromBoxedLambda(&autocast_kernel<CastPolicy::LowerPrecision>);
   auto fp32 = KernelFunction::makeFromBoxedLambda(&autocast_kernel<CastPolicy::Float32>);
-  for (const char* name : {"mm", "bmm", "matmul", "addmm", "linear"}) m.impl(name, lower);
-  for (const char* name : {"softmax", "log_softmax", "layer_norm", "rms_norm", "cross_entropy"}) m.impl(name, fp32);
+  // the Defs that give a policy (mm, bmm, addmm; softmax, log_softmax, cross_entropy)
+  ops::for_each_def([&](auto def) {
+    using Def = typename decltype(def)::type;
+    if constexpr (ops::HasCastPolicy<Def>::value)
+      m.impl(Def::name, Def::autocast_policy == CastPolicy::LowerPrecision ? lower : fp32);
+  });
+  // the composites, by name (they are no Defs): their kernel casts before they decompose
+  for (const char* name : {"matmul", "linear"}) m.impl(name, lower);
+  for (const char* name : {"layer_norm", "rms_norm"}) m.impl(name, fp32);
 }
 
 }  // namespace remat

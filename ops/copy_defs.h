@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "ops/autograd/derivative_rules.h"
 #include "ops/meta.h"
 #include "ops/op_utils.h"
 #include "ops/structured.h"
@@ -42,12 +43,22 @@ struct structured_zero_ {
   static constexpr const char* inplace_name = "aten::zero_";
   static constexpr const char* inplace_schema = "(Tensor(a!) self) -> Tensor(a!)";
   static void inplace_meta(const char*, const Tensor&) {}  // an expanded self is fine: zero_ is idempotent
+  // self = 0: nothing flows to self's old value
+  static autograd::Derivative inplace_derivative() {
+    using namespace autograd;
+    return rule({}, [](C c) -> G { return {zeros_like(c.grad())}; });
+  }
 };
 struct structured_fill_ {
   using Sig = Tensor(const Tensor&, double);
   static constexpr const char* inplace_name = "aten::fill_";
   static constexpr const char* inplace_schema = "(Tensor(a!) self, float value) -> Tensor(a!)";
   static void inplace_meta(const char*, const Tensor&, double) {}
+  // self = value
+  static autograd::Derivative inplace_derivative() {
+    using namespace autograd;
+    return rule({}, [](C c) -> G { return {zeros_like(c.grad())}; });
+  }
 };
 struct structured_copy_ {
   using Sig = Tensor(const Tensor&, const Tensor&);
@@ -57,6 +68,13 @@ struct structured_copy_ {
     check_copy(self, src);
     check_no_copy_out_of_meta(op, src, self.device());
   }
+  // self = src (broadcast to self's shape, in self's dtype)
+  static autograd::Derivative inplace_derivative() {
+    using namespace autograd;
+    return rule({}, [](C c) -> G {
+      return {zeros_like(c.grad()), if_needed(c, 1, [&] { return sum_to(c.grad(), c.meta(1)); })};
+    });
+  }
 };
 
 // ---- copies, conversions, constructors from a tensor ----
@@ -65,6 +83,11 @@ struct structured_clone {
   static constexpr const char* name = "aten::clone";
   static constexpr const char* schema = "(Tensor self) -> Tensor";
   static TensorMeta meta(const char*, const Tensor& self) { return like(self); }
+  // out = self (a copy)
+  static autograd::Derivative derivative() {
+    using namespace autograd;
+    return rule({}, [](C c) -> G { return {c.grad()}; });
+  }
 };
 struct structured_contiguous {  // composite: self, or a clone
   using Sig = Tensor(const Tensor&);
@@ -81,12 +104,39 @@ struct structured__to_copy {
     check_no_copy_out_of_meta(op, self, dev);
     return {self.sizes(), dtype.value_or(self.dtype()), dev};
   }
+  // out = self in dtype on device: the gradient goes back to self's dtype and device
+  static autograd::Derivative derivative() {
+    using namespace autograd;
+    return rule({}, [](C c) -> G {
+      const InputMetadata& m = c.meta(0);
+      Tensor g = c.grad();
+      return {_to_copy(g, g.dtype() == m.dtype ? std::nullopt : std::optional<ScalarType>(m.dtype),
+                       g.device() == m.device ? std::nullopt : std::optional<Device>(m.device))};
+    });
+  }
 };
 struct structured_cat {
   using Sig = Tensor(const std::vector<Tensor>&, int64_t);
   static constexpr const char* name = "aten::cat";
   static constexpr const char* schema = "(Tensor[] tensors, int dim=0) -> Tensor";
   static TensorMeta meta(const char*, const std::vector<Tensor>& tensors, int64_t dim) { return cat_meta(tensors, dim); }
+  // out = tensors[0], tensors[1], ... laid end to end along dim: each gets its slice of the gradient
+  static autograd::Derivative derivative() {
+    using namespace autograd;
+    return rule({}, [](C c) -> G {
+      G out;
+      int64_t dim = c.integer(1), offset = 0;
+      size_t n = c.list_size(0);
+      int64_t ndim = static_cast<int64_t>(c.meta(0, 0).shape.size());
+      dim = dim < 0 ? dim + ndim : dim;
+      for (size_t k = 0; k < n; ++k) {
+        int64_t len = c.meta(0, k).shape[dim];
+        out.push_back(c.needs(0, k) ? slice(c.grad(), dim, offset, offset + len, 1) : Tensor());
+        offset += len;
+      }
+      return out;
+    });
+  }
 };
 struct structured_triu {
   using Sig = Tensor(const Tensor&, int64_t);
@@ -96,18 +146,25 @@ struct structured_triu {
     check_triu(self);
     return like(self);
   }
+  // out = self above the diagonal, 0 below
+  static autograd::Derivative derivative() {
+    using namespace autograd;
+    return rule({}, [](C c) -> G { return {triu(c.grad(), c.integer(1))}; });
+  }
 };
 struct structured_zeros_like {
   using Sig = Tensor(const Tensor&);
   static constexpr const char* name = "aten::zeros_like";
   static constexpr const char* schema = "(Tensor self) -> Tensor";
   static TensorMeta meta(const char*, const Tensor& self) { return like(self); }
+  static autograd::Derivative derivative() { return autograd::non_differentiable(); }  // out = 0
 };
 struct structured_ones_like {
   using Sig = Tensor(const Tensor&);
   static constexpr const char* name = "aten::ones_like";
   static constexpr const char* schema = "(Tensor self) -> Tensor";
   static TensorMeta meta(const char*, const Tensor& self) { return like(self); }
+  static autograd::Derivative derivative() { return autograd::non_differentiable(); }  // out = 1
 };
 struct structured_slice_backward {
   using Sig = Tensor(const Tensor&, const Shape&, int64_t, int64_t, int64_t, int64_t);
@@ -119,6 +176,11 @@ struct structured_slice_backward {
                          int64_t) {
     maybe_wrap_dim(dim, static_cast<int64_t>(input_sizes.size()), op);
     return {input_sizes, grad.dtype(), grad.device()};
+  }
+  // out = zeros(input_sizes); out.slice(dim, start, end, step) = grad_output
+  static autograd::Derivative derivative() {
+    using namespace autograd;
+    return rule({}, [](C c) -> G { return {slice(c.grad(), c.integer(2), c.integer(3), c.integer(4), c.integer(5))}; });
   }
 };
 

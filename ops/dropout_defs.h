@@ -9,6 +9,7 @@
 
 #include <tuple>
 
+#include "ops/autograd/derivative_rules.h"
 #include "ops/meta.h"
 #include "ops/structured.h"
 
@@ -22,12 +23,27 @@ struct structured_native_dropout {
   static constexpr const char* schema = "(Tensor input, float p, *, Generator? generator=None) -> (Tensor, Tensor)";
   static constexpr auto meta = &native_dropout_meta;
   static constexpr bool runs_on_empty = true;
+  // out, mask = native_dropout(input, p): out = input * mask * scale, scale = 1 / (1 - p) (0 for p = 1)
+  static autograd::Derivative derivative() {
+    using namespace autograd;
+    return with_non_differentiable_outputs(rule({result(1, {0})}, [](C c) -> G {
+      double p = c.scalar(1);
+      return {native_dropout_backward(c.grad(0), c.result(1), p == 1.0 ? 0.0 : 1.0 / (1.0 - p))};
+    }), {1});
+  }
 };
 struct structured_native_dropout_backward {
   using Sig = Tensor(const Tensor&, const Tensor&, double);
   static constexpr const char* name = "aten::native_dropout_backward";
   static constexpr const char* schema = "(Tensor grad_output, Tensor mask, float scale) -> Tensor";
   static constexpr auto meta = &native_dropout_backward_meta;
+  // out = grad_output * mask * scale
+  static autograd::Derivative derivative() {
+    using namespace autograd;
+    return rule({arg(1, {0})}, [](C c) -> G {
+      return {if_needed(c, 0, [&] { return native_dropout_backward(c.grad(), c.input(1), c.scalar(2)); }), Tensor()};
+    });
+  }
 };
 
 // f(structured::DefTag<Def>{}) for each of them (DefTag: ops/structured.h).

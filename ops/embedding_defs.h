@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/workspace_sizes.h"
 #include "ops/cuda_temporaries.h"
+#include "ops/autograd/derivative_rules.h"
 #include "ops/meta.h"
 #include "ops/structured.h"
 
@@ -21,6 +22,14 @@ struct structured_embedding {
   static constexpr const char* schema = "(Tensor weight, Tensor indices) -> Tensor";
   static constexpr auto meta = &embedding_meta;
   static constexpr bool runs_on_empty = true;
+  // out = weight[indices]
+  static autograd::Derivative derivative() {
+    using namespace autograd;
+    return rule({arg(1, {0})}, [](C c) -> G {
+      return {if_needed(c, 0, [&] { return embedding_dense_backward(c.grad(), c.input(1), c.meta(0).shape[0]); }),
+              Tensor()};
+    });
+  }
 };
 struct structured_embedding_dense_backward {
   using Sig = Tensor(const Tensor&, const Tensor&, int64_t);
@@ -28,6 +37,13 @@ struct structured_embedding_dense_backward {
   static constexpr const char* schema = "(Tensor grad_output, Tensor indices, int num_weights) -> Tensor";
   static constexpr auto meta = &embedding_backward_meta;
   static constexpr bool runs_on_empty = true;
+  // out = zeros(num_weights, D); out[indices[i]] += grad_output[i]
+  static autograd::Derivative derivative() {
+    using namespace autograd;
+    return rule({arg(1, {0})}, [](C c) -> G {
+      return {if_needed(c, 0, [&] { return embedding(c.grad(), c.input(1)); }), Tensor()};
+    });
+  }
 };
 
 // f(structured::DefTag<Def>{}) for each of them (DefTag: ops/structured.h).

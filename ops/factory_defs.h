@@ -12,6 +12,7 @@
 #pragma once
 
 #include "engine/core/generator.h"
+#include "ops/autograd/derivative_rules.h"
 #include "ops/meta.h"
 #include "ops/structured.h"
 
@@ -31,6 +32,11 @@ struct structured_uniform_ {
   static void inplace_meta(const char*, const Tensor& self, double from, double to, Generator*) {
     check_uniform(self, from, to);
   }
+  // self = U(from, to): nothing flows to self's old value
+  static autograd::Derivative inplace_derivative() {
+    using namespace autograd;
+    return rule({}, [](C c) -> G { return {zeros_like(c.grad())}; });
+  }
 };
 struct structured_normal_ {
   using Sig = Tensor(const Tensor&, double, double, Generator*);
@@ -39,6 +45,11 @@ struct structured_normal_ {
       "(Tensor(a!) self, float mean=0., float std=1., *, Generator? generator=None) -> Tensor(a!)";
   static constexpr Tag inplace_tags[] = {Tag::nondeterministic_seeded};
   static void inplace_meta(const char*, const Tensor& self, double, double std, Generator*) { check_normal(self, std); }
+  // self = N(mean, std): nothing flows to self's old value
+  static autograd::Derivative inplace_derivative() {
+    using namespace autograd;
+    return rule({}, [](C c) -> G { return {zeros_like(c.grad())}; });
+  }
 };
 
 // The Meta kernel of a random fill: the checks, the explicit generator's offset, the buffer.

@@ -11,6 +11,8 @@
 
 #include "kernels/cuda/workspace_sizes.h"
 #include "ops/cuda_temporaries.h"
+#include "ops/autocast.h"
+#include "ops/autograd/derivative_rules.h"
 #include "ops/meta.h"
 #include "ops/structured.h"
 
@@ -21,6 +23,14 @@ struct structured_cross_entropy {
   static constexpr const char* name = "aten::cross_entropy";
   static constexpr const char* schema = "(Tensor self, Tensor target) -> Tensor";
   static constexpr auto meta = &cross_entropy_meta;
+  static constexpr CastPolicy autocast_policy = CastPolicy::Float32;  // autocast: fp32
+  // out = mean_i (logsumexp(self[i]) - self[i, target[i]])
+  static autograd::Derivative derivative() {
+    using namespace autograd;
+    return rule({arg(0, {0}), arg(1, {0})}, [](C c) -> G {
+      return {if_needed(c, 0, [&] { return cross_entropy_backward(c.grad(), c.input(0), c.input(1)); }), Tensor()};
+    });
+  }
 };
 struct structured_cross_entropy_backward {
   using Sig = Tensor(const Tensor&, const Tensor&, const Tensor&);
@@ -29,6 +39,24 @@ struct structured_cross_entropy_backward {
   static constexpr auto meta = &cross_entropy_backward_meta;
   // the CPU kernel checks the targets' range even when there is no class (an empty gradient)
   static constexpr bool runs_on_empty = true;
+  // out = (softmax(self) - onehot(target)) * grad_output / N
+  static autograd::Derivative derivative() {
+    using namespace autograd;
+    return rule({arg(0, {1}), arg(1, {0, 1}), arg(2, {0, 1})}, [](C c) -> G {
+      Tensor x = c.input(1), t = c.input(2), gg = c.grad();
+      return {if_needed(c, 0, [&] {
+                // out is linear in grad_output: d/dg = sum(gg * out(g = 1))
+                const InputMetadata& g = c.meta(0);
+                Tensor one = ones(g.shape, TensorOptions().dtype(g.dtype).device(g.device));
+                return reshape(sum(mul(gg, cross_entropy_backward(one, x, t))), g.shape);
+              }),
+              if_needed(c, 1, [&] {
+                double n = static_cast<double>(x.sizes()[0]);
+                return mul(_softmax_backward_data(gg, softmax(x, 1), 1), div(c.input(0), n));
+              }),
+              Tensor()};
+    });
+  }
 };
 
 // f(structured::DefTag<Def>{}) for each of them (DefTag: ops/structured.h).

@@ -1,7 +1,7 @@
 // Mirrors aten/src/ATen/native/native_functions.yaml: the schema of every aten op remat has.
 // The elementwise ops are defined in ops/pointwise.def (schemas included). Kernels are
-// registered per backend in the ops/*.cpp files; derivatives in
-// ops/autograd/derivatives.cpp; autocast rules in ops/autocast.cpp.
+// registered per backend in the ops/*.cpp files; a Def's derivative and autocast policy are in
+// the Def (ops/*_defs.h); the composites' autocast rules in ops/autocast.cpp.
 #include "engine/dispatch/library.h"
 
 namespace remat {

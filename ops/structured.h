@@ -16,6 +16,15 @@
 //     static constexpr bool runs_on_empty = true;
 //     // optional, the in-place schema's tags (uniform_: nondeterministic_seeded):
 //     static constexpr Tag inplace_tags[] = {Tag::nondeterministic_seeded};
+//     // optional, the op's derivative rule (derivatives.yaml's entry; ops/autograd/derivative_rules.h),
+//     // registered under name; inplace_derivative(), the in-place variant's, under inplace_name:
+//     //   out = sigmoid(self)
+//     static autograd::Derivative derivative() {
+//       using namespace autograd;
+//       return rule({result(0, {0})}, [](C c) -> G { return {sigmoid_backward(c.grad(), c.result())}; });
+//     }
+//     // optional, the autocast kernel's cast (autocast_mode.cpp's lists: ops/autocast.h):
+//     static constexpr CastPolicy autocast_policy = CastPolicy::Float32;
 //   };
 // An op with an in-place variant alone (addcmul_) has no name, schema or meta; its Sig is still
 // the functional one's, self first.

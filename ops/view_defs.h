@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "engine/core/tensor.h"
+#include "ops/autograd/as_strided_backward.h"
+#include "ops/autograd/derivative_rules.h"
 #include "ops/structured.h"
 
 namespace remat::ops {
@@ -56,15 +58,110 @@ std::vector<Tensor> chunk_composite(const Tensor& self, int64_t chunks, int64_t 
   X(split, "split", "(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]", composite, split_composite) \
   X(chunk, "chunk", "(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", composite, chunk_composite)
 
+// A kernel's Def declares its derivative (defined below); a composite has none: its gradient comes
+// from the ops it calls (CompositeImplicitAutograd).
+#define REMAT_VIEW_DERIVATIVE_kernel static autograd::Derivative derivative();
+#define REMAT_VIEW_DERIVATIVE_composite
 #define REMAT_VIEW_DEF(NAME, OP, SCHEMA, KIND, FN)    \
   struct structured_##NAME {                          \
     using Sig = std::remove_pointer_t<decltype(&FN)>; \
     static constexpr const char* name = "aten::" OP;  \
     static constexpr const char* schema = SCHEMA;     \
     static constexpr auto KIND = &FN;                 \
+    REMAT_VIEW_DERIVATIVE_##KIND                      \
   };
 REMAT_VIEW_DEFS(REMAT_VIEW_DEF)
 #undef REMAT_VIEW_DEF
+#undef REMAT_VIEW_DERIVATIVE_kernel
+#undef REMAT_VIEW_DERIVATIVE_composite
+
+// ---- the views' derivatives (derivatives.yaml's entries), in the table's order: a view's
+// gradient is the grad_output put back into self's shape. ----
+
+// out = self with shape size
+inline autograd::Derivative structured_view::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G { return {reshape(c.grad(), c.meta(0).shape)}; });
+}
+// out = self with dims dim0 and dim1 swapped
+inline autograd::Derivative structured_transpose::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G { return {transpose(c.grad(), c.integer(1), c.integer(2))}; });
+}
+// out.dim(i) = self.dim(dims[i]): the gradient takes the inverse permutation
+inline autograd::Derivative structured_permute::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G {
+    Shape dims = c.ints(1), inverse(dims.size());
+    int64_t n = static_cast<int64_t>(dims.size());
+    for (int64_t i = 0; i < n; ++i) inverse[dims[i] < 0 ? dims[i] + n : dims[i]] = i;
+    return {permute(c.grad(), inverse)};
+  });
+}
+// out = self[..., start:end:step, ...] along dim
+inline autograd::Derivative structured_slice::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G {
+    return {slice_backward(c.grad(), c.meta(0).shape, c.integer(1), c.integer(2), c.integer(3), c.integer(4))};
+  });
+}
+// outs[i] = self.select(dim, i): the gradients, stacked (FunctionsManual.cpp unbind_backward)
+// into one buffer; unused outputs arrive as zeros.
+inline autograd::Derivative structured_unbind_int::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G {
+    const Shape& in = c.meta(0).shape;
+    int64_t dim = maybe_wrap_dim(c.integer(1), static_cast<int64_t>(in.size()), "aten::unbind");
+    G parts;
+    for (int64_t i = 0; i < in[dim]; ++i) parts.push_back(unsqueeze(c.grad(static_cast<size_t>(i)), dim));
+    return {cat(parts, dim)};
+  });
+}
+// out = self with a dim of size 1 inserted at dim
+inline autograd::Derivative structured_unsqueeze::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G { return {squeeze(c.grad(), c.integer(1))}; });
+}
+// out = self without dim (of size 1)
+inline autograd::Derivative structured_squeeze::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G { return {reshape(c.grad(), c.meta(0).shape)}; });
+}
+// out = self broadcast to size
+inline autograd::Derivative structured_expand::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G { return {sum_to(c.grad(), c.meta(0))}; });
+}
+// out = self, outside autograd
+inline autograd::Derivative structured_detach::derivative() { return autograd::non_differentiable(); }
+// out = self's storage read with geometry (size, stride, storage_offset)
+inline autograd::Derivative structured_as_strided::derivative() {
+  using namespace autograd;
+  return with_geometry_of(rule({}, [](C c) -> G {
+    const TensorGeometry& self = c.geometry(0);
+    int64_t offset = c.is_none(3) ? self.storage_offset : c.integer(3);
+    return {as_strided_backward(c.grad(), self, c.ints(1), c.ints(2), offset)};
+  }), {0});
+}
+// out = self[..., index, ...] (dim removed)
+inline autograd::Derivative structured_select::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G {
+    const Shape& in = c.meta(0).shape;
+    int64_t dim = maybe_wrap_dim(c.integer(1), static_cast<int64_t>(in.size()), "aten::select");
+    int64_t index = c.integer(2) < 0 ? c.integer(2) + in[dim] : c.integer(2);
+    return {slice_backward(unsqueeze(c.grad(), dim), in, dim, index, index + 1, 1)};
+  });
+}
+// out[i] = consecutive pieces of self along dim, of sizes split_sizes[i]
+inline autograd::Derivative structured_split_with_sizes::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G {
+    G parts;
+    for (size_t i = 0; i < c.ints(1).size(); ++i) parts.push_back(c.grad(i));
+    return {cat(parts, c.integer(2))};
+  });
+}
 
 // Whether a view's Def names a kernel (else a composite).
 template <class Def, class = void>

@@ -17,7 +17,7 @@
 namespace remat::ops {
 namespace {
 
-using autograd::CreationMeta;
+using remat::autograd::CreationMeta;
 
 // A view of self with new geometry, which autograd tracks as a view of self's base (PyTorch's
 // ADInplaceOrView kernels call as_view; remat has no such key, so the view kernels do). A view
@@ -26,10 +26,10 @@ using autograd::CreationMeta;
 Tensor make_view(const Tensor& self, const Shape& sizes, const Shape& strides, int64_t storage_offset,
                  bool one_of_several = false) {
   Tensor out = make_alias(self, sizes, strides, storage_offset);
-  CreationMeta creation = !autograd::GradMode::is_enabled() ? CreationMeta::NO_GRAD_MODE
+  CreationMeta creation = !remat::autograd::GradMode::is_enabled() ? CreationMeta::NO_GRAD_MODE
                           : one_of_several                  ? CreationMeta::MULTI_OUTPUT_NODE
                                                             : CreationMeta::DEFAULT;
-  autograd::impl::as_view(self, out, creation);
+  remat::autograd::impl::as_view(self, out, creation);
   return out;
 }
 

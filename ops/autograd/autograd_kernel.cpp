@@ -7,6 +7,7 @@
 // the needed gradients read.
 #include <algorithm>
 #include <mutex>
+#include <optional>
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/autograd/ops_by_name.h"
@@ -350,6 +351,14 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, DispatchKeySet 
 
 void register_derivative(Derivative d) {
   const std::string name = d.op;
+  REMAT_CHECK(!name.empty(), "register_derivative: a rule without an op name (saving ", d.saved.size(),
+              " tensors); a Def's rule is named by Def::name or Def::inplace_name");
+  // One rule per op (a Def gives its derivative once): a second one would silently replace the
+  // first, as a duplicate derivatives.yaml entry is refused by load_derivatives.py.
+  if (std::optional<OperatorHandle> op = Dispatcher::singleton().findOp(name)) {
+    REMAT_CHECK(!op->entry()->hasKernelForKey(DispatchKey::Autograd), "register_derivative: ", name,
+                " already has a derivative (an autograd kernel); an op's rule is registered once");
+  }
   auto kernel = std::make_shared<AutogradKernel>(std::move(d));
   Dispatcher::singleton().registerImpl(name, DispatchKey::Autograd, KernelFunction::makeFromWrapper(std::move(kernel)));
 }

@@ -68,7 +68,7 @@ struct SavedTensor {
 };
 
 struct Derivative {
-  std::string op;                        // "aten::mul"
+  std::string op;                        // "aten::mul" (set from the Def: Def::name, Def::inplace_name)
   std::vector<SavedTensor> saved;        // what backward may read, and for which gradients
   std::vector<size_t> saved_geometries;  // tensor arguments whose geometry, not data, the rule reads
   std::vector<size_t> non_differentiable_outputs;
@@ -77,7 +77,8 @@ struct Derivative {
   Formula formula;
 };
 
-// Registers the rule's autograd kernel for op (ops/autograd/derivatives.cpp calls this).
+// Registers the rule's autograd kernel for op (ops/autograd/derivatives.cpp calls this for every
+// Def's rule). Throws for a rule without an op name, or for an op that has a rule already.
 void register_derivative(Derivative d);
 
 }  // namespace remat::ops::autograd

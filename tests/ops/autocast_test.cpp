@@ -6,6 +6,8 @@
 #include <set>
 #include <thread>
 
+#include "ops/linalg_defs.h"
+#include "ops/loss_defs.h"
 #include "remat.h"
 #include "tests/testing/op_testing.h"
 
@@ -250,4 +252,23 @@ TEST_CASE("autocast error paths", "[autocast][errors]") {
   // errors inside an autocast op still name the op
   autocast guard(kCPU);
   REQUIRE_THROWS_WITH(mm(ones({2, 3}), ones({2, 3})), Contains("aten::mm") && Contains("2x3 and 2x3"));
+}
+
+TEST_CASE("autocast kernels: the Defs' policies and the composites' names give PyTorch's lists", "[autocast]") {
+  // the ops with an Autocast kernel of their own (the others fall through), by policy: the Defs
+  // give theirs (autocast_policy), the composites are listed by name
+  std::set<std::string> with_kernel;
+  for (const std::string& name : registered_ops())
+    if (name.rfind("aten::", 0) == 0 && find_op(name).entry()->hasKernelForKey(DispatchKey::Autocast))
+      with_kernel.insert(name);
+  CHECK(with_kernel == std::set<std::string>{"aten::mm", "aten::bmm", "aten::matmul", "aten::addmm", "aten::linear",
+                                             "aten::softmax", "aten::log_softmax", "aten::layer_norm",
+                                             "aten::rms_norm", "aten::cross_entropy"});
+  CHECK(ops::structured_mm::autocast_policy == ops::CastPolicy::LowerPrecision);
+  CHECK(ops::structured_cross_entropy::autocast_policy == ops::CastPolicy::Float32);
+  // the policy each kernel applies: mm (a Def) runs in the autocast dtype, log_softmax in float32
+  autocast guard(kCPU, kBFloat16);
+  Tensor a = ones({2, 2});
+  CHECK(mm(a, a).dtype() == kBFloat16);
+  CHECK(log_softmax(a.to(kBFloat16), 1).dtype() == kFloat);
 }

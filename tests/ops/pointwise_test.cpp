@@ -1,5 +1,5 @@
 // Tests ops/pointwise.cpp: elementwise ops (values, broadcasting, type promotion, gradients,
-// in-place semantics, bf16, Meta) and their derivative rules in ops/autograd/derivatives.cpp.
+// in-place semantics, bf16, Meta) and their derivative rules (ops/pointwise_defs.h).
 #include <catch2/catch.hpp>
 
 #include <cmath>

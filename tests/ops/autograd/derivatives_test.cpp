@@ -1,4 +1,5 @@
-// Tests ops/autograd/derivatives.cpp beyond the per-op tests: the double-backward rules of the
+// Tests the derivative rules (each Def's derivative(), registered by ops/autograd/derivatives.cpp)
+// beyond the per-op tests: the double-backward rules of the
 // fused backward kernels, second derivatives of the rules, what each rule saves for backward,
 // node names, and the non-differentiable ops.
 #include <catch2/catch.hpp>
