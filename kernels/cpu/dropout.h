@@ -1,5 +1,6 @@
-// Mirrors ATen/native/Dropout.cpp (_masked_scale): the elementwise half of dropout. The keep mask
-// itself comes from dropout_mask_kernel in kernels/cpu/random.h (the Philox offset rule).
+// Mirrors ATen/native/Dropout.cpp (_masked_scale): the elementwise half of dropout, and the forward
+// in one pass (dropout_forward: the mask and the scaled values together). The keep mask follows
+// dropout_mask_kernel in kernels/cpu/random.h (the Philox offset rule).
 #pragma once
 
 #include <algorithm>
