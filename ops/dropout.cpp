@@ -66,9 +66,9 @@ void native_dropout_cpu(const char* op, const Tensor& out, const Tensor& mask, c
   const int64_t n = input.numel();
   const Tensor x = dropout_input<CPUCopies>(input);
   if (n == 0) return;
-  cpu::dropout_mask_kernel(mask.data_ptr<bool>(), n, seed, offset, p);
   REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), op, [&] {
-    cpu::masked_scale(out.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), mask.data_ptr<bool>(), n, keep_scale(p));
+    cpu::dropout_forward(out.data_ptr<scalar_t>(), mask.data_ptr<bool>(), x.data_ptr<scalar_t>(), n, seed, offset, p,
+                         keep_scale(p));
   });
 }
 

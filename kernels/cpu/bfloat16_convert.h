@@ -39,20 +39,28 @@ inline __m256i float_to_bf16_lanes(__m256 x) {
 }
 #endif
 
+#if defined(__AVX512F__)
+// 16 bfloat16 -> 16 floats (exact).
+inline __m512 bf16x16_to_float(const BFloat16* in) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+// 16 floats -> 16 bfloat16 bits: the same rounding as float_to_bf16_lanes, narrowed with vpmovdw.
+inline __m256i float_to_bf16x16(__m512 x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  const __m512i bits = _mm512_mask_blend_epi32(nan, rounded, _mm512_set1_epi32(0x7fc0));
+  return _mm512_cvtepi32_epi16(bits);
+}
+#endif
+
 inline void float_to_bf16(const float* in, BFloat16* out, int64_t n) {
   int64_t i = 0;
 #if defined(__AVX512F__)
-  // 16 lanes: the same rounding as float_to_bf16_lanes, narrowed with vpmovdw
-  for (; i + 16 <= n; i += 16) {
-    const __m512 x = _mm512_loadu_ps(in + i);
-    const __m512i u = _mm512_castps_si512(x);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    const __m512i rounded =
-        _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
-    const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    const __m512i bits = _mm512_mask_blend_epi32(nan, rounded, _mm512_set1_epi32(0x7fc0));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtepi32_epi16(bits));
-  }
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), float_to_bf16x16(_mm512_loadu_ps(in + i)));
 #endif
 #if defined(__AVX2__)
   for (; i + 16 <= n; i += 16) {

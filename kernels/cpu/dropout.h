@@ -1,12 +1,16 @@
-// Mirrors ATen/native/Dropout.cpp (_masked_scale): the elementwise half of dropout. The keep mask
-// itself comes from dropout_mask_kernel in kernels/cpu/random.h (the Philox offset rule).
+// Mirrors ATen/native/Dropout.cpp (_masked_scale): the elementwise half of dropout, and the forward
+// in one pass (dropout_forward: the mask and the scaled values together). The keep mask follows
+// dropout_mask_kernel in kernels/cpu/random.h (the Philox offset rule).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/pointwise.h"
+#include "kernels/cpu/random.h"
+#include "kernels/cpu/x86_intrinsics.h"
 
 namespace remat::kernels::cpu {
 
@@ -37,6 +41,62 @@ void masked_scale(T* out, const T* in, const bool* mask, int64_t n, double scale
       for (int64_t i = b; i < e; ++i) o[i] = T(A(x[i]) * (static_cast<A>(m[i]) * s));
     }
   });
+}
+
+// The forward in one pass: mask[i] = U_i < 1 - p (dropout_mask_kernel's rule) and
+// out[i] = in[i] * (mask[i] * scale), the same bits as dropout_mask_kernel then masked_scale. With
+// AVX-512 (BW, and BMI2's pdep) for float and bfloat16: 64 elements per 16 Philox blocks, the
+// mask's 64 bytes stored from one bit mask, the scale applied to the values still in registers,
+// instead of a byte store per element and a second pass reading the mask back.
+template <class T>
+void dropout_forward(T* out, bool* mask, const T* in, int64_t n, uint64_t seed, uint64_t offset, double p,
+                     double scale) {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__BMI2__)
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+    const float keep = static_cast<float>(1.0 - p);
+    const float s = static_cast<float>(scale);
+    parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
+      auto scalar = [&](int64_t lo, int64_t hi) {
+        for_each_philox_word(seed, offset, lo, hi, [&](int64_t i, uint32_t word) {
+          const bool k = uint32_to_uniform(word) < keep;
+          mask[i] = k;
+          out[i] = T(float(in[i]) * (static_cast<float>(k) * s));
+        });
+      };
+      const int64_t first = std::min(e, (b + 63) / 64 * 64);  // whole groups of 16 blocks from here
+      scalar(b, first);
+      const __m512 keep_v = _mm512_set1_ps(keep), unit = _mm512_set1_ps(1.0f / 16777216.0f), s_v = _mm512_set1_ps(s);
+      const __m512i one = _mm512_set1_epi8(1);
+      uint8_t* m8 = reinterpret_cast<uint8_t*>(mask);
+      int64_t i = first;
+      for (; i + 64 <= e; i += 64) {
+        __m512i words[4];
+        philox4x32_10_x16(static_cast<uint64_t>(i / 4), offset, seed, words);
+        uint64_t bits = 0;  // bit 4 l + w: word w of block i / 4 + l (element i + 4 l + w)
+        for (int w = 0; w < 4; ++w) {
+          const __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(words[w], 8)), unit);
+          const __mmask16 kept = _mm512_cmp_ps_mask(u, keep_v, _CMP_LT_OQ);
+          bits |= _pdep_u64(kept, 0x1111111111111111ull << w);
+        }
+        _mm512_storeu_si512(m8 + i, _mm512_maskz_mov_epi8(bits, one));
+        for (int v = 0; v < 4; ++v) {
+          const __mmask16 k = static_cast<__mmask16>(bits >> (16 * v));
+          const __m512 factor = _mm512_maskz_mov_ps(k, s_v);  // mask ? s : 0, as float(mask) * s
+          if constexpr (std::is_same_v<T, float>) {
+            _mm512_storeu_ps(out + i + 16 * v, _mm512_mul_ps(_mm512_loadu_ps(in + i + 16 * v), factor));
+          } else {
+            const __m512 y = _mm512_mul_ps(bf16x16_to_float(in + i + 16 * v), factor);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 16 * v), float_to_bf16x16(y));
+          }
+        }
+      }
+      scalar(i, e);
+    });
+    return;
+  }
+#endif
+  dropout_mask_kernel(mask, n, seed, offset, p);
+  masked_scale(out, in, mask, n, scale);
 }
 
 }  // namespace remat::kernels::cpu

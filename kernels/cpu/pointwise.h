@@ -220,6 +220,36 @@ namespace detail {
 // kTransposeBlock x kTransposeBlock so that the pages a block touches stay in the TLB.
 constexpr int64_t kTransposeTile = 16, kTransposeBlock = 128;
 
+#if defined(__AVX512F__)
+// v[q] = lane q of each of v[0..15], in order: a 16 x 16 transpose of 32-bit lanes in registers
+// (pairs interleaved, then quads, then 128-bit lanes gathered; bits moved, never converted).
+inline void transpose16x16_epi32(__m512i v[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+  }
+  // v[4 i + k], 128-bit lane L: element 4 L + k of v[4 i .. 4 i + 3]
+  for (int i = 0; i < 4; ++i) {
+    const __m512 a = _mm512_castsi512_ps(t[4 * i]), b = _mm512_castsi512_ps(t[4 * i + 1]);
+    const __m512 c = _mm512_castsi512_ps(t[4 * i + 2]), d = _mm512_castsi512_ps(t[4 * i + 3]);
+    v[4 * i] = _mm512_castps_si512(_mm512_shuffle_ps(a, c, 0x44));
+    v[4 * i + 1] = _mm512_castps_si512(_mm512_shuffle_ps(a, c, 0xEE));
+    v[4 * i + 2] = _mm512_castps_si512(_mm512_shuffle_ps(b, d, 0x44));
+    v[4 * i + 3] = _mm512_castps_si512(_mm512_shuffle_ps(b, d, 0xEE));
+  }
+  for (int k = 0; k < 4; ++k) {
+    const __m512i a = _mm512_shuffle_i32x4(v[k], v[4 + k], 0x88), b = _mm512_shuffle_i32x4(v[k], v[4 + k], 0xDD);
+    const __m512i c = _mm512_shuffle_i32x4(v[8 + k], v[12 + k], 0x88), d = _mm512_shuffle_i32x4(v[8 + k], v[12 + k], 0xDD);
+    t[k] = _mm512_shuffle_i32x4(a, c, 0x88);
+    t[8 + k] = _mm512_shuffle_i32x4(a, c, 0xDD);
+    t[4 + k] = _mm512_shuffle_i32x4(b, d, 0x88);
+    t[12 + k] = _mm512_shuffle_i32x4(b, d, 0xDD);
+  }
+  for (int q = 0; q < 16; ++q) v[q] = t[q];
+}
+#endif
+
 template <class O, class I>
 void transpose_copy(const LoopShape& s, O* out, const I* in) {
   const int nd = s.ndim;
@@ -230,13 +260,48 @@ void transpose_copy(const LoopShape& s, O* out, const I* in) {
   const int64_t row_blocks = (R + kTransposeBlock - 1) / kTransposeBlock;
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(kTransposeBlock * C, 1));
   constexpr int64_t T = kTransposeTile;
+  // One element: the same type moved as is (bits, NaN payloads too, as the vector tiles move them)
+  auto convert = [](const I& x) -> O {
+    if constexpr (std::is_same_v<O, I>) {
+      return x;
+    } else {
+      return static_cast<O>(static_cast<acc_t<I>>(x));
+    }
+  };
   // One tile: rows [r0, r0 + rn), columns [c0, c0 + cn) from the bases ob and ib.
   auto tile_copy = [&](int64_t ob, int64_t ib, int64_t r0, int64_t rn, int64_t c0, int64_t cn) {
+#if defined(__AVX512F__)
+    // 32- and 16-bit elements copied as bits: 16 lines of in loaded, transposed in registers,
+    // stored as 16 lines of out (16-bit ones widened to 32-bit lanes and narrowed back)
+    if constexpr (std::is_same_v<O, I> && (sizeof(O) == 4 || sizeof(O) == 2) && T == 16) {
+      if (rn == T && cn == T) {
+        __m512i v[16];
+        for (int64_t c = 0; c < T; ++c) {
+          const I* src = in + ib + (c0 + c) * in_c + r0;
+          if constexpr (sizeof(O) == 4) {
+            v[c] = _mm512_loadu_si512(src);
+          } else {
+            v[c] = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
+          }
+        }
+        transpose16x16_epi32(v);
+        for (int64_t r = 0; r < T; ++r) {
+          O* dst = out + ob + (r0 + r) * out_r + c0;
+          if constexpr (sizeof(O) == 4) {
+            _mm512_storeu_si512(dst, v[r]);
+          } else {
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_cvtepi32_epi16(v[r]));
+          }
+        }
+        return;
+      }
+    }
+#endif
     O tile[T][T];  // [c][r]
     if (rn == T && cn == T) {  // constant trip counts: unrolled vector moves
       for (int64_t c = 0; c < T; ++c) {
         const I* src = in + ib + (c0 + c) * in_c + r0;  // in's lines: r contiguous
-        for (int64_t r = 0; r < T; ++r) tile[c][r] = static_cast<O>(static_cast<acc_t<I>>(src[r]));
+        for (int64_t r = 0; r < T; ++r) tile[c][r] = convert(src[r]);
       }
       for (int64_t r = 0; r < T; ++r) {
         O* dst = out + ob + (r0 + r) * out_r + c0;  // out's lines: c contiguous
@@ -246,7 +311,7 @@ void transpose_copy(const LoopShape& s, O* out, const I* in) {
     }
     for (int64_t c = 0; c < cn; ++c)
       for (int64_t r = 0; r < rn; ++r)
-        tile[c][r] = static_cast<O>(static_cast<acc_t<I>>(in[ib + (c0 + c) * in_c + r0 + r]));
+        tile[c][r] = convert(in[ib + (c0 + c) * in_c + r0 + r]);
     for (int64_t r = 0; r < rn; ++r)
       for (int64_t c = 0; c < cn; ++c) out[ob + (r0 + r) * out_r + c0 + c] = tile[c][r];
   };
@@ -263,8 +328,19 @@ void transpose_copy(const LoopShape& s, O* out, const I* in) {
       for (int64_t cb = 0; cb < C; cb += kTransposeBlock) {
         const int64_t cb_end = std::min(C, cb + kTransposeBlock);
         for (int64_t c0 = cb; c0 < cb_end; c0 += T)
-          for (int64_t r0 = rb; r0 < rb_end; r0 += T)
+          for (int64_t r0 = rb; r0 < rb_end; r0 += T) {
+#if defined(__AVX512F__)
+            // The next tile's lines, fetched while this one is copied: the hardware prefetchers
+            // follow a few sequential streams, not the 2 T strided ones of a tile.
+            if (r0 + 2 * T <= rb_end && c0 + T <= cb_end) {
+              for (int64_t c = 0; c < T; ++c)
+                _mm_prefetch(reinterpret_cast<const char*>(in + ib + (c0 + c) * in_c + r0 + T), _MM_HINT_T0);
+              for (int64_t r = 0; r < T; ++r)
+                _mm_prefetch(reinterpret_cast<const char*>(out + ob + (r0 + T + r) * out_r + c0), _MM_HINT_ET0);
+            }
+#endif
             tile_copy(ob, ib, r0, std::min(T, rb_end - r0), c0, std::min(T, cb_end - c0));
+          }
       }
     }
   });

@@ -56,29 +56,33 @@ void normal_kernel(T* out, int64_t n, uint64_t seed, uint64_t offset, double mea
 // Philox4x32-10 of the 16 blocks first .. first + 15, one per lane: words[w] holds word w of each
 // (the same arithmetic as philox4x32_10, 32x32->64 products in even and odd lanes).
 inline void philox4x32_10_x16(uint64_t first, uint64_t offset, uint64_t seed, __m512i words[4]) {
-  alignas(64) uint32_t lo[16], hi[16];
-  for (int l = 0; l < 16; ++l) {
-    lo[l] = static_cast<uint32_t>(first + static_cast<uint64_t>(l));
-    hi[l] = static_cast<uint32_t>((first + static_cast<uint64_t>(l)) >> 32);
-  }
-  __m512i c0 = _mm512_load_si512(lo), c1 = _mm512_load_si512(hi);
+  // counters first + l as 32-bit halves: the low half wraps below its start where the add carries
+  const __m512i lo0 = _mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(first)));
+  __m512i c0 = _mm512_add_epi32(lo0, _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+  const __mmask16 carry = _mm512_cmplt_epu32_mask(c0, lo0);
+  __m512i c1 = _mm512_mask_add_epi32(_mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(first >> 32))), carry,
+                                     _mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(first >> 32))),
+                                     _mm512_set1_epi32(1));
   __m512i c2 = _mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(offset)));
   __m512i c3 = _mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(offset >> 32)));
   uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
   const __m512i m0 = _mm512_set1_epi32(static_cast<int>(0xD2511F53u)), m1 = _mm512_set1_epi32(static_cast<int>(0xCD9E8D57u));
-  constexpr __mmask16 kOdd = 0xAAAA;
-  // lo and hi 32 bits of m * c in every lane
+  constexpr __mmask16 kOdd = 0xAAAA, kEven = 0x5555;
+  // lo and hi 32 bits of m * c in every lane: the even lanes' 64-bit products and the odd lanes'
+  // (m's odd lanes equal its even ones), each half moved into the other lanes by one masked
+  // swap of 32-bit neighbours
   auto mulhilo = [&](__m512i m, __m512i c, __m512i* h) {
-    const __m512i even = _mm512_mul_epu32(m, c);                                            // lanes 0, 2, ...
-    const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(m, 32), _mm512_srli_epi64(c, 32));  // lanes 1, 3, ...
-    *h = _mm512_mask_blend_epi32(kOdd, _mm512_srli_epi64(even, 32), odd);
-    return _mm512_mask_blend_epi32(kOdd, even, _mm512_slli_epi64(odd, 32));
+    const __m512i even = _mm512_mul_epu32(m, c);                          // lanes 0, 2, ...
+    const __m512i odd = _mm512_mul_epu32(m, _mm512_srli_epi64(c, 32));    // lanes 1, 3, ...
+    *h = _mm512_mask_shuffle_epi32(odd, kEven, even, _MM_PERM_CDAB);
+    return _mm512_mask_shuffle_epi32(even, kOdd, odd, _MM_PERM_CDAB);
   };
   for (int round = 0; round < 10; ++round) {
     __m512i hi0, hi1;
     const __m512i lo0 = mulhilo(m0, c0, &hi0), lo1 = mulhilo(m1, c2, &hi1);
-    const __m512i n0 = _mm512_xor_si512(_mm512_xor_si512(hi1, c1), _mm512_set1_epi32(static_cast<int>(k0)));
-    const __m512i n2 = _mm512_xor_si512(_mm512_xor_si512(hi0, c3), _mm512_set1_epi32(static_cast<int>(k1)));
+    // a ^ b ^ k in one ternary-logic op (0x96: three-way xor)
+    const __m512i n0 = _mm512_ternarylogic_epi32(hi1, c1, _mm512_set1_epi32(static_cast<int>(k0)), 0x96);
+    const __m512i n2 = _mm512_ternarylogic_epi32(hi0, c3, _mm512_set1_epi32(static_cast<int>(k1)), 0x96);
     c0 = n0;
     c1 = lo1;
     c2 = n2;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/eigen.h"
@@ -101,6 +102,65 @@ A reduce_one(const ReduceShape& s, const T* in) {
   return acc;
 }
 
+// Column sums: acc[c] = combine(...combine(acc[c], rows[0][c])..., rows[M - 1][c]) for c < n, in
+// that order (M rows per pass over the accumulators: one load and store of acc per M inputs).
+// Every column independent, so the compiler vectorises across c (bfloat16 widened by shifts).
+constexpr int kColumnRows = 8;
+template <class R, int M, class A, class T>
+void column_rows(A* __restrict acc, const T* const* rows, int64_t n) {
+  const T* __restrict p[M];
+  for (int j = 0; j < M; ++j) p[j] = rows[j];
+#pragma omp simd
+  for (int64_t c = 0; c < n; ++c) {
+    A a = acc[c];
+    for (int j = 0; j < M; ++j) a = R::combine(a, A(p[j][c]));
+    acc[c] = a;
+  }
+}
+
+#if defined(__AVX512F__)
+// Sums of float or bfloat16 rows, 16 columns a vector: the same order as the loop above.
+template <int M, class T>
+void column_sum_rows_avx512(float* acc, const T* const* rows, int64_t n) {
+  auto load = [](const T* p) {
+    if constexpr (std::is_same_v<T, float>) {
+      return _mm512_loadu_ps(p);
+    } else {
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+  };
+  int64_t c = 0;
+  for (; c + 32 <= n; c += 32) {
+    __m512 a0 = _mm512_loadu_ps(acc + c), a1 = _mm512_loadu_ps(acc + c + 16);
+    for (int j = 0; j < M; ++j) {
+      a0 = _mm512_add_ps(a0, load(rows[j] + c));
+      a1 = _mm512_add_ps(a1, load(rows[j] + c + 16));
+    }
+    _mm512_storeu_ps(acc + c, a0);
+    _mm512_storeu_ps(acc + c + 16, a1);
+  }
+  for (; c < n; ++c) {
+    float a = acc[c];
+    for (int j = 0; j < M; ++j) a += float(rows[j][c]);
+    acc[c] = a;
+  }
+}
+#endif
+
+// column_rows, vectorised by hand for float and bfloat16 sums where AVX-512 is compiled in.
+template <class R, int M, class A, class T>
+void column_rows_dispatch(A* acc, const T* const* rows, int64_t n) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<R, SumReducer> && std::is_same_v<A, float> &&
+                (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>)) {
+    column_sum_rows_avx512<M>(acc, rows, n);
+    return;
+  }
+#endif
+  column_rows<R, M>(acc, rows, n);
+}
+
 // out[kept] = reduce(in[kept, reduced]) * scale  (scale = 1/n for mean)
 template <class R, class T>
 void reduce_kernel(const ReduceShape& s, T* out, const T* in, double scale) {
@@ -126,29 +186,34 @@ void reduce_kernel(const ReduceShape& s, T* out, const T* in, double scale) {
     const int64_t row = s.kept_sizes[nk - 1];
     const int64_t n_rows_out = n_out / row;
     const int64_t red = s.red_numel();
+    const int nr = static_cast<int>(s.red_sizes.size());
+    // Columns split across the threads; each column summed over the reduced positions in order
+    // (the same order for any thread count), kColumnRows rows at a time into a strip of
+    // accumulators in L1.
     parallel_for(0, row, std::max<int64_t>(kGrainSize / std::max<int64_t>(red, 1), 16), [&](int64_t cb, int64_t ce) {
       std::vector<A> acc(static_cast<size_t>(ce - cb));
-      std::vector<float> widened(kFloatBlocks<T> ? static_cast<size_t>(ce - cb) : 0);  // a bfloat16 row, as float
+      std::vector<int64_t> idx(static_cast<size_t>(nr), 0);
       for (int64_t r = 0; r < n_rows_out; ++r) {
         int64_t out_off;
         int64_t base = in_offset(r * row, &out_off);
         std::fill(acc.begin(), acc.end(), R::template identity<A>());
-        // iterate reduced positions in order, adding rows
-        const int nr = static_cast<int>(s.red_sizes.size());
-        std::vector<int64_t> idx(static_cast<size_t>(nr), 0);
-        for (int64_t k = 0; k < red; ++k) {
-          int64_t off = 0;
-          for (int d = 0; d < nr; ++d) off += idx[d] * s.red_strides[d];
-          const T* p = in + base + off + cb;
-          if constexpr (kFloatBlocks<T>) {  // widened with vector shifts, then combined as float's
-            bf16_to_float(p, widened.data(), ce - cb);
-            for (int64_t c = 0; c < ce - cb; ++c) acc[c] = R::combine(acc[c], widened[c]);
-          } else {
-            for (int64_t c = 0; c < ce - cb; ++c) acc[c] = R::combine(acc[c], A(p[c]));
+        std::fill(idx.begin(), idx.end(), 0);
+        const T* rows[kColumnRows];
+        for (int64_t k = 0; k < red;) {
+          const int64_t m = std::min<int64_t>(kColumnRows, red - k);
+          for (int64_t j = 0; j < m; ++j, ++k) {  // the next m reduced positions, in order
+            int64_t off = 0;
+            for (int d = 0; d < nr; ++d) off += idx[d] * s.red_strides[d];
+            rows[j] = in + base + off + cb;
+            for (int d = nr - 1; d >= 0; --d) {
+              if (++idx[d] < s.red_sizes[d]) break;
+              idx[d] = 0;
+            }
           }
-          for (int d = nr - 1; d >= 0; --d) {
-            if (++idx[d] < s.red_sizes[d]) break;
-            idx[d] = 0;
+          if (m == kColumnRows) {
+            column_rows_dispatch<R, kColumnRows>(acc.data(), rows, ce - cb);
+          } else {
+            for (int64_t j = 0; j < m; ++j) column_rows_dispatch<R, 1>(acc.data(), rows + j, ce - cb);
           }
         }
         for (int64_t c = 0; c < ce - cb; ++c) out[out_off + cb + c] = T(acc[c] * A(scale));

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <vector>
 
@@ -52,6 +53,41 @@ TEST_CASE("copy_kernel transposes exactly at sizes around its tile and block, wi
   check_transpose<float>(3, 40, 50);
   check_transpose<BFloat16>(2, 130, 20);
   check_transpose<float>(2, 8, 64);  // below the tile: the plain walk
+}
+
+TEST_CASE("copy_kernel's transposes move bits (NaN payloads, -0, subnormals) for 16-, 32- and 64-bit types",
+          "[pointwise]") {
+  // the AVX-512 in-register 16 x 16 transposes (32- and 16-bit types) against the portable tiles
+  // (double, and a conversion)
+  const int64_t outer = 2, R = 48, C = 37;
+  auto check = [&](auto zero, auto bits_of_k) {
+    using T = decltype(zero);
+    std::vector<T> in(static_cast<size_t>(outer * R * C)), out(in.size(), zero);
+    for (size_t k = 0; k < in.size(); ++k) in[k] = bits_of_k(k);
+    cpu::copy_kernel(transposed(outer, R, C), out.data(), in.data());
+    int64_t wrong = 0;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < R; ++i)
+        for (int64_t j = 0; j < C; ++j)
+          wrong += std::memcmp(&out[(o * R + i) * C + j], &in[(o * C + j) * R + i], sizeof(T)) != 0;
+    INFO("element bytes " << sizeof(T));
+    CHECK(wrong == 0);
+  };
+  auto mix = [](size_t k) { return static_cast<uint32_t>(k * 2654435761u) ^ static_cast<uint32_t>(k >> 3); };
+  check(0.0f, [&](size_t k) {
+    const uint32_t u = mix(k);
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  });
+  check(BFloat16(), [&](size_t k) {
+    BFloat16 b;
+    b.bits = static_cast<uint16_t>(mix(k));
+    return b;
+  });
+  check(int32_t{0}, [&](size_t k) { return static_cast<int32_t>(mix(k)); });
+  check(int16_t{0}, [&](size_t k) { return static_cast<int16_t>(mix(k)); });
+  check(0.0, [&](size_t k) { return static_cast<double>(mix(k)) * 1e-3 - 1e6; });
 }
 
 TEST_CASE("copy_kernel converts float <-> bfloat16 as BFloat16's scalar conversion, NaN and rounding included",

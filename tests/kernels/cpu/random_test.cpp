@@ -54,3 +54,21 @@ TEST_CASE("uniform_kernel gives element i from + (to - from) * U_i", "[random]")
   for (size_t i = 0; i < out.size(); ++i)
     CHECK(out[i] == -2.0 + 5.0 * static_cast<double>(uint32_to_uniform(philox_word(99, 8, i))));
 }
+
+#if defined(__AVX512F__)
+TEST_CASE("philox4x32_10_x16 gives the 16 blocks of philox4x32_10, across a carry into the counter's high half",
+          "[random]") {
+  for (uint64_t first : {uint64_t{0}, uint64_t{77}, (uint64_t{1} << 32) - 5, (uint64_t{3} << 32) - 16,
+                         ~uint64_t{0} - 7}) {
+    const uint64_t offset = 0x5555'0000'1234ull, seed = 99;
+    __m512i words[4];
+    cpu::philox4x32_10_x16(first, offset, seed, words);
+    alignas(64) uint32_t w[4][16];
+    for (int k = 0; k < 4; ++k) _mm512_store_si512(w[k], words[k]);
+    for (int l = 0; l < 16; ++l) {
+      const remat::kernels::Philox4 r = remat::kernels::philox4x32_10(first + static_cast<uint64_t>(l), offset, seed);
+      for (int k = 0; k < 4; ++k) CHECK(w[k][l] == r.x[k]);
+    }
+  }
+}
+#endif

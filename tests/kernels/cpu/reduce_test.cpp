@@ -1,10 +1,14 @@
 // Tests kernels/cpu/reduce.h (ATen/native/cpu/SumKernel.cpp): bfloat16 reductions accumulate in
 // float on widened blocks (rows, whole tensors and column sums) and match double sums.
 #include <catch2/catch.hpp>
+#include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/reduce.h"
@@ -66,4 +70,103 @@ TEST_CASE("a bfloat16 max over a row sees every widened block, and NaN wins", "[
   x[1500] = BFloat16(std::numeric_limits<float>::quiet_NaN());
   cpu::reduce_kernel<cpu::MaxReducer>(reduce_dim(1, n, 1), out.data(), x.data(), 1.0);
   CHECK(std::isnan(float(out[0])));
+}
+
+namespace {
+
+// Column sums of [rows, cols] in the kernel's order: each column summed over the rows in order,
+// in float (what the AVX-512 path and the portable loop must both give, bit for bit).
+template <class T>
+std::vector<float> sequential_column_sums(const std::vector<T>& x, int64_t rows, int64_t cols) {
+  std::vector<float> s(static_cast<size_t>(cols), 0.0f);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) s[j] += float(x[i * cols + j]);
+  return s;
+}
+
+template <class T>
+std::vector<T> column_sums(const std::vector<T>& x, int64_t rows, int64_t cols, int threads) {
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  std::vector<T> out(static_cast<size_t>(cols));
+  cpu::reduce_kernel<cpu::SumReducer>(reduce_dim(rows, cols, 0), out.data(), x.data(), 1.0);
+  omp_set_num_threads(before);
+  return out;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("column sums (a bias gradient) are the rows summed in order, on any thread count", "[reduce]",
+                   float, BFloat16) {
+  // widths with 32-column vectors, a 16-column one and a scalar tail; row counts with and
+  // without a partial group of kColumnRows rows
+  for (int64_t cols : {int64_t(3), int64_t(17), int64_t(77), int64_t(1024), int64_t(4133)}) {
+    for (int64_t rows : {int64_t(2), int64_t(8), int64_t(29), int64_t(300)}) {
+      std::vector<TestType> x(static_cast<size_t>(rows * cols));
+      for (int64_t k = 0; k < rows * cols; ++k) x[k] = TestType(std::sin(0.37f * float(k)) * 3.0f + 0.5f);
+      const std::vector<float> want = sequential_column_sums(x, rows, cols);
+      const std::vector<TestType> one = column_sums(x, rows, cols, 1), two = column_sums(x, rows, cols, 2);
+      for (int64_t j = 0; j < cols; ++j) {
+        INFO("rows " << rows << " cols " << cols << " column " << j);
+        CHECK(float(one[j]) == float(TestType(want[j])));
+        CHECK(float(two[j]) == float(one[j]));
+        double ref = 0;
+        for (int64_t i = 0; i < rows; ++i) ref += double(float(x[i * cols + j]));
+        CHECK(float(one[j]) == Approx(ref).epsilon(std::is_same_v<TestType, float> ? 1e-5 : 8e-3).margin(1e-3 * rows));
+      }
+    }
+  }
+}
+
+TEST_CASE("column sums over two reduced dims and a kept outer dim walk the rows in order", "[reduce]") {
+  // x[a, b, c] summed over a and c... here: x [4, 6, 40] summed over dims 0 and 1, kept dim 2
+  const int64_t A = 4, B = 6, C = 40;
+  std::vector<float> x(static_cast<size_t>(A * B * C));
+  for (int64_t k = 0; k < A * B * C; ++k) x[k] = std::cos(0.11f * float(k)) * 7.0f;
+  cpu::ReduceShape s;
+  s.kept_sizes = {C}, s.kept_in_strides = {1}, s.kept_out_strides = {1};
+  s.red_sizes = {A, B}, s.red_strides = {B * C, C};
+  std::vector<float> out(static_cast<size_t>(C));
+  cpu::reduce_kernel<cpu::SumReducer>(s, out.data(), x.data(), 0.5);
+  const std::vector<float> want = sequential_column_sums(x, A * B, C);
+  for (int64_t j = 0; j < C; ++j) CHECK(out[j] == want[j] * 0.5f);
+}
+
+TEST_CASE("a column max keeps NaN and sees every row", "[reduce]") {
+  const int64_t rows = 21, cols = 50;
+  std::vector<float> x(static_cast<size_t>(rows * cols));
+  for (int64_t k = 0; k < rows * cols; ++k) x[k] = float(k % 13) - 6.0f;
+  x[20 * cols + 3] = 100.0f;                                      // in the last, partial group
+  x[9 * cols + 4] = std::numeric_limits<float>::quiet_NaN();    // in a whole group
+  std::vector<float> out(static_cast<size_t>(cols));
+  cpu::reduce_kernel<cpu::MaxReducer>(reduce_dim(rows, cols, 0), out.data(), x.data(), 1.0);
+  CHECK(out[3] == 100.0f);
+  CHECK(std::isnan(out[4]));
+  for (int64_t j = 5; j < cols; ++j) {
+    float m = -1e30f;
+    for (int64_t i = 0; i < rows; ++i) m = std::max(m, x[i * cols + j]);
+    CHECK(out[j] == m);
+  }
+}
+
+TEMPLATE_TEST_CASE("the hand-vectorised column strip equals the portable loop, bit for bit", "[reduce]", float,
+                   BFloat16) {
+  // column_rows_dispatch (AVX-512 where compiled in) against column_rows (the portable loop every
+  // other build runs), for 8 rows and for 1, over widths with vector bodies and scalar tails
+  for (int64_t n : {int64_t(1), int64_t(15), int64_t(16), int64_t(33), int64_t(100), int64_t(1031)}) {
+    std::vector<TestType> x(static_cast<size_t>(8 * n));
+    for (int64_t k = 0; k < 8 * n; ++k) x[k] = TestType(std::cos(1.3f * float(k)) * 1e3f + 1e-3f * float(k));
+    const TestType* rows[8];
+    for (int j = 0; j < 8; ++j) rows[j] = x.data() + j * n;
+    std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+    for (int64_t c = 0; c < n; ++c) a[c] = b[c] = 0.25f * float(c);
+    cpu::column_rows_dispatch<cpu::SumReducer, 8>(a.data(), rows, n);
+    cpu::column_rows<cpu::SumReducer, 8>(b.data(), rows, n);
+    cpu::column_rows_dispatch<cpu::SumReducer, 1>(a.data(), rows + 3, n);
+    cpu::column_rows<cpu::SumReducer, 1>(b.data(), rows + 3, n);
+    int64_t wrong = 0;
+    for (int64_t c = 0; c < n; ++c) wrong += std::memcmp(&a[c], &b[c], sizeof(float)) != 0;
+    INFO("n " << n);
+    CHECK(wrong == 0);
+  }
 }

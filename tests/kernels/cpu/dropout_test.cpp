@@ -1,0 +1,66 @@
+// Tests kernels/cpu/dropout.h (ATen/native/Dropout.cpp): the one-pass forward (dropout_forward,
+// AVX-512 where compiled in) gives the mask and the values of the two-pass rule
+// (dropout_mask_kernel, then masked_scale) bit for bit, for every length, offset and p.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/dropout.h"
+
+namespace cpu = remat::kernels::cpu;
+using remat::BFloat16;
+
+namespace {
+
+template <class T>
+uint32_t bits_of(T v) {
+  if constexpr (sizeof(T) == 4) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return u;
+  } else {
+    uint16_t u;
+    std::memcpy(&u, &v, 2);
+    return u;
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("dropout_forward equals dropout_mask_kernel then masked_scale, bit for bit", "[dropout]", float,
+                   BFloat16, double) {
+  const uint64_t seed = 0x0123'4567'89ab'cdefull;
+  for (int64_t n : {0, 1, 5, 63, 64, 65, 200, 4099, 70001}) {
+    std::vector<TestType> x(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) x[k] = TestType(std::sin(0.7f * float(k)) * 5.0f);
+    if (n > 10) {  // -0, infinities and NaN, kept or dropped as the mask says
+      x[3] = TestType(-0.0f);
+      x[4] = TestType(std::numeric_limits<float>::infinity());
+      x[5] = TestType(-std::numeric_limits<float>::infinity());
+      x[6] = TestType(std::numeric_limits<float>::quiet_NaN());
+    }
+    for (uint64_t offset : {uint64_t{0}, uint64_t{12}, uint64_t{1} << 33}) {
+      for (double p : {0.0, 0.1, 0.5, 1.0}) {
+        INFO("n = " << n << ", offset = " << offset << ", p = " << p);
+        const double scale = p == 1.0 ? 0.0 : 1.0 / (1.0 - p);
+        std::vector<char> mask(static_cast<size_t>(n) + 1, 2), want_mask(static_cast<size_t>(n) + 1, 2);
+        std::vector<TestType> out(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+        cpu::dropout_forward(out.data(), reinterpret_cast<bool*>(mask.data()), x.data(), n, seed, offset, p, scale);
+        cpu::dropout_mask_kernel(reinterpret_cast<bool*>(want_mask.data()), n, seed, offset, p);
+        cpu::masked_scale(want.data(), x.data(), reinterpret_cast<const bool*>(want_mask.data()), n, scale);
+        int64_t wrong_mask = 0, wrong_value = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          wrong_mask += mask[i] != want_mask[i];
+          wrong_value += bits_of(out[i]) != bits_of(want[i]);
+        }
+        CHECK(wrong_mask == 0);
+        CHECK(wrong_value == 0);
+        CHECK(mask[n] == 2);  // nothing past the end
+      }
+    }
+  }
+}
