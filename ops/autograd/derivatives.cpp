@@ -407,6 +407,31 @@ std::vector<Derivative> table() {
       rule("aten::log_softmax", {result(0, {0})}, [](C c) -> G {
         return {_log_softmax_backward_data(c.grad(), c.result(), c.integer(1))};
       }),
+      // out = _masked_softmax(self, mask, dim, mask_type): softmax over the unmasked, 0 where
+      // mask (non_differentiable) is true
+      rule("aten::_masked_softmax", {result(0, {0}), arg(1, {0})}, [](C c) -> G {
+        const IValue& dim = c.arg(2);
+        return {_masked_softmax_backward(c.grad(), c.result(), c.input(1),
+                                         dim.isNone() ? std::nullopt : std::optional<int64_t>(dim.toInt())),
+                Tensor()};
+      }),
+      // out = mask ? 0 : y * (g - sum(g * y, dim))   (g = grad_output, y = _masked_softmax output;
+      // the kernel's sum runs over the whole row, where y is 0 at the masked)
+      rule("aten::_masked_softmax_backward", {arg(0, {1}), arg(1, {0, 1}), arg(2, {0, 1})}, [](C c) -> G {
+        // ggm: gg with the masked zeroed (they are constant zeros of out)
+        Tensor ggm = masked_fill(c.grad(), c.input(2), 0.0);
+        const IValue& d = c.arg(3);
+        const int64_t dim = d.isNone() ? -1 : d.toInt();
+        return {// d/dg: y * (ggm - sum(ggm * y)) (y need not be zero where masked here)
+                if_needed(c, 0, [&] { return _softmax_backward_data(ggm, c.input(1), dim); }),
+                if_needed(c, 1, [&] {
+                  // d/dy: ggm * (g - sum(g * y)) - g * sum(ggm * y)
+                  Tensor g = c.input(0), y = c.input(1);
+                  Shape dims{dim};
+                  return sub(mul(ggm, sub(g, sum(mul(g, y), dims, true))), mul(g, sum(mul(ggm, y), dims, true)));
+                }),
+                Tensor()};
+      }),
       // out = y * (g - sum(g * y, dim))          (g = grad_output, y = softmax output)
       rule("aten::_softmax_backward_data", {arg(0, {1}), arg(1, {0, 1})}, [](C c) -> G {
         Tensor gg = c.grad();
