@@ -14,8 +14,7 @@
 //   ln1 native_layer_norm  input x, mean, rstd          A + 2N
 //   qkv addmm              ln1's output                 A
 //   q @ k^T  bmm           q, k^T: views of qkv's output 2A   (4-D bmm on the strided views, no copies)
-//   masked_fill            the causal mask              M
-//   softmax                its output                   S    (scores x V's bmm saves the same tensor)
+//   _masked_softmax        the causal mask, its output  M + S (scores x V's bmm saves the same output)
 //   scores x V  bmm        v: a view of qkv's output   A    (the three views keep that [B, T, 3C] alive)
 //   proj addmm             the re-laid-out attention    A
 //   ln2 native_layer_norm  input h, mean, rstd          A + 2N

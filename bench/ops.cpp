@@ -453,6 +453,19 @@ void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
     Tensor masked = masked_fill(scores, future, -inf);
     print_bandwidth_row("softmax(dim=-1) of masked scores", dt, scores_shape,
                         median_seconds([&] { Tensor y = softmax(masked, -1); }, s), 2 * n * e, copy_gbs);
+    // the math attention's causal path: the two ops above in one pass (PyTorch's _masked_softmax)
+    print_bandwidth_row("_masked_softmax (causal [L, S] mask)", dt, scores_shape,
+                        median_seconds([&] { Tensor y = _masked_softmax(scores, future, -1, 0); }, s), 2 * n * e,
+                        copy_gbs);
+    Tensor attn = _masked_softmax(scores, future, -1, 0), dattn = seeded(scores_shape, 14, false, dt);
+    print_bandwidth_row("_softmax_backward_data", dt, scores_shape,
+                        median_seconds([&] { Tensor y = _softmax_backward_data(dattn, attn, -1); }, s), 3 * n * e,
+                        copy_gbs);
+    print_bandwidth_row("masked_fill (its backward, 0)", dt, scores_shape,
+                        median_seconds([&] { Tensor y = masked_fill(dattn, future, 0.0); }, s), 2 * n * e, copy_gbs);
+    print_bandwidth_row("_masked_softmax_backward (both above)", dt, scores_shape,
+                        median_seconds([&] { Tensor y = _masked_softmax_backward(dattn, attn, future, -1); }, s),
+                        3 * n * e, copy_gbs);
     print_bandwidth_row("gelu (tanh)", dt, hidden_shape,
                         median_seconds([&] { Tensor y = gelu(hidden, "tanh"); }, s), 2 * h * e, copy_gbs);
     Tensor dy = seeded(hidden_shape, 13, false, dt);

@@ -44,7 +44,7 @@ PolicyFn no_fc2_policy() {
 
 PolicyFn megatron_policy() {
   // Megatron-LM's "selective" recompute: keep what backward needs, recompute only the attention
-  // core (scores, mask, softmax, dropout, scores x V). Outputs backward never reads (the
+  // core (scores, masked softmax, dropout, scores x V). Outputs backward never reads (the
   // projections' outputs feeding residual adds, the adds themselves) are recomputed too, and
   // views are never cached (a cached view would keep its base alive).
   return [](const SelectiveCheckpointContext& ctx, const OperatorHandle& op, const std::vector<IValue>&) {

@@ -15,12 +15,18 @@
 //
 // The math path:
 //   scores = matmul(q, k^T) * (1 / sqrt(E))
-//   scores = masked_fill(scores, triu(ones(L, S), 1), -inf)     (is_causal; top-left aligned)
-//   attn   = softmax(scores, -1), then dropout(attn, dropout_p)   (dropout_p > 0)
+//   attn   = _masked_softmax(scores, triu(ones(L, S), 1), -1, 0)   (is_causal; top-left aligned)
+//            softmax(scores, -1)                                    (not causal)
+//   attn   = dropout(attn, dropout_p)                               (dropout_p > 0)
 //   out    = matmul(attn, v)
+// (causal 3-D scores take masked_fill(scores, mask, -inf) and softmax: mask_type 0 is 4-D.)
 //
 // Intermediates are kept to the minimum: the scaling is one mul by a scalar (no scale tensor),
-// the causal mask is one [L, S] Bool tensor broadcast over the batch.
+// the causal mask is one [L, S] Bool tensor broadcast over the batch, read by the masked
+// softmax as it goes (one pass over the scores, where masked_fill and softmax took two).
+// PyTorch's math path scales q and k by sqrt(scale) each and adds a float mask in place before
+// aten::_safe_softmax; remat keeps the scale on the scores, since its 4-D bmm saves q and k^T as
+// views of the qkv projection where scaled copies would be two more saved [B, H, T, E] tensors.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -92,11 +98,21 @@ Tensor math_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is
                       Generator* generator) {
   const int64_t L = q.sizes()[q.dim() - 2], S = k.sizes()[k.dim() - 2], E = q.sizes().back();
   Tensor scores = mul(matmul(q, transpose(k, -2, -1)), 1.0 / std::sqrt(static_cast<double>(E)));
+  Tensor attn;
   if (is_causal) {
     Tensor future = triu(ones({L, S}, TensorOptions().dtype(kBool).device(q.device())), 1);
-    scores = masked_fill(scores, future, -std::numeric_limits<double>::infinity());
+    // The mask and the softmax in one pass over the scores, forward and backward: PyTorch's
+    // aten::_masked_softmax with an [L, S] mask every batch and head shares (mask_type 0), which
+    // saves what masked_fill and softmax saved (the mask, the output). Its mask_type 0 needs 4-D
+    // scores; others take the two ops.
+    if (scores.dim() == 4) {
+      attn = _masked_softmax(scores, future, -1, /*mask_type=*/0);
+    } else {
+      attn = softmax(masked_fill(scores, future, -std::numeric_limits<double>::infinity()), -1);
+    }
+  } else {
+    attn = softmax(scores, -1);
   }
-  Tensor attn = softmax(scores, -1);
   if (dropout_p > 0.0) attn = dropout(attn, dropout_p, /*train=*/true, generator);
   return matmul(attn, v);
 }

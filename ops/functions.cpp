@@ -101,6 +101,12 @@ Tensor _softmax_backward_data(T g, T out, int64_t dim) {
 Tensor _log_softmax_backward_data(T g, T out, int64_t dim) {
   return call_def<ops::structured__log_softmax_backward_data>(g, out, dim);
 }
+Tensor _masked_softmax(T a, T mask, std::optional<int64_t> dim, std::optional<int64_t> mask_type) {
+  return call_def<ops::structured__masked_softmax>(a, mask, dim, mask_type);
+}
+Tensor _masked_softmax_backward(T g, T out, T mask, std::optional<int64_t> dim) {
+  return call_def<ops::structured__masked_softmax_backward>(g, out, mask, dim);
+}
 Tensor layer_norm(T x, const Shape& shape, T w, T b, double eps) {
   REMAT_OP(Tensor(T, const Shape&, T, T, double), "aten::layer_norm");
   return op.call(x, shape, w, b, eps);

@@ -101,6 +101,13 @@ Tensor softmax(const Tensor& a, int64_t dim);
 Tensor log_softmax(const Tensor& a, int64_t dim);
 Tensor _softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim);
 Tensor _log_softmax_backward_data(const Tensor& grad_output, const Tensor& output, int64_t dim);
+// softmax over the last dim with mask (Bool, true: masked out, 0 in the output; a row masked
+// throughout is zeros): of a's shape, or [L, S] for a 4-D a with mask_type 0 (PyTorch's
+// aten::_masked_softmax)
+Tensor _masked_softmax(const Tensor& a, const Tensor& mask, std::optional<int64_t> dim = std::nullopt,
+                       std::optional<int64_t> mask_type = std::nullopt);
+Tensor _masked_softmax_backward(const Tensor& grad_output, const Tensor& output, const Tensor& mask,
+                                std::optional<int64_t> dim = std::nullopt);
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5);
 std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& x, const Shape& normalized_shape,

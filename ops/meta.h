@@ -122,6 +122,18 @@ SoftmaxGeometry softmax_geometry(const Shape& sizes, int64_t dim);
 TensorMeta softmax_meta(const char* op, const Tensor& self, int64_t dim);
 // grad_output and output: one shape, one floating dtype, one device.
 TensorMeta softmax_backward_meta(const char* op, const Tensor& grad_output, const Tensor& output, int64_t dim);
+// _masked_softmax (mask: true where masked out) over the last dim: rows of dim_size elements,
+// row r reading mask row r % mask_rows.
+struct MaskedSoftmaxGeometry {
+  int64_t rows = 0, dim_size = 1, mask_rows = 1;
+};
+// self's mask of self's shape (mask_type 2), or for a 4-D self [B, H, L, S] an [L, S] mask every
+// batch and head shares (mask_type 0); of another shape or dim mask_type is 2, as in PyTorch.
+MaskedSoftmaxGeometry masked_softmax_geometry(const Shape& sizes, const Tensor& mask);
+TensorMeta masked_softmax_meta(const char* op, const Tensor& self, const Tensor& mask, std::optional<int64_t> dim,
+                               std::optional<int64_t> mask_type);
+TensorMeta masked_softmax_backward_meta(const char* op, const Tensor& grad_output, const Tensor& output,
+                                        const Tensor& mask, std::optional<int64_t> dim);
 
 // ---- ops/normalization.cpp ----
 struct NormGeometry {

@@ -160,4 +160,94 @@ void softmax_backward(T* grad_in, const T* grad_out, const T* out, int64_t outer
   });
 }
 
+// _masked_softmax over the last dim, rows of dim_size elements; row r reads mask row
+// r % mask_rows (true: masked out; mask_rows = rows for a mask of the input's shape, L for an
+// [L, S] mask every batch and head shares).
+// forward: y = masked ? 0 : exp(x - max) / sum(exp(x - max)), max and sum over the unmasked
+//          (a row whose every element is masked is all zeros)
+// One read of x and the mask and one write of y per row: the row is filled with x, -inf where
+// masked, then its max taken, exponentiated and scaled in place (in cache).
+template <class T>
+void masked_softmax_row(T* y, const T* x, const bool* m, int64_t dim_size) {
+  using A = acc_t<T>;
+  const T kNegInf = T(-std::numeric_limits<float>::infinity());
+  // the mask read as bytes (a bool is 0 or 1), so that the select vectorizes
+  const uint8_t* mb = reinterpret_cast<const uint8_t*>(m);
+  unsigned masked = 1;
+#pragma omp simd reduction(& : masked)
+  for (int64_t k = 0; k < dim_size; ++k) {
+    const unsigned mk = mb[k];
+    y[k] = mk ? kNegInf : x[k];
+    masked &= mk;
+  }
+  if (masked) {
+    std::fill(y, y + dim_size, T(0));
+    return;
+  }
+  const A row_max = rows::max(y, dim_size);
+  if constexpr (kEigenVectorizable<T>) {
+    // exp once per element (exp(-inf) = 0 at the masked), then scaled in place
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> ya(y, dim_size);
+    ya = (ya - row_max).exp();
+    ya *= A(1) / ya.sum();
+  } else {
+    const A inv = A(1) / rows::sum_exp(y, dim_size, row_max);
+    for (int64_t k = 0; k < dim_size; ++k) y[k] = T(std::exp(A(y[k]) - row_max) * inv);
+  }
+}
+
+template <class T>
+void masked_softmax_forward(T* out, const T* in, const bool* mask, int64_t rows, int64_t dim_size,
+                            int64_t mask_rows) {
+  if constexpr (kFloatBlocks<T>) {
+    parallel_for(0, rows, rows_grain(dim_size), [&](int64_t b, int64_t e) {
+      bf16_rows<1>(out, {in}, b, e, dim_size, [&](int64_t r, float* y, const std::array<const float*, 1>& x) {
+        masked_softmax_row<float>(y, x[0], mask + (r % mask_rows) * dim_size, dim_size);
+      });
+    });
+  } else {
+    parallel_for(0, rows, rows_grain(dim_size), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r)
+        masked_softmax_row<T>(out + r * dim_size, in + r * dim_size, mask + (r % mask_rows) * dim_size, dim_size);
+    });
+  }
+}
+
+// forward: y = _masked_softmax(x, mask)
+// backward: dx = masked ? 0 : y * (dy - sum(dy * y))
+// (y is 0 where masked, so the sum over the row is the sum over the unmasked for a finite dy)
+template <class T>
+void masked_softmax_backward_row(T* dx, const T* dy, const T* y, const bool* m, int64_t dim_size) {
+  using A = acc_t<T>;
+  const A dot = rows::dot(dy, y, dim_size);
+  if constexpr (kEigenVectorizable<T>) {
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(dx, dim_size) =
+        rows::Row<T>(y, dim_size) * (rows::Row<T>(dy, dim_size) - dot);
+    const uint8_t* mb = reinterpret_cast<const uint8_t*>(m);
+#pragma omp simd
+    for (int64_t k = 0; k < dim_size; ++k) dx[k] = mb[k] ? T(0) : dx[k];
+  } else {
+    for (int64_t k = 0; k < dim_size; ++k) dx[k] = m[k] ? T(0) : T(A(y[k]) * (A(dy[k]) - dot));
+  }
+}
+
+template <class T>
+void masked_softmax_backward(T* grad_in, const T* grad_out, const T* out, const bool* mask, int64_t rows,
+                             int64_t dim_size, int64_t mask_rows) {
+  if constexpr (kFloatBlocks<T>) {
+    parallel_for(0, rows, rows_grain(dim_size), [&](int64_t b, int64_t e) {
+      bf16_rows<2>(grad_in, {grad_out, out}, b, e, dim_size,
+                   [&](int64_t r, float* dx, const std::array<const float*, 2>& x) {
+                     masked_softmax_backward_row<float>(dx, x[0], x[1], mask + (r % mask_rows) * dim_size, dim_size);
+                   });
+    });
+  } else {
+    parallel_for(0, rows, rows_grain(dim_size), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r)
+        masked_softmax_backward_row<T>(grad_in + r * dim_size, grad_out + r * dim_size, out + r * dim_size,
+                                       mask + (r % mask_rows) * dim_size, dim_size);
+    });
+  }
+}
+
 }  // namespace remat::kernels::cpu

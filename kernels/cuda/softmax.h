@@ -20,4 +20,13 @@ void softmax_forward(ScalarType dtype, const void* x, void* y, int64_t outer, in
 void softmax_backward(ScalarType dtype, const void* grad_out, const void* y, void* grad_in, int64_t outer,
                       int64_t dim_size, int64_t inner, bool log, cudaStream_t stream);
 
+// _masked_softmax over rows of dim_size (the last dim), row r reading mask row r % mask_rows
+// (true: masked out): y = masked ? 0 : softmax over the unmasked (a row masked throughout: 0).
+void masked_softmax_forward(ScalarType dtype, const void* x, const bool* mask, void* y, int64_t rows,
+                            int64_t dim_size, int64_t mask_rows, cudaStream_t stream);
+
+// Given y = _masked_softmax(x, mask) and dy: dx = masked ? 0 : y * (dy - sum(dy * y)).
+void masked_softmax_backward(ScalarType dtype, const void* grad_out, const void* y, const bool* mask, void* grad_in,
+                             int64_t rows, int64_t dim_size, int64_t mask_rows, cudaStream_t stream);
+
 }  // namespace remat::kernels::cuda

@@ -1,6 +1,7 @@
 // Tests ops/softmax.cpp: softmax, log_softmax, _softmax_backward_data, _log_softmax_backward_data.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <memory>
 
 #include "remat.h"
 #include "tests/testing/nn_ops.h"
@@ -191,4 +192,179 @@ TEST_CASE("softmax errors name the op and the values", "[softmax][errors]") {
                       Contains("aten::_softmax_backward_data: argument 'grad_output' is an undefined tensor"));
   REQUIRE_THROWS_WITH(_softmax_backward_data(ones({2, 3}), remat::testing::meta_empty({2, 3}), 1),
                       Contains("aten::_softmax_backward_data: Expected all tensors to be on the same device"));
+}
+
+// ---- _masked_softmax and _masked_softmax_backward ----
+
+namespace {
+
+// A Bool mask of shape, about half of it true (masked out), from seed.
+Tensor random_mask(const Shape& shape, uint64_t seed) {
+  Tensor x = relu(seeded_randn(shape, seed));
+  return eq(x, zeros_like(x));
+}
+
+// The composite _masked_softmax replaces: masked_fill with -inf, softmax, zeros for the rows
+// masked throughout.
+Tensor masked_softmax_reference(const Tensor& x, const Tensor& mask) {
+  Tensor y = softmax(masked_fill(x, mask, -INFINITY), -1);
+  return where(eq(y, y), y, zeros_like(y));  // a row masked throughout: NaN from softmax, 0 here
+}
+
+}  // namespace
+
+TEST_CASE("_masked_softmax matches masked_fill and softmax, masked entries and rows zero", "[softmax][masked]") {
+  Tensor x = from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, kDouble);
+  Tensor mask = from_vector({0, 1, 0, 1, 1, 1}, {2, 3}, kBool);
+  // row 0: softmax of {1, 3}; row 1 masked throughout
+  check_values(_masked_softmax(x, mask), {0.11920292202211755, 0.0, 0.8807970779778823, 0.0, 0.0, 0.0});
+  for (ScalarType dt : {kDouble, kFloat}) {
+    for (int64_t len : {1, 7, 33, 130}) {
+      Tensor xs = seeded_randn({2, 3, 5, len}, 61, dt);
+      Tensor full_mask = random_mask({2, 3, 5, len}, 62);
+      INFO(toString(dt) << ", rows of " << len);
+      CHECK(max_abs_diff(_masked_softmax(xs, full_mask), masked_softmax_reference(xs, full_mask)) < 1e-6);
+      // an [L, S] mask (mask_type 0) is every batch and head's: the same as it expanded
+      Tensor ls = random_mask({5, len}, 63);
+      Tensor expanded = expand(ls, {2, 3, 5, len}).contiguous();
+      CHECK(max_abs_diff(_masked_softmax(xs, ls, -1, 0), _masked_softmax(xs, expanded)) == 0.0);
+      CHECK(max_abs_diff(_masked_softmax(xs, ls, 3, 0), masked_softmax_reference(xs, expanded)) < 1e-6);
+    }
+  }
+  // the causal mask of attention: the first row keeps only its first score
+  Tensor causal = triu(ones({4, 4}, TensorOptions().dtype(kBool)), 1);
+  Tensor y = _masked_softmax(seeded_randn({1, 2, 4, 4}, 64), causal, -1, 0);
+  CHECK(y.to_vector()[0] == 1.0);
+  CHECK(max_abs_diff(sum(y, {3}), ones({1, 2, 4}, TensorOptions().dtype(kDouble))) < 1e-12);
+}
+
+TEST_CASE("_masked_softmax of strided operands matches the contiguous ones", "[softmax][masked]") {
+  Tensor x = transpose(seeded_randn({6, 4}, 65), 0, 1);
+  Tensor mask = transpose(random_mask({6, 4}, 66), 0, 1);
+  REQUIRE_FALSE(x.is_contiguous());
+  CHECK(max_abs_diff(_masked_softmax(x, mask), _masked_softmax(x.contiguous(), mask.contiguous())) == 0.0);
+  Tensor y = _masked_softmax(x, mask), g = transpose(seeded_randn({6, 4}, 67), 0, 1);
+  CHECK(max_abs_diff(_masked_softmax_backward(g, y, mask), _masked_softmax_backward(g.contiguous(), y, mask.contiguous())) ==
+        0.0);
+}
+
+TEST_CASE("_masked_softmax_backward matches the formula, zero where masked", "[softmax][masked]") {
+  Tensor x = seeded_randn({3, 4, 9}, 71), g = seeded_randn({3, 4, 9}, 72);
+  Tensor mask = random_mask({3, 4, 9}, 73);
+  Tensor y = _masked_softmax(x, mask);
+  Tensor expected = masked_fill(_softmax_backward_data(g, y, -1), mask, 0.0);
+  CHECK(max_abs_diff(_masked_softmax_backward(g, y, mask), expected) < 1e-15);
+  // [L, S] masks in the backward too (remat's; PyTorch's takes grad's shape only)
+  Tensor x4 = seeded_randn({2, 2, 4, 9}, 74), g4 = seeded_randn({2, 2, 4, 9}, 75);
+  Tensor ls = random_mask({4, 9}, 76);
+  Tensor y4 = _masked_softmax(x4, ls, -1, 0);
+  CHECK(max_abs_diff(_masked_softmax_backward(g4, y4, ls, -1),
+                     _masked_softmax_backward(g4, y4, expand(ls, {2, 2, 4, 9}).contiguous())) == 0.0);
+}
+
+TEST_CASE("_masked_softmax gradcheck in float64, [L, S] and full masks, strided inputs", "[softmax][masked][gradcheck]") {
+  Tensor causal = triu(ones({3, 5}, TensorOptions().dtype(kBool)), 1);
+  Tensor x = grad_input({2, 2, 3, 5}, 81);
+  CHECK(autograd::gradcheck(
+      [causal](const std::vector<Tensor>& in) { return std::vector<Tensor>{_masked_softmax(in[0], causal, -1, 0)}; },
+      {x}));
+  Tensor mask = random_mask({5, 4}, 82);  // a row masked throughout is likely among them
+  Tensor xt = grad_input({4, 5}, 83);
+  CHECK(autograd::gradcheck(
+      [mask](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{_masked_softmax(transpose(in[0], 0, 1), mask)};
+      },
+      {xt}));
+  CHECK(autograd::gradgradcheck(
+      [causal](const std::vector<Tensor>& in) { return std::vector<Tensor>{_masked_softmax(in[0], causal, -1, 0)}; },
+      {x}));
+  // the backward op in both its arguments
+  Tensor g = grad_input({2, 2, 3, 5}, 84), y = grad_input({2, 2, 3, 5}, 85);
+  CHECK(autograd::gradcheck(
+      [causal](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{_masked_softmax_backward(in[0], in[1], causal, -1)};
+      },
+      {g, y}));
+}
+
+TEST_CASE("_masked_softmax in BFloat16 is within tolerance of float32", "[softmax][masked][bf16]") {
+  for (int64_t len : {5, 33, 257}) {
+    Tensor x = seeded_randn({2, 3, 4, len}, 91, kFloat);
+    Tensor ls = random_mask({4, len}, 92);
+    Tensor ref = _masked_softmax(x, ls, -1, 0);
+    Tensor s = _masked_softmax(x.to(kBFloat16), ls, -1, 0);
+    CHECK(s.dtype() == kBFloat16);
+    CHECK(remat::testing::all_close(s.to(kFloat), ref, 2e-2, 1e-3));
+    Tensor g = seeded_randn({2, 3, 4, len}, 93, kFloat);
+    CHECK(remat::testing::all_close(_masked_softmax_backward(g.to(kBFloat16), s, ls, -1).to(kFloat),
+                                    _masked_softmax_backward(g, ref, ls, -1), 2e-2, 1e-2));
+  }
+}
+
+TEST_CASE("_masked_softmax autograd runs the fused backward, which saves the output and the mask",
+          "[softmax][masked]") {
+  Tensor x = seeded_randn({1, 2, 4, 4}, 95).requires_grad_(true);
+  Tensor causal = triu(ones({4, 4}, TensorOptions().dtype(kBool)), 1);
+  auto counter = std::make_shared<remat::testing::OpCounter>();
+  {
+    DispatchModeGuard guard(counter);
+    Tensor y = _masked_softmax(x, causal, -1, 0);
+    sum(mul(y, y)).backward();
+  }
+  CHECK(counter->count("aten::_masked_softmax") == 1);
+  CHECK(counter->count("aten::_masked_softmax_backward") == 1);
+  CHECK(counter->count("aten::softmax") == 0);
+  REQUIRE(x.grad().defined());
+}
+
+TEST_CASE("_masked_softmax on Meta infers shapes and allocates nothing", "[softmax][masked][meta]") {
+  int64_t before = memory_allocated();
+  Tensor x = remat::testing::meta_empty({2, 3, 4, 5}, kBFloat16);
+  Tensor m = remat::testing::meta_empty({4, 5}, kBool);
+  Tensor y = _masked_softmax(x, m, -1, 0), g = _masked_softmax_backward(y, y, m, 3);
+  for (const Tensor& t : {y, g}) {
+    CHECK(t.is_meta());
+    CHECK(t.sizes() == Shape{2, 3, 4, 5});
+    CHECK(t.dtype() == kBFloat16);
+  }
+  CHECK(memory_allocated() == before);
+}
+
+TEST_CASE("_masked_softmax errors name the op and the values", "[softmax][masked][errors]") {
+  Tensor x = ones({2, 3}), x4 = ones({1, 2, 4, 5});
+  Tensor m = zeros({2, 3}, TensorOptions().dtype(kBool));
+  REQUIRE_THROWS_WITH(_masked_softmax(x, ones({2, 3})),
+                      Contains("aten::_masked_softmax: Mask should be a boolean tensor, got Float"));
+  REQUIRE_THROWS_WITH(_masked_softmax(x, zeros({3, 3}, TensorOptions().dtype(kBool))),
+                      Contains("aten::_masked_softmax: For mask_type == 2 mask shape should match input shape [2, 3], "
+                               "got [3, 3]"));
+  REQUIRE_THROWS_WITH(_masked_softmax(x4, zeros({5, 4}, TensorOptions().dtype(kBool)), -1, 0),
+                      Contains("aten::_masked_softmax: For mask_type == 0 mask shape should be (L, S) = [4, 5], got "
+                               "[5, 4]"));
+  REQUIRE_THROWS_WITH(_masked_softmax(x4, zeros({1, 5}, TensorOptions().dtype(kBool)), -1, 1),
+                      Contains("aten::_masked_softmax: Unsupported mask type 1"));
+  REQUIRE_THROWS_WITH(_masked_softmax(x4, zeros({4, 5}, TensorOptions().dtype(kBool))),
+                      Contains("aten::_masked_softmax: Unsupported mask type None"));
+  REQUIRE_THROWS_WITH(_masked_softmax(x, m, 0),
+                      Contains("aten::_masked_softmax: remat's kernel takes only the last dim (1 of a 2-d input), got "
+                               "dim = 0"));
+  REQUIRE_THROWS_WITH(_masked_softmax(x, m, 2), Contains("aten::_masked_softmax: Dimension out of range"));
+  REQUIRE_THROWS_WITH(_masked_softmax(ones({2, 3}, kLong), m),
+                      Contains("aten::_masked_softmax: expected 'self' to have a floating point dtype, but got Long"));
+  REQUIRE_THROWS_WITH(_masked_softmax(scalar_tensor(1.0), scalar_tensor(0.0, TensorOptions().dtype(kBool))),
+                      Contains("aten::_masked_softmax: remat's kernel needs a input of at least 1 dim, got a 0-d input"));
+  REQUIRE_THROWS_WITH(_masked_softmax(x, remat::testing::meta_empty({2, 3}, kBool)),
+                      Contains("aten::_masked_softmax: Expected all tensors to be on the same device"));
+  REQUIRE_THROWS_WITH(_masked_softmax(Tensor(), m),
+                      Contains("aten::_masked_softmax: argument 'self' is an undefined tensor"));
+  REQUIRE_THROWS_WITH(_masked_softmax_backward(x, x, zeros({3}, TensorOptions().dtype(kBool))),
+                      Contains("aten::_masked_softmax_backward: For mask_type == 2 mask shape should match grad shape "
+                               "[2, 3], got [3]"));
+  REQUIRE_THROWS_WITH(_masked_softmax_backward(x, ones({3, 2}), m),
+                      Contains("aten::_masked_softmax_backward: grad_output of shape [2, 3] does not match output of "
+                               "shape [3, 2]"));
+  REQUIRE_THROWS_WITH(_masked_softmax_backward(x, x, ones({2, 3})),
+                      Contains("aten::_masked_softmax_backward: Mask should be a boolean tensor, got Float"));
+  REQUIRE_THROWS_WITH(_masked_softmax_backward(x, x, m, 0),
+                      Contains("aten::_masked_softmax_backward: remat's kernel takes only the last dim"));
 }

@@ -50,11 +50,14 @@ std::vector<Derivative> all_derivatives() {
   return all;
 }
 
-// The rules of ops/autograd/derivatives.cpp's table before they moved into the Defs (issue 22).
+// The rules of ops/autograd/derivatives.cpp's table before they moved into the Defs (issue 22),
+// and _masked_softmax's two (issue 26).
 const std::vector<std::string> kRules = {
       "aten::_fused_rms_norm saved=a0>0.2,a2>0.2,r1>0.2 geo= ndout=1 inplace=0 nd=0",
       "aten::_fused_rms_norm_backward saved=a0>1.4,a1>0.1.4,a3>0.1.4,a4>0.1.4 geo= ndout= inplace=0 nd=0",
       "aten::_log_softmax_backward_data saved=a0>1,a1>0.1 geo= ndout= inplace=0 nd=0",
+      "aten::_masked_softmax saved=r0>0,a1>0 geo= ndout= inplace=0 nd=0",
+      "aten::_masked_softmax_backward saved=a0>1,a1>0.1,a2>0.1 geo= ndout= inplace=0 nd=0",
       "aten::_scaled_dot_product_efficient_attention saved=a0>0.1.2,a1>0.1.2,a2>0.1.2,r0>0.1.2,r1>0.1.2,r2>0.1.2,r3>0.1.2 geo= ndout=1,2,3 inplace=0 nd=0",
       "aten::_scaled_dot_product_flash_attention_for_cpu saved=a0>0.1.2,a1>0.1.2,a2>0.1.2,r0>0.1.2,r1>0.1.2 geo= ndout=1 inplace=0 nd=0",
       "aten::_softmax_backward_data saved=a0>1,a1>0.1 geo= ndout= inplace=0 nd=0",

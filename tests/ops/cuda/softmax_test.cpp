@@ -2,11 +2,13 @@
 // against a float64 host reference and against the CPU op (forward and backward through
 // autograd), along the last dim (warp- and block-per-row kernels: rows of 1, about 32, about
 // 1024 and 4097 elements) and an inner dim (column kernel), on strided, broadcast and empty
-// inputs in every floating dtype; gradcheck through the derivative rules.
+// inputs in every floating dtype; gradcheck through the derivative rules; _masked_softmax and
+// its backward against the CPU ([L, S] and full masks, rows masked throughout).
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "remat.h"
 #include "tests/testing/cuda.h"
@@ -170,4 +172,62 @@ TEST_CASE("the softmax backward kernels on CUDA match the CPU kernels on every r
                 options(Kind::Reduction, c.dtype, Kind::Reduction, false)) == "");
     }
   }
+}
+
+namespace {
+
+// A Bool mask, true (masked out) where a uniform draw is below 0.4; row 0 masked throughout.
+Tensor random_mask_cpu(const Shape& shape, uint64_t seed) {
+  Tensor u = random_cpu(shape, kDouble, seed, 0.0, 1.0);
+  Tensor m = eq(relu(add(u, -0.4)), zeros_like(u));
+  const int64_t len = shape.back();
+  Tensor flat = reshape(m, {-1, len});
+  Tensor row0 = ones({1, len}, TensorOptions().dtype(kBool));
+  return reshape(cat({row0, slice(flat, 0, 1, flat.size(0))}, 0), shape);
+}
+
+double max_diff(const Tensor& a, const Tensor& b) {
+  Tensor d = abs(sub(a.to(Device{kCPU}).to(kDouble), b.to(Device{kCPU}).to(kDouble)));
+  return d.numel() == 0 ? 0.0 : amax(reshape(d, {-1}), 0).item();
+}
+
+}  // namespace
+
+TEST_CASE("_masked_softmax on CUDA matches the CPU, forward and backward, [L, S] and full masks", "[softmax][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  // warp per row (up to 1024) and block per row (1025)
+  for (int64_t len : {1, 7, 33, 1025}) {
+    for (ScalarType dt : {kFloat, kDouble, kBFloat16}) {
+      INFO(toString(dt) << ", rows of " << len);
+      const Shape shape{2, 3, 4, len};
+      Tensor x = random_cpu(shape, dt, 101), g = random_cpu(shape, dt, 102);
+      Tensor ls = random_mask_cpu({4, len}, 103), full_mask = random_mask_cpu(shape, 104);
+      const double tol = dt == kBFloat16 ? 1e-2 : dt == kFloat ? 1e-6 : 1e-12;
+      for (bool two_d : {true, false}) {
+        const Tensor& m = two_d ? ls : full_mask;
+        const std::optional<int64_t> type = two_d ? std::optional<int64_t>(0) : std::nullopt;
+        Tensor y = _masked_softmax(x, m, -1, type);
+        Tensor yc = _masked_softmax(x.to(cuda0()), m.to(cuda0()), -1, type);
+        CHECK(yc.is_cuda());
+        CHECK(max_diff(yc, y) <= tol);
+        // the row masked throughout is zeros
+        CHECK(max_diff(select(reshape(yc, {-1, len}), 0, 0), zeros({len})) == 0.0);
+        Tensor dx = _masked_softmax_backward(g, y, m, -1);
+        Tensor dxc = _masked_softmax_backward(g.to(cuda0()), y.to(cuda0()), m.to(cuda0()), -1);
+        CHECK(max_diff(dxc, dx) <= tol);
+      }
+    }
+  }
+  // a transposed input and mask are read through contiguous copies
+  Tensor xt = transpose(random_cpu({5, 6}, kFloat, 105), 0, 1), mt = transpose(random_mask_cpu({5, 6}, 106), 0, 1);
+  CHECK(max_diff(_masked_softmax(xt.to(cuda0()), mt.to(cuda0())), _masked_softmax(xt, mt)) <= 1e-6);
+}
+
+TEST_CASE("gradcheck in float64 on CUDA for _masked_softmax", "[softmax][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  Tensor x = random_cpu({1, 2, 3, 5}, kDouble, 111).to(cuda0()).requires_grad_();
+  Tensor causal = triu(ones({3, 5}, TensorOptions().dtype(kBool).device(cuda0())), 1);
+  CHECK(autograd::gradcheck(
+      [causal](const std::vector<Tensor>& in) { return std::vector<Tensor>{_masked_softmax(in[0], causal, -1, 0)}; },
+      {x}));
 }
