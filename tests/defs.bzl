@@ -98,7 +98,7 @@ def doc_code_test(name, src, doc, generator, generated, data = [], deps = []):
     )
     native.cc_test(
         name = name,
-        srcs = [src, ":" + name.replace("/", "_") + "_src"],
+        srcs = [src, ":" + name.replace("/", "_") + "_src"] + ["docs/doc_code.h"],
         copts = _TEST_COPTS,
         data = [doc] + data,
         deps = ["//:remat", "@catch2//:catch2_main", "@catch2//:catch2"] + deps,
