@@ -129,19 +129,26 @@ void check_depth(const std::string& text) {
   }
 }
 
+// nlohmann's message without its tag and its quote of the input, cut to kMaxQuoted characters.
+std::string parser_message(const std::string& what) {
+  std::string m = what;
+  const size_t cut = m.find("; last read");
+  if (cut != std::string::npos) m.erase(cut);
+  const size_t tag = m.find("] ");
+  if (tag != std::string::npos) m.erase(0, tag + 2);
+  return m.size() > 2 * kMaxQuoted ? m.substr(0, 2 * kMaxQuoted) + "..." : m;
+}
+
 Json parse(const std::string& text) {
   check_depth(text);
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
-    std::string what = e.what();
-    const size_t cut = what.find("; last read");
-    if (cut != std::string::npos) what.erase(cut);
-    const size_t tag = what.find("] ");
-    if (tag != std::string::npos) what.erase(0, tag + 2);
     const size_t at = e.byte == 0 ? 0 : std::min<size_t>(e.byte - 1, text.size());
     const size_t from = at > 20 ? at - 20 : 0;
-    fail("", "malformed JSON: " + what + ", near " + quote_input(text.substr(from, 40)));
+    fail("", "malformed JSON: " + parser_message(e.what()) + ", near " + quote_input(text.substr(from, 40)));
+  } catch (const Json::exception& e) {  // a number out of range
+    fail("", "malformed JSON: " + parser_message(e.what()));
   }
 }
 

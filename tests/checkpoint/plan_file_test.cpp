@@ -14,6 +14,7 @@
 #include "checkpoint/plan_file.h"
 #include "remat.h"
 #include "tests/testing/matchers.h"
+#include "tests/testing/plan_files.h"
 #include "tests/testing/planned_steps.h"
 
 using namespace remat;
@@ -87,20 +88,12 @@ TEST_CASE("plan file: the fields of docs/plan_format.md, regions named as PyTorc
   CHECK(j["regions"][1]["name"] == "layers.1");
   int64_t saved = 0;
   for (const Json& r : j["regions"]) {
-    std::string text;
     std::map<std::string, int64_t> per_op;
     for (const Json& c : r["calls"]) {
       CHECK(c["index"] == per_op[c["op"].get<std::string>()]++);
-      text += c["op"].get<std::string>() + "(";
-      for (size_t o = 0; o < c["outputs"].size(); ++o) {
-        text += (o ? "," : "") + c["outputs"][o]["dtype"].get<std::string>() + "[";
-        for (size_t d = 0; d < c["outputs"][o]["shape"].size(); ++d)
-          text += (d ? "x" : "") + std::to_string(c["outputs"][o]["shape"][d].get<int64_t>());
-        text += "]";
-      }
-      text += ");";
       saved += c["decision"] == "save";
     }
+    const std::string text = remat::testing::canonical_text(r);
     CHECK(r["fingerprint"] == plan_fingerprint(text));
   }
   CHECK(saved == static_cast<int64_t>(plan.kept.size()) / 1);  // one step: each kept call once
