@@ -102,6 +102,11 @@ const char* toString(MemoryCounter counter) {
   return counter == MemoryCounter::Reserved ? "reserved" : "allocated";
 }
 
+Device CheckpointPlan::device() const {
+  REMAT_CHECK(data != nullptr, "CheckpointPlan::device: an empty plan (make one with plan_checkpointing)");
+  return data->options.device;
+}
+
 std::string CheckpointPlan::check(Device device) const {
   REMAT_CHECK(data != nullptr, "CheckpointPlan::check: an empty plan (make one with plan_checkpointing)");
   const Device planned = data->options.device;

@@ -158,6 +158,8 @@ struct CheckpointPlan {
   // empty cache (no segment held, no tensor alive) on the device it was made for. "" when it
   // holds, else what differs (then empty_cache() with no tensors alive, or plan for Allocated).
   std::string check(Device device) const;
+  // The device the plan was made for (PlannerOptions::device; a file's "device").
+  Device device() const;
   // The same model, another keep-set (any subset of `candidates` and `replay_candidates`), priced by one dry run: for
   // comparing a hand-made choice with the planner's. Ignores the budget.
   CheckpointPlan with_kept(const std::function<void(const PolicyFn&, Device)>& step,

@@ -147,6 +147,9 @@ TEST_CASE("plan file: an empty plan and an unwritable path are refused", "[plan_
                          What(Contains("CheckpointPlan::save: cannot open '/nonexistent-dir/plan.json' for writing")));
   REQUIRE_THROWS_MATCHES(CheckpointPlan::load("/nonexistent-dir/plan.json"), CheckpointError,
                          What(Contains("CheckpointPlan::load: cannot open '/nonexistent-dir/plan.json'")));
+  REQUIRE_THROWS_MATCHES(CheckpointPlan().device(), Error,
+                         What(Contains("CheckpointPlan::device: an empty plan (make one with plan_checkpointing)")));
+  CHECK(middle_plan().device() == Device{kCPU});
   REQUIRE_THROWS_MATCHES(CheckpointPlan().applied_to(remat::testing::planned_gpt_step(kShape)), CheckpointError,
                          What(Contains("CheckpointPlan::applied_to: an empty plan")));
 }
