@@ -68,26 +68,26 @@ TEST_CASE("plan file on CUDA: a plan from dry runs, read back, runs at its predi
   empty_cache(testing::cuda0());
 }
 
-TEST_CASE("plan file on CUDA: an offloading plan keeps its offload decisions and host peak", "[plan_file][cuda_memory]") {
+TEST_CASE("plan file on CUDA: an offloading plan keeps its offload decisions and host peak to the byte", "[plan_file][cuda_memory]") {
   REMAT_REQUIRE_CUDA_DEVICE();
   const PlannedStep step = remat::testing::planned_gpt_step(kShape);
-  PlannerOptions o = on_cuda(int64_t{1} << 40);
-  o.peak_flops = 1e12;  // a slow device beside its host link: offloading pays
-  o.bandwidth = 1e11;
-  const CheckpointPlan probe = plan_checkpointing(step, o);
-  o.budget_bytes = probe.recompute_all_peak_bytes;
-  o.host_budget_bytes = int64_t{64} << 20;
-  const CheckpointPlan plan = plan_checkpointing(step, o);
+  const CheckpointPlan probe = plan_checkpointing(step, on_cuda(int64_t{1} << 40));
+  REQUIRE(probe.candidates.size() >= 2);
+  // Keep the second candidate, offload the first, recompute the rest.
+  const CheckpointPlan plan = probe.with_kept(step, {probe.candidates[1]}, {probe.candidates[0]});
   REQUIRE_FALSE(plan.offloaded.empty());
   const CheckpointPlan loaded = CheckpointPlan::from_json(plan.to_json());
   CHECK(loaded.offloaded == plan.offloaded);
   CHECK(loaded.predicted_host_peak_bytes == plan.predicted_host_peak_bytes);
   CHECK(loaded.host_budget_bytes == plan.host_budget_bytes);
+  CHECK(loaded.kept == plan.kept);
+  CHECK(loaded.predicted_host_peak_bytes > 0);
   std::vector<Decision> planned, reread;
   run_recorded(plan.policy(), &planned);
   const remat::testing::StepResult b = run_recorded(loaded.policy(), &reread);
   CHECK(reread == planned);
   CHECK(b.reserved_peak == loaded.predicted_peak_bytes);
+  CHECK(max_offloaded_memory_allocated(testing::cuda0()) == loaded.predicted_host_peak_bytes);
   const CheckpointPlan applied = loaded.applied_to(step);
   CHECK(applied.predicted_peak_bytes == plan.predicted_peak_bytes);
   CHECK(applied.predicted_host_peak_bytes == plan.predicted_host_peak_bytes);
