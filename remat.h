@@ -24,7 +24,8 @@
 //                      autocast.h, sdpa_kernel.h (SDPBackend), gradcheck.h
 //   checkpoint         checkpoint.h (reentrant and non-reentrant), selective.h + policies.h (SAC),
 //                      offload.h (save_on_cpu), planner.h (plan_checkpointing: a budget in, a plan
-//                      out), scope.h, stats.h (recompute accounting), trace.h
+//                      out), plan_file.h (a plan as a versioned file), scope.h, stats.h (recompute
+//                      accounting), trace.h
 //   nn                 module.h, linear.h, embedding.h, normalization.h, dropout.h, transformer.h,
 //                      gpt.h, init.h, serialization.h (safetensors), optim/ (AdamW, SGD, clip_grad)
 #pragma once
@@ -60,6 +61,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/offload.h"
+#include "checkpoint/plan_file.h"
 #include "checkpoint/planner.h"
 #include "checkpoint/policies.h"
 #include "checkpoint/scope.h"

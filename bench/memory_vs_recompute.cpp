@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "bench/machine_peaks.h"
+#include "bench/plan_files.h"
 #include "bench/planning.h"
 #include "bench/render/render.h"
 #include "bench/strategies.h"
@@ -70,6 +71,7 @@ struct Args {
                "                           [--clock wall|cpu] [--optimizer adamw-fused|adamw] [--attention math|sdpa]\n"
                "                           [--budget SIZE] [--sweep N] [--sweep-at-strategies]\n"
                "                           [--estimate benchmark|cost-model] [--offload SIZE]\n"
+               "                           [--export-plan FILE] [--plan FILE]\n"
                "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2, sac-megatron\n"
                "--dry-run: predict on the Meta device only (nothing computed, any model size); the dry runs\n"
                "  count as --device's allocator does (cuda: 512-byte blocks) unless --meta-accounting says otherwise\n"
@@ -92,6 +94,10 @@ struct Args {
                "  of pinned host memory to offload to (keep, recompute or offload each op output), and compare the\n"
                "  two frontiers' modeled step costs (recompute + exposed transfer); with --dry-run too. On the\n"
                "  emulated device, or in a dry run, the transfers are modeled, not measured\n"
+               "--export-plan FILE (with --budget): write the plan to FILE (docs/plan_format.md); with --dry-run\n"
+               "  --device cuda too: a plan for a GPU made without one\n"
+               "--plan FILE: train under a saved plan (the `plan-file` row): checked against this model by a dry\n"
+               "  run (its regions and calls), its predicted peaks beside the measured ones\n"
                "--out DIR: results.json, report.html, memory_vs_time.svg, memory_vs_flops.svg,\n"
                "  timeline_<strategy>.svg and (--offload) memory_vs_modeled_cost.svg\n");
   std::exit(error.empty() ? 0 : 2);
@@ -162,6 +168,8 @@ Args parse(int argc, char** argv) {
     else if (f == "--budget") a.planning.budget_bytes = planning_value(parse_budget, v);
     else if (f == "--sweep") a.planning.sweep = planning_value(parse_sweep, v);
     else if (f == "--offload") a.planning.offload_bytes = planning_value(parse_offload, v);
+    else if (f == "--export-plan") a.planning.export_plan = v;
+    else if (f == "--plan") a.planning.plan_file = v;
     else if (f == "--clock") a.clock = v;
     else if (f == "--estimate") {
       a.estimate = v;
@@ -187,6 +195,7 @@ Args parse(int argc, char** argv) {
   try {
     check_planning_args(a.planning, a.dry_run);
     check_offload_args(a.planning, a.device, a.meta_accounting, a.dry_run);
+    check_plan_file_args(a.planning);
   } catch (const Error& e) {
     usage(e.what());
   }
@@ -409,16 +418,24 @@ int main(int argc, char** argv) {
                          a.planning);
     for (size_t i = 0; i < strategies.size(); ++i) results.push_back(run(strategies[i], a, i, strategies.size(), device));
     if (plan) results.push_back(run_plan(*plan, "planned", a, 0, 1, device, /*timeline=*/true));
+    if (plan && !a.planning.export_plan.empty()) export_plan(*plan, results.back(), a.planning.export_plan);
+    std::optional<PlanFile> plan_file;  // --plan FILE: a saved plan, applied to this step and run
+    if (!a.planning.plan_file.empty()) {
+      plan_file = load_plan_file(a.planning.plan_file, a.shape, training_options(a), a.meta_accounting);
+      results.push_back(run_plan(plan_file->applied, "plan-file", a, 0, 1, device, /*timeline=*/true));
+    }
     if (!a.dry_run && a.interleave && results.size() >= 2) {
       std::vector<Strategy> in_turn = strategies;
       if (plan) in_turn.push_back(planned_strategy(*plan, "planned"));
+      if (plan_file) in_turn.push_back(planned_strategy(plan_file->applied, "plan-file"));
       if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%-60s", "every strategy in turn");
       const auto seconds = interleaved_step_seconds(in_turn, a.shape, device, a.steps, a.warmup, training_options(a));
       for (size_t i = 0; i < results.size(); ++i) results[i].interleaved_ms = median_of(seconds[i]) * 1e3;
     }
     if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%90s\r", "");
     print_table(cfg, results);
-    if (a.planning.budget_bytes > 0) std::printf("\n%s\n", planning_line(results.back()).c_str());
+    if (a.planning.budget_bytes > 0) std::printf("\n%s\n", planning_line(results[strategies.size()]).c_str());
+    if (plan_file) std::printf("\n%s\n", plan_file_line(a.planning.plan_file, *plan_file, results.back()).c_str());
     auto print_estimator = [&] {
       const RuntimeEstimator& e = *a.planning.estimator;
       if (e.mode() == EstimateMode::kBenchmark)

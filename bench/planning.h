@@ -48,6 +48,10 @@ struct PlanningArgs {
   // sets the datasheet's where no CUDA device is there to measure (a dry run in a CPU build).
   double host_link_bandwidth = 0;
   bool sweeps() const { return sweep > 0 || sweep_at_strategies; }
+  // --export-plan FILE: the plan of --budget written there (docs/plan_format.md); "": none.
+  std::string export_plan;
+  // --plan FILE: a saved plan, checked against this run's step and trained under (a `plan-file` row).
+  std::string plan_file;
 };
 
 // --budget's value: a size such as 60MiB (parse_byte_size). --sweep's: an integer >= 1. Both

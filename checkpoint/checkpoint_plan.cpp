@@ -28,6 +28,19 @@ std::vector<Shape> arg_shapes(const std::vector<IValue>& args) {
   return shapes;
 }
 
+std::vector<Data::Call::Output> output_metas(const std::vector<IValue>& outputs) {
+  std::vector<Data::Call::Output> metas;
+  auto add = [&](const Tensor& t) {
+    if (t.defined()) metas.push_back(Data::Call::Output{t.dtype(), t.sizes()});
+  };
+  for (const IValue& v : outputs) {
+    if (v.isTensor()) add(v.toTensor());
+    else if (v.isTensorList())
+      for (const Tensor& t : v.toTensorListRef()) add(t);
+  }
+  return metas;
+}
+
 std::string mib(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
@@ -45,6 +58,10 @@ CheckpointPlan CheckpointPlan::with_kept(const PlannedStep& step, const std::vec
 CheckpointPlan CheckpointPlan::with_kept(const PlannedStep& step, const std::vector<std::string>& keys,
                                          const std::vector<std::string>& offloaded_keys) const {
   REMAT_CHECK(data != nullptr, "CheckpointPlan::with_kept: an empty plan (make one with plan_checkpointing)");
+  if (data->loaded) {
+    throw CheckpointError("CheckpointPlan::with_kept: a plan read from a file knows no candidates: price it on the step "
+                          "first (plan.applied_to(step).with_kept(...))");
+  }
   if (!offloaded_keys.empty() && !data->options.device.is_cuda()) {
     throw CheckpointError("CheckpointPlan::with_kept: offload needs a plan made for a CUDA device, but this plan is "
                           "for " + data->options.device.str());
@@ -85,6 +102,11 @@ const char* toString(MemoryCounter counter) {
   return counter == MemoryCounter::Reserved ? "reserved" : "allocated";
 }
 
+Device CheckpointPlan::device() const {
+  REMAT_CHECK(data != nullptr, "CheckpointPlan::device: an empty plan (make one with plan_checkpointing)");
+  return data->options.device;
+}
+
 std::string CheckpointPlan::check(Device device) const {
   REMAT_CHECK(data != nullptr, "CheckpointPlan::check: an empty plan (make one with plan_checkpointing)");
   const Device planned = data->options.device;
@@ -103,6 +125,7 @@ std::string CheckpointPlan::check(Device device) const {
 PolicyFn CheckpointPlan::policy() const {
   REMAT_CHECK(data != nullptr, "CheckpointPlan::policy: an empty plan (make one with plan_checkpointing)");
   std::shared_ptr<const Data> d = data;
+  if (d->loaded) return loaded_policy(d);
   return [d](const SelectiveCheckpointContext& ctx, const OperatorHandle& op, const std::vector<IValue>& args) {
     std::string key = call_key(ctx.scope, op.name(), ctx.index);
     auto it = d->by_key.find(key);

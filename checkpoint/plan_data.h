@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -25,6 +26,14 @@ struct CheckpointPlan::Data {
     bool mutated = false;           // an in-place op changes its output later: SAC cannot keep it
     bool kept = false;
     bool offloaded = false;         // the plan moves its output to host memory (MUST_CPU_OFFLOAD)
+    // Its tensor outputs (tensor lists flattened, undefined ones left out): what a plan file lists.
+    struct Output {
+      ScalarType dtype = kFloat;
+      Shape shape;
+      bool operator==(const Output& o) const { return dtype == o.dtype && shape == o.shape; }
+    };
+    std::vector<Output> outputs;
+    bool arg_shapes_known = true;  // false for a call read from a file that does not list them
   };
   struct Region {
     std::string scope;
@@ -45,6 +54,10 @@ struct CheckpointPlan::Data {
     std::vector<Shape> arg_shapes;
   };
   std::vector<Seen> sequence;
+  // A plan read from a file (CheckpointPlan::from_json): only calls and regions are known, a
+  // region's scope is its name, a call's key is call_key(region name, op, index), and policy()
+  // finds a call's region by its scope (checkpoint/plan_file_read.cpp).
+  bool loaded = false;
 };
 
 namespace planner_detail {
@@ -57,6 +70,18 @@ std::string call_key(const std::string& scope, const std::string& op, int64_t in
 std::vector<Shape> arg_shapes(const std::vector<IValue>& args);
 // "1.25 MiB": how a plan prints bytes.
 std::string mib(int64_t bytes);
+// The tensor outputs of a call, as a plan file lists them (Data::Call::outputs).
+std::vector<Data::Call::Output> output_metas(const std::vector<IValue>& outputs);
+// `op(f32[8x128],i64[]);`: one call in a region's canonical text (checkpoint/plan_file.h).
+std::string canonical_call(const std::string& op, const std::vector<Data::Call::Output>& outputs);
+// save, recompute or offload: a call's decision in a plan file.
+const char* decision_name(const Data::Call& c);
+// The regions a plan file lists: each scope once, in the order they first ran.
+std::vector<const Data::Region*> file_regions(const Data& data);
+// plan_fingerprint of a region's canonical text.
+std::string region_fingerprint(const Data& data, const Data::Region& r);
+// The policy of a plan read from a file (Data::loaded; checkpoint/plan_file_read.cpp).
+PolicyFn loaded_policy(std::shared_ptr<const Data> data);
 
 }  // namespace planner_detail
 }  // namespace remat

@@ -158,6 +158,8 @@ struct CheckpointPlan {
   // empty cache (no segment held, no tensor alive) on the device it was made for. "" when it
   // holds, else what differs (then empty_cache() with no tensors alive, or plan for Allocated).
   std::string check(Device device) const;
+  // The device the plan was made for (PlannerOptions::device; a file's "device").
+  Device device() const;
   // The same model, another keep-set (any subset of `candidates` and `replay_candidates`), priced by one dry run: for
   // comparing a hand-made choice with the planner's. Ignores the budget.
   CheckpointPlan with_kept(const std::function<void(const PolicyFn&, Device)>& step,
@@ -166,6 +168,30 @@ struct CheckpointPlan {
   // a CUDA device.
   CheckpointPlan with_kept(const std::function<void(const PolicyFn&, Device)>& step,
                            const std::vector<std::string>& kept, const std::vector<std::string>& offloaded) const;
+
+  // What the step's forward leaves allocated: allocated after forward minus allocated before it
+  // (the benchmark's `act` column). The planner does not know where a step's forward ends: 0 unless
+  // set by whoever does (memory_vs_recompute sets it from its dry run before --export-plan).
+  int64_t predicted_activation_bytes = 0;
+
+  // The plan as a file (docs/plan_format.md, format "remat-plan" version 1): budget, counter,
+  // device, dtype, predicted peaks, and per checkpointed region (by name, in forward order, each
+  // once) its op calls with their outputs and the decision (save, recompute or offload), and a
+  // fingerprint of its op sequence. Readable without remat (python/remat_plan reads it).
+  std::string to_json() const;
+  void save(const std::string& path) const;
+  // A plan read from such a file: its policy() gives each call the file's decision (found by its
+  // region, op and index), and throws CheckpointError naming the region and the call for a call the
+  // file does not have (or one whose argument shapes differ). A bad file throws CheckpointError
+  // saying what is wrong and where (the JSON path). Only the file's figures are known: summary()
+  // lists them, with_kept needs applied_to first.
+  static CheckpointPlan from_json(const std::string& text);
+  static CheckpointPlan load(const std::string& path);
+  // This plan's decisions on `step`'s own profile: one dry run on Meta profiles the step, its
+  // regions are checked against the plan's (CheckpointError naming the region and the first call
+  // that differs), then one more prices the decisions: the predicted peaks are the step's, to the
+  // byte, and the result is a plan as plan_checkpointing makes (with_kept works on it).
+  CheckpointPlan applied_to(const std::function<void(const PolicyFn&, Device)>& step) const;
 
   struct Data;  // the calls and regions seen when planning (checkpoint/plan_data.h, internal)
   std::shared_ptr<const Data> data;

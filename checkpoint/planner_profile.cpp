@@ -47,6 +47,7 @@ void DryRunObserver::forward_call(int64_t region, const std::string& scope, cons
     c.key = std::move(key);
     c.op = op.name();
     c.arg_shapes = arg_shapes(args);
+    c.outputs = output_metas(outputs);
     c.cost = estimator_->estimate(op, args, outputs);
     data_->calls.push_back(std::move(c));
   }
