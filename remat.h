@@ -13,6 +13,7 @@
 // header's first line names its PyTorch counterpart.
 //   engine/core        tensor.h (Tensor, TensorOptions, factories), allocator.h (memory_allocated,
 //                      memory_reserved, empty_cache), dry_run.h (DryRun: a step on the Meta device),
+//                      memory_stats.h (the counters and storage events both count in),
 //                      memory_context.h + memory_tracker.h (what each byte is, event by event),
 //                      generator.h, ivalue.h, cuda_hooks.h (cuda_is_available), version.h,
 //                      byte_size.h ("40MiB" <-> bytes), clock.h (wall and process CPU time)
@@ -38,6 +39,7 @@
 #include "engine/core/generator.h"
 #include "engine/core/ivalue.h"
 #include "engine/core/memory_context.h"
+#include "engine/core/memory_stats.h"
 #include "engine/core/memory_tracker.h"
 #include "engine/core/tensor.h"
 #include "engine/core/version.h"

@@ -13,7 +13,7 @@
 
 namespace remat::bench {
 
-// ---- pictures (plots.cpp) ----
+// ---- pictures (pareto.cpp, modeled_cost.cpp, timeline.cpp) ----
 
 // What a Pareto chart puts across: the median step time, or the FLOPs recomputed per step.
 enum class ParetoX { kStepTime, kRecomputedFlops };
@@ -36,7 +36,8 @@ std::string modeled_cost_svg(const RunConfig& cfg, const std::vector<StrategyRes
 // the measured one; after --dry-run (no measurement) the predicted timeline's stack.
 std::string timeline_svg(const RunConfig& cfg, const StrategyResult& r);
 
-// ---- tables, JSON and the report (report.cpp) ----
+// ---- tables, JSON and the report (table.cpp, results_table.cpp, sweep_tables.cpp, offload_tables.cpp,
+// json.cpp, report.cpp) ----
 
 // A table as cells, rendered as aligned text (the terminal) or as HTML (the report).
 struct Table {

@@ -209,7 +209,13 @@ class MetaAllocator final : public Allocator {
   void copy_within(void*, const void*, size_t) override {}
 };
 
+void forget_storage_observers_of(uint64_t dry_run_id);
+
 struct Registry {
+  // Every storage observer is added through the registry, so the hook is there before any DryRun
+  // it has to know of closes.
+  Registry() { add_dry_run_closed_hook(&forget_storage_observers_of); }
+
   CPUAllocator cpu;
   MetaAllocator meta;
   std::atomic<Allocator*> by_type[kNumDeviceTypes] = {{&cpu}, {nullptr}, {&meta}};
@@ -225,6 +231,20 @@ struct Registry {
 Registry& registry() {
   static Registry* r = new Registry();  // never destroyed: storages may outlive static teardown
   return *r;
+}
+
+// A DryRun closed (it has emptied its own list): its observers stop observing the real devices too.
+void forget_storage_observers_of(uint64_t dry_run_id) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.storage_observers_mutex);
+  for (auto it = r.meta_observer_state.begin(); it != r.meta_observer_state.end();) {
+    if (it->second->id == dry_run_id) {
+      r.real_observers.remove(it->first);
+      it = r.meta_observer_state.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 int add_observer(bool real, bool meta, StorageObserver observer) {
@@ -285,22 +305,6 @@ void remove_storage_observer(int id) {
     r.meta_observer_state.erase(it);
   }
 }
-
-namespace detail {
-void remove_storage_observers_of(DryRunState& state) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.storage_observers_mutex);
-  for (auto it = r.meta_observer_state.begin(); it != r.meta_observer_state.end();) {
-    if (it->second.get() == &state) {
-      r.real_observers.remove(it->first);
-      it = r.meta_observer_state.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  state.observers.remove_all();
-}
-}  // namespace detail
 
 bool has_storage_observers() { return !registry().real_observers.empty() || !current_dry_run().observers.empty(); }
 

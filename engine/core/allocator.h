@@ -2,52 +2,16 @@
 // torch.cuda.memory_allocated / max_memory_allocated / reset_peak_memory_stats.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 
 #include "engine/core/device.h"
-#include "engine/core/memory_context.h"
+#include "engine/core/memory_stats.h"
 
 namespace remat {
 
-struct DryRunState;  // engine/core/dry_run.h
-
-// Exact byte counts of live storages on one device. "allocated" is the sum of the byte sizes
-// asked for by live tensors; "reserved" is what the allocator holds from the system: live
-// blocks rounded up to the allocator's granularity plus the blocks it caches for reuse.
-struct AllocatorStats {
-  std::atomic<int64_t> allocated{0};
-  std::atomic<int64_t> peak{0};
-  std::atomic<int64_t> reserved{0};  // live + cached blocks, in the allocator's rounded sizes
-  std::atomic<int64_t> peak_reserved{0};
-  std::atomic<int64_t> segments{0};  // blocks held from the system (the CUDA allocator's segments)
-  // `allocated`, split by what the bytes are (memory_context.h); kept by StorageImpl, so that a
-  // MemoryTracker made in the middle of a run knows what the live bytes already are.
-  std::atomic<int64_t> by_category[kNumMemoryCategories] = {};
-
-  void on_alloc(int64_t nbytes) {
-    int64_t now = allocated.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
-    int64_t old = peak.load(std::memory_order_relaxed);
-    while (now > old && !peak.compare_exchange_weak(old, now, std::memory_order_relaxed)) {
-    }
-  }
-  void on_free(int64_t nbytes) { allocated.fetch_sub(nbytes, std::memory_order_relaxed); }
-  // Bytes and segments taken from the system (> 0) or given back (< 0).
-  void on_reserve(int64_t nbytes, int64_t nsegments) {
-    segments.fetch_add(nsegments, std::memory_order_relaxed);
-    int64_t now = reserved.fetch_add(nbytes, std::memory_order_relaxed) + nbytes;
-    int64_t old = peak_reserved.load(std::memory_order_relaxed);
-    while (now > old && !peak_reserved.compare_exchange_weak(old, now, std::memory_order_relaxed)) {
-    }
-  }
-  // Both peaks, as torch.cuda.reset_peak_memory_stats.
-  void reset_peak() {
-    peak.store(allocated.load(std::memory_order_relaxed));
-    peak_reserved.store(reserved.load(std::memory_order_relaxed));
-  }
-};
+struct DryRunState;  // engine/core/dry_run.h (a layer below: it counts in memory_stats.h's terms)
 
 class Allocator {
  public:
@@ -82,17 +46,9 @@ void notify_allocation(Device device, int64_t nbytes);
 // are (claim_memory): one event taking the bytes from the old category (delta < 0) and one giving
 // them to the new (delta > 0), memory_allocated unchanged. The MemoryTracker is built on these.
 // The real devices' events reach every observer of them, process-wide; a Meta storage's reach
-// only the observers of the dry run it was allocated in (engine/core/dry_run.h).
-struct StorageEvent {
-  Device device;
-  const void* storage;      // the StorageImpl, an identity only
-  int64_t delta;            // counted bytes: + allocated, - freed
-  MemoryCategory category;  // the category the delta belongs to
-  int64_t allocated;        // memory_allocated(device) after the event
-  bool relabel;             // part of a change of category, not an allocation or free
-  int64_t reserved = 0;     // memory_reserved(device) after the event (a new segment comes first)
-};
-using StorageObserver = std::function<void(const StorageEvent&)>;
+// only the observers of the dry run it was allocated in (engine/core/dry_run.h). The events and
+// their observers' type (StorageEvent, StorageObserver) are in memory_stats.h.
+
 // Observes the real devices and the Meta storages of the calling thread's current dry run.
 // Returns an id for remove_storage_observer. Added inside a DryRun, it is removed when that closes.
 int add_storage_observer(StorageObserver observer);
@@ -122,14 +78,6 @@ class MetaAccountingGuard {
   DryRunState* state_;
   DeviceType prev_;
 };
-
-// The CUDA caching allocator's block rounding (c10's round_size): shared by the CUDA allocator
-// and by Meta runs that imitate it, which must agree to the byte.
-constexpr size_t kCUDAMinBlockSize = 512;
-constexpr size_t cuda_round_size(size_t nbytes) {
-  return nbytes < kCUDAMinBlockSize ? kCUDAMinBlockSize
-                                    : kCUDAMinBlockSize * ((nbytes + kCUDAMinBlockSize - 1) / kCUDAMinBlockSize);
-}
 
 // For Device{kMeta}: the figures of the calling thread's current dry run (engine/core/dry_run.h).
 int64_t memory_allocated(Device device = Device{kCPU});      // bytes held by live tensors

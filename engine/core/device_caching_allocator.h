@@ -29,7 +29,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "engine/core/allocator.h"
+#include "engine/core/device.h"
+#include "engine/core/memory_stats.h"
 
 struct CUstream_st;  // what cudaStream_t points to; declared here so the core needs no CUDA header
 

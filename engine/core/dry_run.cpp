@@ -116,7 +116,7 @@ DryRun::DryRun(DeviceType imitated) : previous_(tls_current) {
 
 DryRun::~DryRun() {
   tls_current = previous_;
-  detail::remove_storage_observers_of(*state_);
+  state_->observers.remove_all();  // then the allocator's hook forgets which ids they were
   std::vector<DryRunClosedHook> to_call;
   {
     std::lock_guard<std::mutex> lock(hooks().mutex);

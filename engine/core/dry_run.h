@@ -28,9 +28,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/allocator.h"
 #include "engine/core/device.h"
 #include "engine/core/intrusive_ptr.h"
+#include "engine/core/memory_stats.h"
 
 namespace remat {
 
@@ -104,8 +104,10 @@ class DryRun {
   DryRunState* previous_;
 };
 
-// Layers above that keep something per dry run, keyed by DryRunState::id (checkpoint_stats()),
-// are told when a DryRun closes so that they can forget it. Hooks are added once, at startup.
+// Layers above that keep something per dry run, keyed by DryRunState::id, are told when a DryRun
+// closes so that they can forget it: checkpoint_stats(), and the allocator (allocator.cpp), which
+// keeps which dry run each storage observer was added in. A closing DryRun first empties its own
+// observer list, then calls the hooks. Hooks are added once, at startup (or on first use).
 using DryRunClosedHook = void (*)(uint64_t id);
 void add_dry_run_closed_hook(DryRunClosedHook hook);
 
@@ -125,8 +127,6 @@ class CurrentDryRunGuard {
 };
 // A reference to the current state, for a Meta storage to keep.
 intrusive_ptr<DryRunState> retain_current_dry_run();
-// Removes the observers added while `state` was current (allocator.cpp keeps them).
-void remove_storage_observers_of(DryRunState& state);
 }  // namespace detail
 
 }  // namespace remat
