@@ -9,6 +9,7 @@
 #include "kernels/cpu/pointwise.h"
 #include "ops/composite.h"
 #include "ops/copy_defs.h"
+#include "ops/copy_kernels.h"
 #include "ops/cpu_utils.h"
 #include "ops/dispatch_dtype.h"
 #include "ops/meta.h"
@@ -81,52 +82,9 @@ void fill_raw(const Tensor& self, double value) {
   });
 }
 
-// The Defs' kernels (TORCH_IMPL_FUNC): out has the meta function's geometry (out is self for the
-// in-place ops) and is not empty.
-
-template <int kValue>
-void fill_value_impl(const char*, const Tensor& out, const Tensor&) { fill_raw(out, kValue); }
-void fill_impl(const char*, const Tensor& out, const Tensor&, double value) { fill_raw(out, value); }
-
-void copy_impl(const char*, const Tensor& self, const Tensor&, const Tensor& src) {
-  if (src.device() == self.device()) {
-    copy_into_cpu(self, src);
-  } else if (src.device().is_cuda()) {  // device -> host: stage on the host first
-    Tensor staged = make_empty(src.sizes(), src.dtype(), Device{kCPU});
-    get_allocator(src.device())->copy_to_host(staged.data_ptr(), contiguous_cpu(src).data_ptr(),
-                                              static_cast<size_t>(src.nbytes()));
-    copy_into_cpu(self, staged);
-  } else {
-    REMAT_CHECK(src.is_meta(), "aten::copy_: cannot copy from ", src.device(), " to ", self.device());
-  }
-}
-
-void clone_impl(const char*, const Tensor& out, const Tensor& self) { copy_into_cpu(out, self); }
-
-// Converted on the host (to_copy_staging), then moved to out's device through its allocator.
-void to_copy_impl(const char*, const Tensor& out, const Tensor& self, std::optional<ScalarType>,
-                  std::optional<Device>) {
-  if (out.is_meta()) return;
-  const Tensor converted = to_copy_staging(out, self);
-  copy_into_cpu(converted, self);
-  if (converted.is_same(out)) return;
-  get_allocator(out.device())->copy_from_host(out.data_ptr(), converted.data_ptr(), static_cast<size_t>(out.nbytes()));
-}
 // The Meta kernel's (structured::impl_meta): what the backends stage.
 void to_copy_meta_staging(const Tensor& out, const Tensor& self, std::optional<ScalarType>, std::optional<Device>) {
   const Tensor converted = to_copy_staging(out, self);
-}
-
-void cat_impl(const char* op, const Tensor& out, const std::vector<Tensor>& tensors, int64_t dim) {
-  dim = maybe_wrap_dim(dim, tensors[0].dim(), op);
-  int64_t offset = 0;
-  for (const Tensor& t : tensors) {
-    Shape sizes = out.sizes();
-    sizes[dim] = t.sizes()[dim];
-    Tensor part = make_alias(out, sizes, out.strides(), offset * out.strides()[dim]);
-    copy_into_cpu(part, t);
-    offset += t.sizes()[dim];
-  }
 }
 
 void triu_impl(const char* op, const Tensor& out, const Tensor& self, int64_t diagonal) {
@@ -141,11 +99,26 @@ void triu_impl(const char* op, const Tensor& out, const Tensor& self, int64_t di
   });
 }
 
-void slice_backward_impl(const char* op, const Tensor& out, const Tensor& grad, const Shape& input_sizes, int64_t dim,
-                         int64_t start, int64_t, int64_t step) {
-  fill_raw(out, 0.0);
-  copy_into_cpu(slice_backward_part(op, out, grad, input_sizes, dim, start, step), grad);
-}
+// What ops/copy_kernels.h's kernels and registration need of the CPU.
+struct CPUCopyOps {
+  using Backend = structured::CPUBackend;
+  static void fill(const Tensor& out, double value) { fill_raw(out, value); }
+  static void copy_into(const Tensor& out, const Tensor& src) { copy_into_cpu(out, src); }
+  // device -> host: staged on the host first
+  static bool copy_across(const Tensor& self, const Tensor& src) {
+    if (!src.device().is_cuda()) return false;
+    Tensor staged = make_empty(src.sizes(), src.dtype(), Device{kCPU});
+    get_allocator(src.device())->copy_to_host(staged.data_ptr(), contiguous_cpu(src).data_ptr(),
+                                              static_cast<size_t>(src.nbytes()));
+    copy_into_cpu(self, staged);
+    return true;
+  }
+  // converted on the host, moved to out's device through its allocator
+  static void move_out(const Tensor& converted, const Tensor& out) {
+    get_allocator(out.device())->copy_from_host(out.data_ptr(), converted.data_ptr(), static_cast<size_t>(out.nbytes()));
+  }
+  static constexpr auto triu = &triu_impl;
+};
 
 Tensor contiguous_composite(const Tensor& self) { return self.is_contiguous() ? self : clone(self); }
 
@@ -170,19 +143,6 @@ REMAT_LIBRARY_IMPL(aten, Meta, m) {
   impl_meta<structured_slice_backward>(m);
 }
 
-REMAT_LIBRARY_IMPL(aten, CPU, m) {
-  using structured::CPUBackend;
-  using structured::impl;
-  impl<structured_zero_, CPUBackend, &fill_value_impl<0>>(m);
-  impl<structured_fill_, CPUBackend, &fill_impl>(m);
-  impl<structured_copy_, CPUBackend, &copy_impl>(m);
-  impl<structured_clone, CPUBackend, &clone_impl>(m);
-  impl<structured__to_copy, CPUBackend, &to_copy_impl>(m);
-  impl<structured_cat, CPUBackend, &cat_impl>(m);
-  impl<structured_triu, CPUBackend, &triu_impl>(m);
-  impl<structured_zeros_like, CPUBackend, &fill_value_impl<0>>(m);
-  impl<structured_ones_like, CPUBackend, &fill_value_impl<1>>(m);
-  impl<structured_slice_backward, CPUBackend, &slice_backward_impl>(m);
-}
+REMAT_LIBRARY_IMPL(aten, CPU, m) { impl_copy_kernels<CPUCopyOps>(m); }
 
 }  // namespace remat::ops

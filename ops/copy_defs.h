@@ -2,8 +2,8 @@
 // TensorConversions.cpp, TensorFactories.cpp, TensorShape.cpp and TriangularOps.cpp's ops
 // (zero_, fill_, copy_, clone, contiguous, _to_copy, cat, triu, zeros_like, ones_like,
 // slice_backward): their Defs (ops/structured.h: name, schema, C++ signature, meta function), so
-// that each exists once. The kernels are ops/copy.cpp's and ops/cuda/copy.cpp's; contiguous is a
-// composite (ops/copy.cpp).
+// that each exists once. The kernels are ops/copy_kernels.h's, over what ops/copy.cpp (CPU) and
+// ops/cuda/copy.cpp (CUDA) give it; contiguous is a composite (ops/copy.cpp).
 //
 // Within one device the copies allocate their outputs alone (copy_into_cpu and copy_into_cuda
 // read strided, broadcast and other-dtype inputs as they are: cat on a strided input copies

@@ -60,15 +60,12 @@ namespace cpu = kernels::cpu;
 // native_dropout runs on empty outputs too (the Def's runs_on_empty): one offset per call.
 void native_dropout_cpu(const char* op, const Tensor& out, const Tensor& mask, const Tensor& input, double p,
                         Generator* generator) {
-  Generator& gen = generator != nullptr ? *generator : default_generator(input.device());
-  const uint64_t offset = gen.reserve();  // one offset per call, even when nothing is drawn
-  const uint64_t seed = gen.seed();
+  const DropoutDraw d = dropout_draw<CPUCopies>(input, generator);
   const int64_t n = input.numel();
-  const Tensor x = dropout_input<CPUCopies>(input);
   if (n == 0) return;
   REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), op, [&] {
-    cpu::dropout_forward(out.data_ptr<scalar_t>(), mask.data_ptr<bool>(), x.data_ptr<scalar_t>(), n, seed, offset, p,
-                         keep_scale(p));
+    cpu::dropout_forward(out.data_ptr<scalar_t>(), mask.data_ptr<bool>(), d.x.data_ptr<scalar_t>(), n, d.seed,
+                         d.offset, p, keep_scale(p));
   });
 }
 

@@ -7,8 +7,10 @@
 // (ops/dropout.cpp).
 #pragma once
 
+#include <cstdint>
 #include <tuple>
 
+#include "engine/core/generator.h"
 #include "ops/autograd/derivative_rules.h"
 #include "ops/meta.h"
 #include "ops/structured.h"
@@ -58,6 +60,21 @@ void for_each_dropout_def(const F& f) {
 template <class Copies>
 Tensor dropout_input(const Tensor& input) {
   return input.numel() == 0 ? Tensor() : Copies::contiguous(input);
+}
+
+// What every backend's native_dropout kernel starts with: one Philox offset reserved per call
+// (from `generator`, else the input device's default), even when nothing is drawn, the seed, and
+// the input as the kernel reads it (dropout_input).
+struct DropoutDraw {
+  uint64_t offset, seed;
+  Tensor x;
+};
+template <class Copies>
+DropoutDraw dropout_draw(const Tensor& input, Generator* generator) {
+  Generator& gen = generator != nullptr ? *generator : default_generator(input.device());
+  const uint64_t offset = gen.reserve();
+  const uint64_t seed = gen.seed();
+  return {offset, seed, dropout_input<Copies>(input)};
 }
 
 // The backward's (its output is not empty): on the CPU the upstream gradient and the mask

@@ -18,6 +18,7 @@
 #include "ops/functions.h"
 #include "ops/cuda_temporaries.h"
 #include "ops/meta.h"
+#include "ops/norm_kernels.h"
 #include "ops/meta_copies.h"
 #include "ops/norm_buffers.h"
 #include "ops/normalization_defs.h"
@@ -148,75 +149,52 @@ using RmsNorm = structured__fused_rms_norm;
 using RmsNormBackward = structured__fused_rms_norm_backward;
 
 // ---------------------------------------------------------------------------------------------
-// layer norm
+// the CPU's loops (kernels/cpu/norm.h) over the buffers; the kernels around them are
+// ops/norm_kernels.h's
 // ---------------------------------------------------------------------------------------------
 
-std::tuple<Tensor, Tensor, Tensor> native_layer_norm_cpu(const Tensor& input, const Shape& normalized_shape,
-                                                         const Tensor& weight, const Tensor& bias, double eps) {
-  const NormGeometry g = LayerNorm::meta(LayerNorm::name, input, normalized_shape, weight, bias, eps);
-  const NormForwardBuffers r = norm_forward_buffers<CPUCopies>(g, input, weight, bias, true);
-  REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), LayerNorm::name, [&] {
-    using A = cpu::acc_t<scalar_t>;
-    cpu::layer_norm_forward<scalar_t>(r.out.data_ptr<scalar_t>(), r.mean.data_ptr<A>(), r.rstd.data_ptr<A>(),
-                                      r.x.data_ptr<scalar_t>(), ptr_or_null<A>(r.w), ptr_or_null<A>(r.b), g.M, g.N,
-                                      eps);
-  });
-  return {r.out, r.mean, r.rstd};
-}
+struct CPUNormOps {
+  using Backend = structured::CPUBackend;
+  using Copies = CPUCopies;
+  static constexpr DeviceType kDevice = kCPU;
 
-std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_cpu(const Tensor& grad_out, const Tensor& input,
-                                                                  const Shape& normalized_shape, const Tensor& mean,
-                                                                  const Tensor& rstd, const Tensor& weight,
-                                                                  const Tensor& bias) {
-  const NormGeometry g =
-      LayerNormBackward::meta(LayerNormBackward::name, grad_out, input, normalized_shape, mean, rstd, weight, bias);
-  const NormBackwardBuffers r =
-      norm_backward_buffers<CPUCopies, kCPU>(g, grad_out, input, normalized_shape, mean, rstd, weight, bias);
-  REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), LayerNormBackward::name, [&] {
-    using A = cpu::acc_t<scalar_t>;
-    cpu::layer_norm_backward<scalar_t>(r.grad_input.data_ptr<scalar_t>(), ptr_or_null<A>(r.grad_weight_acc),
-                                       ptr_or_null<A>(r.grad_bias_acc), r.dy.data_ptr<scalar_t>(),
-                                       r.x.data_ptr<scalar_t>(), r.mu.data_ptr<A>(), r.r.data_ptr<A>(),
+  static void layer_norm(const NormGeometry& g, const NormForwardBuffers& r, double eps) {
+    REMAT_DISPATCH_FLOATING_TYPES(r.x.dtype(), LayerNorm::name, [&] {
+      using A = cpu::acc_t<scalar_t>;
+      cpu::layer_norm_forward<scalar_t>(r.out.data_ptr<scalar_t>(), r.mean.data_ptr<A>(), r.rstd.data_ptr<A>(),
+                                        r.x.data_ptr<scalar_t>(), ptr_or_null<A>(r.w), ptr_or_null<A>(r.b), g.M,
+                                        g.N, eps);
+    });
+  }
+  static void layer_norm_backward(const NormGeometry& g, const NormBackwardBuffers& r) {
+    REMAT_DISPATCH_FLOATING_TYPES(r.x.dtype(), LayerNormBackward::name, [&] {
+      using A = cpu::acc_t<scalar_t>;
+      cpu::layer_norm_backward<scalar_t>(r.grad_input.data_ptr<scalar_t>(), ptr_or_null<A>(r.grad_weight_acc),
+                                         ptr_or_null<A>(r.grad_bias_acc), r.dy.data_ptr<scalar_t>(),
+                                         r.x.data_ptr<scalar_t>(), r.mu.data_ptr<A>(), r.r.data_ptr<A>(),
+                                         ptr_or_null<A>(r.w), g.M, g.N);
+    });
+  }
+  static void rms_norm(const NormGeometry& g, const NormForwardBuffers& r, double eps) {
+    REMAT_DISPATCH_FLOATING_TYPES(r.x.dtype(), RmsNorm::name, [&] {
+      using A = cpu::acc_t<scalar_t>;
+      cpu::rms_norm_forward<scalar_t>(r.out.data_ptr<scalar_t>(), r.rstd.data_ptr<A>(), r.x.data_ptr<scalar_t>(),
+                                      ptr_or_null<A>(r.w), g.M, g.N, eps);
+    });
+  }
+  static void rms_norm_backward(const NormGeometry& g, const NormBackwardBuffers& r) {
+    REMAT_DISPATCH_FLOATING_TYPES(r.x.dtype(), RmsNormBackward::name, [&] {
+      using A = cpu::acc_t<scalar_t>;
+      cpu::rms_norm_backward<scalar_t>(r.grad_input.data_ptr<scalar_t>(), ptr_or_null<A>(r.grad_weight_acc),
+                                       r.dy.data_ptr<scalar_t>(), r.x.data_ptr<scalar_t>(), r.r.data_ptr<A>(),
                                        ptr_or_null<A>(r.w), g.M, g.N);
-  });
-  return norm_backward_outputs<CPUCopies>(r, weight, bias);
-}
+    });
+  }
+};
 
 Tensor layer_norm_composite(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
                             const Tensor& bias, double eps) {
   return std::get<0>(native_layer_norm(input, normalized_shape, weight, bias, eps));
-}
-
-// ---------------------------------------------------------------------------------------------
-// RMS norm
-// ---------------------------------------------------------------------------------------------
-
-std::tuple<Tensor, Tensor> fused_rms_norm_cpu(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
-                                              double eps) {
-  const NormGeometry g = RmsNorm::meta(RmsNorm::name, input, normalized_shape, weight, eps);
-  const NormForwardBuffers r = norm_forward_buffers<CPUCopies>(g, input, weight, Tensor(), false);
-  REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), RmsNorm::name, [&] {
-    using A = cpu::acc_t<scalar_t>;
-    cpu::rms_norm_forward<scalar_t>(r.out.data_ptr<scalar_t>(), r.rstd.data_ptr<A>(), r.x.data_ptr<scalar_t>(),
-                                    ptr_or_null<A>(r.w), g.M, g.N, eps);
-  });
-  return {r.out, r.rstd};
-}
-
-std::tuple<Tensor, Tensor> fused_rms_norm_backward_cpu(const Tensor& grad_out, const Tensor& input,
-                                                       const Shape& normalized_shape, const Tensor& rstd,
-                                                       const Tensor& weight) {
-  const NormGeometry g = RmsNormBackward::meta(RmsNormBackward::name, grad_out, input, normalized_shape, rstd, weight);
-  const NormBackwardBuffers r =
-      norm_backward_buffers<CPUCopies, kCPU>(g, grad_out, input, normalized_shape, Tensor(), rstd, weight, Tensor());
-  REMAT_DISPATCH_FLOATING_TYPES(input.dtype(), RmsNormBackward::name, [&] {
-    using A = cpu::acc_t<scalar_t>;
-    cpu::rms_norm_backward<scalar_t>(r.grad_input.data_ptr<scalar_t>(), ptr_or_null<A>(r.grad_weight_acc),
-                                     r.dy.data_ptr<scalar_t>(), r.x.data_ptr<scalar_t>(), r.r.data_ptr<A>(),
-                                     ptr_or_null<A>(r.w), g.M, g.N);
-  });
-  auto [grad_input, grad_weight, unused] = norm_backward_outputs<CPUCopies>(r, weight, Tensor());
-  return {grad_input, grad_weight};
 }
 
 Tensor rms_norm_composite(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, double eps) {
@@ -277,12 +255,7 @@ std::tuple<Tensor, Tensor> fused_rms_norm_backward_meta(const Tensor& grad_out, 
 REMAT_LIBRARY_FRAGMENT(aten, m) {
   for_each_normalization_def([&](auto def) { structured::define<typename decltype(def)::type>(m, {}); });
 }
-REMAT_LIBRARY_IMPL(aten, CPU, m) {
-  m.impl(LayerNorm::name, REMAT_FN(native_layer_norm_cpu));
-  m.impl(LayerNormBackward::name, REMAT_FN(native_layer_norm_backward_cpu));
-  m.impl(RmsNorm::name, REMAT_FN(fused_rms_norm_cpu));
-  m.impl(RmsNormBackward::name, REMAT_FN(fused_rms_norm_backward_cpu));
-}
+REMAT_LIBRARY_IMPL(aten, CPU, m) { impl_norm_kernels<CPUNormOps>(m); }
 REMAT_LIBRARY_IMPL(aten, Meta, m) {
   m.impl(LayerNorm::name, REMAT_FN(native_layer_norm_meta));
   m.impl(LayerNormBackward::name, REMAT_FN(native_layer_norm_backward_meta));

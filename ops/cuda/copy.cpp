@@ -14,6 +14,7 @@
 #include "engine/dispatch/library.h"
 #include "kernels/cuda/copy.h"
 #include "ops/copy_defs.h"
+#include "ops/copy_kernels.h"
 #include "ops/cpu_utils.h"
 #include "ops/cuda/cuda_utils.h"
 #include "ops/meta.h"
@@ -55,66 +56,8 @@ Tensor transfer(const Tensor& contiguous_src, const Device& to) {
   return out;
 }
 
-// The Defs' kernels (TORCH_IMPL_FUNC): out has the meta function's geometry (out is self for the
-// in-place ops) and is not empty; the device guard is out's (structured::CUDABackend).
-
-template <int kValue>
-void fill_value_impl(const char*, const Tensor& out, const Tensor&) { fill_cuda(out, kValue); }
-void fill_impl(const char*, const Tensor& out, const Tensor&, double value) { fill_cuda(out, value); }
-
-void copy_impl(const char*, const Tensor& self, const Tensor&, const Tensor& src) {
-  if (src.device() == self.device()) {
-    copy_into_cuda(self, src);
-  } else if (self.device().is_cpu() && src.is_cuda()) {  // device -> host: stage on the host first
-    Tensor staged;
-    {
-      cuda::CUDAGuard guard(src.device());
-      staged = transfer(contiguous_cuda(src), Device{kCPU});
-    }
-    copy_into_cpu(self, staged);
-  } else if (self.is_cuda() && src.device().is_cpu()) {  // host -> device: stage on the device
-    cuda::CUDAGuard guard(self.device());
-    Tensor host = contiguous_cpu(src);
-    Tensor staged = make_empty(host.sizes(), host.dtype(), self.device());
-    if (host.nbytes() > 0)
-      get_allocator(self.device())->copy_from_host(staged.data_ptr(), host.data_ptr(), static_cast<size_t>(host.nbytes()));
-    copy_into_cuda(self, staged);
-  } else if (self.is_cuda() && src.is_cuda()) {  // another device
-    Tensor staged;
-    {
-      cuda::CUDAGuard guard(src.device());
-      staged = transfer(contiguous_cuda(src), self.device());
-    }
-    copy_into_cuda(self, staged);
-  } else {
-    REMAT_CHECK(src.is_meta(), "aten::copy_: cannot copy from ", src.device(), " to ", self.device());
-  }
-}
-
-void clone_impl(const char*, const Tensor& out, const Tensor& self) { copy_into_cuda(out, self); }
-
-// Converted on self's device (to_copy_staging), then moved to out's.
-void to_copy_impl(const char*, const Tensor& out, const Tensor& self, std::optional<ScalarType>,
-                  std::optional<Device>) {
-  if (out.is_meta()) return;
-  cuda::CUDAGuard guard(self.device());
-  const Tensor converted = to_copy_staging(out, self);
-  copy_into_cuda(converted, self);
-  if (!converted.is_same(out)) transfer(converted, out);
-}
-
-void cat_impl(const char* op, const Tensor& out, const std::vector<Tensor>& tensors, int64_t dim) {
-  dim = maybe_wrap_dim(dim, tensors[0].dim(), op);
-  int64_t offset = 0;
-  for (const Tensor& t : tensors) {
-    Shape sizes = out.sizes();
-    sizes[dim] = t.sizes()[dim];
-    Tensor part = make_alias(out, sizes, out.strides(), offset * out.strides()[dim]);
-    copy_into_cuda(part, t);
-    offset += t.sizes()[dim];
-  }
-}
-
+// triu's kernel (TORCH_IMPL_FUNC): out has the meta function's geometry and is not empty; the
+// device guard is out's (structured::CUDABackend). The others are ops/copy_kernels.h's.
 void triu_impl(const char*, const Tensor& out, const Tensor& self, int64_t diagonal) {
   copy_into_cuda(out, self);
   const int64_t rows = self.sizes()[self.dim() - 2], cols = self.sizes()[self.dim() - 1];
@@ -122,27 +65,46 @@ void triu_impl(const char*, const Tensor& out, const Tensor& self, int64_t diago
   kc::triu_(out.dtype(), out.data_ptr(), batch, rows, cols, diagonal, cuda_stream(out.device()));
 }
 
-void slice_backward_impl(const char* op, const Tensor& out, const Tensor& grad, const Shape& input_sizes, int64_t dim,
-                         int64_t start, int64_t, int64_t step) {
-  fill_cuda(out, 0.0);
-  copy_into_cuda(slice_backward_part(op, out, grad, input_sizes, dim, start, step), grad);
-}
+// What ops/copy_kernels.h's kernels and registration need of CUDA.
+struct CUDACopyOps {
+  using Backend = structured::CUDABackend;
+  static void fill(const Tensor& out, double value) { fill_cuda(out, value); }
+  static void copy_into(const Tensor& out, const Tensor& src) { copy_into_cuda(out, src); }
+  static bool copy_across(const Tensor& self, const Tensor& src) {
+    if (self.device().is_cpu() && src.is_cuda()) {  // device -> host: stage on the host first
+      Tensor staged;
+      {
+        cuda::CUDAGuard guard(src.device());
+        staged = transfer(contiguous_cuda(src), Device{kCPU});
+      }
+      copy_into_cpu(self, staged);
+    } else if (self.is_cuda() && src.device().is_cpu()) {  // host -> device: stage on the device
+      cuda::CUDAGuard guard(self.device());
+      Tensor host = contiguous_cpu(src);
+      Tensor staged = make_empty(host.sizes(), host.dtype(), self.device());
+      if (host.nbytes() > 0)
+        get_allocator(self.device())->copy_from_host(staged.data_ptr(), host.data_ptr(), static_cast<size_t>(host.nbytes()));
+      copy_into_cuda(self, staged);
+    } else if (self.is_cuda() && src.is_cuda()) {  // another device
+      Tensor staged;
+      {
+        cuda::CUDAGuard guard(src.device());
+        staged = transfer(contiguous_cuda(src), self.device());
+      }
+      copy_into_cuda(self, staged);
+    } else {
+      return false;
+    }
+    return true;
+  }
+  static void move_out(const Tensor& converted, const Tensor& out) { transfer(converted, out); }
+  static constexpr auto triu = &triu_impl;
+};
 
 }  // namespace
 
 REMAT_LIBRARY_IMPL(aten, CUDA, m) {
-  using structured::CUDABackend;
-  using structured::impl;
-  impl<structured_zero_, CUDABackend, &fill_value_impl<0>>(m);
-  impl<structured_fill_, CUDABackend, &fill_impl>(m);
-  impl<structured_copy_, CrossDeviceBackend, &copy_impl>(m);
-  impl<structured_clone, CUDABackend, &clone_impl>(m);
-  impl<structured__to_copy, CrossDeviceBackend, &to_copy_impl>(m);
-  impl<structured_cat, CUDABackend, &cat_impl>(m);
-  impl<structured_triu, CUDABackend, &triu_impl>(m);
-  impl<structured_zeros_like, CUDABackend, &fill_value_impl<0>>(m);
-  impl<structured_ones_like, CUDABackend, &fill_value_impl<1>>(m);
-  impl<structured_slice_backward, CUDABackend, &slice_backward_impl>(m);
+  impl_copy_kernels<CUDACopyOps, CrossDeviceBackend>(m);
 }
 
 }  // namespace remat::ops

@@ -22,13 +22,10 @@ namespace kc = kernels::cuda;
 // native_dropout runs on empty outputs too (the Def's runs_on_empty): one offset per call.
 void native_dropout_cuda(const char* op, const Tensor& out, const Tensor& mask, const Tensor& input, double p,
                          Generator* generator) {
-  Generator& gen = generator != nullptr ? *generator : default_generator(input.device());
-  const uint64_t offset = gen.reserve();  // one offset per call, even when nothing is drawn
-  const uint64_t seed = gen.seed();
-  const Tensor x = dropout_input<CUDACopies>(input);
+  const DropoutDraw d = dropout_draw<CUDACopies>(input, generator);
   if (input.numel() == 0) return;
-  kc::dropout(input.dtype(), x.data_ptr(), out.data_ptr(), static_cast<bool*>(mask.data_ptr()), input.numel(), seed,
-              offset, p, keep_scale(p), cuda_stream(input.device()));
+  kc::dropout(input.dtype(), d.x.data_ptr(), out.data_ptr(), static_cast<bool*>(mask.data_ptr()), input.numel(),
+              d.seed, d.offset, p, keep_scale(p), cuda_stream(input.device()));
 }
 
 // grad_input = grad_output * mask * scale, both read strided

@@ -10,8 +10,7 @@
 #include "kernels/cuda/normalization.h"
 #include "ops/cuda/cuda_utils.h"
 #include "ops/meta.h"
-#include "ops/norm_buffers.h"
-#include "ops/normalization_defs.h"
+#include "ops/norm_kernels.h"
 
 namespace remat::ops {
 namespace {
@@ -20,69 +19,36 @@ namespace kc = kernels::cuda;
 
 void* ptr_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
 
-using LayerNorm = structured_native_layer_norm;
-using LayerNormBackward = structured_native_layer_norm_backward;
-using RmsNorm = structured__fused_rms_norm;
-using RmsNormBackward = structured__fused_rms_norm_backward;
+// CUDA's kernels (kernels/cuda/normalization.h) over the buffers, on the current stream of the
+// input's device (ops/norm_kernels.h's kernels run them under its guard).
+struct CUDANormOps {
+  using Backend = structured::CUDABackend;
+  using Copies = CUDACopies;
+  static constexpr DeviceType kDevice = kCUDA;
 
-std::tuple<Tensor, Tensor, Tensor> native_layer_norm_cuda(const Tensor& input, const Shape& normalized_shape,
-                                                          const Tensor& weight, const Tensor& bias, double eps) {
-  const NormGeometry g = LayerNorm::meta(LayerNorm::name, input, normalized_shape, weight, bias, eps);
-  cuda::CUDAGuard guard(input.device());
-  const NormForwardBuffers r = norm_forward_buffers<CUDACopies>(g, input, weight, bias, true);
-  kc::layer_norm_forward(input.dtype(), r.x.data_ptr(), ptr_or_null(r.w), ptr_or_null(r.b), r.out.data_ptr(),
-                         r.mean.data_ptr(), r.rstd.data_ptr(), g.M, g.N, eps, cuda_stream(input.device()));
-  return {r.out, r.mean, r.rstd};
-}
-
-std::tuple<Tensor, Tensor, Tensor> native_layer_norm_backward_cuda(const Tensor& grad_out, const Tensor& input,
-                                                                   const Shape& normalized_shape, const Tensor& mean,
-                                                                   const Tensor& rstd, const Tensor& weight,
-                                                                   const Tensor& bias) {
-  const NormGeometry g =
-      LayerNormBackward::meta(LayerNormBackward::name, grad_out, input, normalized_shape, mean, rstd, weight, bias);
-  const Device device = input.device();
-  cuda::CUDAGuard guard(device);
-  const NormBackwardBuffers r =
-      norm_backward_buffers<CUDACopies, kCUDA>(g, grad_out, input, normalized_shape, mean, rstd, weight, bias);
-  kc::layer_norm_backward(input.dtype(), r.dy.data_ptr(), r.x.data_ptr(), r.mu.data_ptr(), r.r.data_ptr(),
-                          ptr_or_null(r.w), r.grad_input.data_ptr(), ptr_or_null(r.grad_weight_acc),
-                          ptr_or_null(r.grad_bias_acc), g.M, g.N, ptr_or_null(r.workspace), cuda_stream(device));
-  return norm_backward_outputs<CUDACopies>(r, weight, bias);
-}
-
-std::tuple<Tensor, Tensor> fused_rms_norm_cuda(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
-                                               double eps) {
-  const NormGeometry g = RmsNorm::meta(RmsNorm::name, input, normalized_shape, weight, eps);
-  cuda::CUDAGuard guard(input.device());
-  const NormForwardBuffers r = norm_forward_buffers<CUDACopies>(g, input, weight, Tensor(), false);
-  kc::rms_norm_forward(input.dtype(), r.x.data_ptr(), ptr_or_null(r.w), r.out.data_ptr(), r.rstd.data_ptr(), g.M, g.N,
-                       eps, cuda_stream(input.device()));
-  return {r.out, r.rstd};
-}
-
-std::tuple<Tensor, Tensor> fused_rms_norm_backward_cuda(const Tensor& grad_out, const Tensor& input,
-                                                        const Shape& normalized_shape, const Tensor& rstd,
-                                                        const Tensor& weight) {
-  const NormGeometry g = RmsNormBackward::meta(RmsNormBackward::name, grad_out, input, normalized_shape, rstd, weight);
-  const Device device = input.device();
-  cuda::CUDAGuard guard(device);
-  const NormBackwardBuffers r =
-      norm_backward_buffers<CUDACopies, kCUDA>(g, grad_out, input, normalized_shape, Tensor(), rstd, weight, Tensor());
-  kc::rms_norm_backward(input.dtype(), r.dy.data_ptr(), r.x.data_ptr(), r.r.data_ptr(), ptr_or_null(r.w),
-                        r.grad_input.data_ptr(), ptr_or_null(r.grad_weight_acc), g.M, g.N, ptr_or_null(r.workspace),
-                        cuda_stream(device));
-  auto [grad_input, grad_weight, unused] = norm_backward_outputs<CUDACopies>(r, weight, Tensor());
-  return {grad_input, grad_weight};
-}
+  static void layer_norm(const NormGeometry& g, const NormForwardBuffers& r, double eps) {
+    kc::layer_norm_forward(r.x.dtype(), r.x.data_ptr(), ptr_or_null(r.w), ptr_or_null(r.b), r.out.data_ptr(),
+                           r.mean.data_ptr(), r.rstd.data_ptr(), g.M, g.N, eps, cuda_stream(r.x.device()));
+  }
+  static void layer_norm_backward(const NormGeometry& g, const NormBackwardBuffers& r) {
+    kc::layer_norm_backward(r.x.dtype(), r.dy.data_ptr(), r.x.data_ptr(), r.mu.data_ptr(), r.r.data_ptr(),
+                            ptr_or_null(r.w), r.grad_input.data_ptr(), ptr_or_null(r.grad_weight_acc),
+                            ptr_or_null(r.grad_bias_acc), g.M, g.N, ptr_or_null(r.workspace),
+                            cuda_stream(r.x.device()));
+  }
+  static void rms_norm(const NormGeometry& g, const NormForwardBuffers& r, double eps) {
+    kc::rms_norm_forward(r.x.dtype(), r.x.data_ptr(), ptr_or_null(r.w), r.out.data_ptr(), r.rstd.data_ptr(), g.M,
+                         g.N, eps, cuda_stream(r.x.device()));
+  }
+  static void rms_norm_backward(const NormGeometry& g, const NormBackwardBuffers& r) {
+    kc::rms_norm_backward(r.x.dtype(), r.dy.data_ptr(), r.x.data_ptr(), r.r.data_ptr(), ptr_or_null(r.w),
+                          r.grad_input.data_ptr(), ptr_or_null(r.grad_weight_acc), g.M, g.N,
+                          ptr_or_null(r.workspace), cuda_stream(r.x.device()));
+  }
+};
 
 }  // namespace
 
-REMAT_LIBRARY_IMPL(aten, CUDA, m) {
-  m.impl(LayerNorm::name, REMAT_FN(native_layer_norm_cuda));
-  m.impl(LayerNormBackward::name, REMAT_FN(native_layer_norm_backward_cuda));
-  m.impl(RmsNorm::name, REMAT_FN(fused_rms_norm_cuda));
-  m.impl(RmsNormBackward::name, REMAT_FN(fused_rms_norm_backward_cuda));
-}
+REMAT_LIBRARY_IMPL(aten, CUDA, m) { impl_norm_kernels<CUDANormOps>(m); }
 
 }  // namespace remat::ops
