@@ -181,11 +181,22 @@ def policies():
                 aten.triu.default, aten.ones.default, aten.clone.default, aten._unsafe_view.default,
                 aten.expand.default, aten.view.default, aten.transpose.int} | sdpa
         linear = {"n": 0}
+        core_out = {"bmm": 0, "done": False}
 
         def policy(ctx, op, *a, **k):
             if op in (aten.mm.default, aten.addmm.default):
                 linear["n"] += 1
                 return CP.PREFER_RECOMPUTE if linear["n"] % 2 == 0 else CP.PREFER_SAVE  # proj, fc2 recomputed
+            if op == aten.bmm.default:
+                core_out["bmm"] += 1
+            if (op == aten.bmm.default and core_out["bmm"] % 2 == 0) or op in sdpa:
+                core_out["done"] = True  # the core's last op: scores x V, or the fused attention
+            if op == aten.clone.default and core_out["done"]:
+                # y.transpose(1, 2).reshape's copy, attn.proj's input: the attention core's output, which
+                # Megatron keeps (remat: scope layers.N.attn, outside attn.core). matmul's copies of q, k and
+                # v before it are the core's, recomputed.
+                core_out["done"] = False
+                return CP.PREFER_SAVE
             if op in core or op == aten.add.Tensor:
                 return CP.PREFER_RECOMPUTE
             return CP.PREFER_SAVE
