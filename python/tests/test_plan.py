@@ -29,6 +29,12 @@ def test_fingerprint_hashes_the_canonical_text():
         f"fnv1a64:{fnv1a64(b'aten::split(f32[2x3],bf16[2x3]);'):016x}"
 
 
+def test_fingerprint_of_docs_plan_format_example():
+    # docs/plan_format.md's worked example, which remat's C++ checks too
+    assert remat_plan.fingerprint([("aten::mm", [("f32", (1024, 768))]), ("aten::gelu", [("f32", (8, 128, 3072))])]) \
+        == "fnv1a64:a05c52b51ffe2e27"
+
+
 def test_load_reads_regions_calls_and_decisions(write_plan):
     doc = good_doc()
     doc["extra_top"] = {"ignored": True}
