@@ -11,7 +11,8 @@ from .errors import PlanFormatError, PlanMismatchError
 from .fingerprint import fingerprint
 from .plan import Call, Plan, Region, from_dict, load, loads
 from .policy import context_fn, dtype_name
+from .record import record_calls, region_dict
 
 __all__ = ["Call", "Plan", "PlanFormatError", "PlanMismatchError", "Region", "apply_plan", "context_fn",
-           "dtype_name", "fingerprint", "from_dict", "load", "loads"]
+           "dtype_name", "fingerprint", "from_dict", "load", "loads", "record_calls", "region_dict"]
 __version__ = "0.1.0"

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Dict, List, Tuple
 
-from .errors import PlanFormatError
+from .errors import PlanFormatError, PlanMismatchError
 from .fingerprint import PREFIX, fingerprint
 
 FORMAT = "remat-plan"
@@ -47,7 +47,6 @@ class Plan:
     raw: dict = field(default_factory=dict, repr=False)  # the whole document, extra fields included
 
     def region(self, name):
-        from .errors import PlanMismatchError
         try:
             return self.regions[name]
         except KeyError:

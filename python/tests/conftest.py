@@ -5,8 +5,6 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import torch.utils.checkpoint as ckpt
-from torch.utils._python_dispatch import TorchDispatchMode
 
 import remat_plan
 
@@ -36,36 +34,14 @@ class Net(nn.Module):
         return self.head(x).sum()
 
 
-class _Recorder(TorchDispatchMode):
-    """Every op call outside SAC_IGNORED_OPS, with its outputs: what SAC's policy is asked about."""
-
-    def __init__(self):
-        super().__init__()
-        self.calls = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if func not in ckpt.SAC_IGNORED_OPS:
-            self.calls.append((func._schema.name, remat_plan.policy.seen_outputs(out)))
-        return out
-
-
 def record_calls(module, x):
     """The op calls of module(x) as a region's forward sees them (gradients on, as in training)."""
-    with _Recorder() as rec:
-        module(x)
-    return rec.calls
+    return remat_plan.record_calls(module, x)
 
 
 def region_doc(name, calls, decide):
     """A region of a plan document: calls [(op, outputs)], decide(op, index) -> decision."""
-    counts, out = {}, []
-    for op, outputs in calls:
-        n = counts.get(op, 0)
-        counts[op] = n + 1
-        out.append({"op": op, "index": n, "outputs": [{"dtype": d, "shape": list(s)} for d, s in outputs],
-                    "decision": decide(op, n)})
-    return {"name": name, "fingerprint": remat_plan.fingerprint(calls), "calls": out}
+    return remat_plan.region_dict(name, calls, lambda op, n, position: decide(op, n))
 
 
 def plan_doc(regions, **top):

@@ -143,3 +143,14 @@ def test_unknown_region_is_a_mismatch(write_plan):
     plan = remat_plan.load(write_plan(good_doc()))
     with pytest.raises(remat_plan.PlanMismatchError, match=r"region 'layers\.9' is not in the plan .*its regions: layers\.0"):
         remat_plan.context_fn(plan, "layers.9")
+
+
+def test_record_calls_names_ops_as_the_plan_does():
+    import torch
+    lin = torch.nn.Linear(4, 3)
+    calls = remat_plan.record_calls(lambda x: (lin(x) * 2.0).sum(), torch.randn(5, 4))
+    assert calls == [("aten::t", (("f32", (4, 3)),)), ("aten::addmm", (("f32", (5, 3)),)),
+                     ("aten::mul", (("f32", (5, 3)),)), ("aten::sum", (("f32", ()),))]
+    region = remat_plan.region_dict("r", calls, lambda op, n, position: "save" if position == 1 else "recompute")
+    assert [c["decision"] for c in region["calls"]] == ["recompute", "save", "recompute", "recompute"]
+    assert region["fingerprint"] == remat_plan.fingerprint(calls)

@@ -7,6 +7,8 @@ import types
 
 import torch
 
+import remat_plan
+
 from conftest import plan_doc, record_calls, region_doc
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir)
@@ -56,3 +58,39 @@ def test_plan_for_another_dtype_is_refused(write_plan):
     doc["dtype"] = "bf16"
     r = run(write_plan(doc))
     assert r.returncode != 0 and "the plan is for dtype bf16; run with --dtype bf16 (got f32)" in r.stderr
+
+
+def renumber(region):
+    """Each call's index among its op's calls, and the fingerprint, after the calls were edited."""
+    counts = {}
+    for c in region["calls"]:
+        c["index"] = counts.get(c["op"], 0)
+        counts[c["op"]] = c["index"] + 1
+    region["fingerprint"] = remat_plan.fingerprint(
+        [(c["op"], [(o["dtype"], o["shape"]) for o in c["outputs"]]) for c in region["calls"]])
+
+
+def test_plan_to_twin_carries_kept_calls_onto_the_twins_calls(write_plan, tmp_path):
+    source = twin_plan_doc(lambda op, n: "save" if op in ("aten::addmm", "aten::_softmax") else "recompute")
+    for region in source["regions"]:  # as remat names them, and with its own view calls
+        region["calls"] = [dict(c, op="aten::_masked_softmax") if c["op"] == "aten::_softmax" else c
+                           for c in region["calls"] if c["op"] != "aten::_unsafe_view"]
+        renumber(region)
+    out = tmp_path / "twin.json"
+    args = [sys.executable, os.path.join(ROOT, "bench", "plan_to_twin.py"), write_plan(source), str(out)]
+    for k, v in TINY.items():
+        args += [f"--{k}", str(v)]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    twin = remat_plan.load(str(out))
+    expected = twin_plan_doc(lambda op, n: "save" if op in ("aten::addmm", "aten::_softmax") else "recompute")
+    assert [[c.decision for c in r.calls] for r in twin.regions.values()] == \
+        [[c["decision"] for c in r["calls"]] for r in expected["regions"]]
+
+    source["regions"][1]["calls"][0]["decision"] = "save"
+    source["regions"][1]["calls"][0]["op"] = "aten::unknown_norm"
+    renumber(source["regions"][1])
+    args[2] = write_plan(source, "bad.json")
+    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert r.returncode != 0
+    assert "kept calls with no twin counterpart: layers.1: aten::unknown_norm #0" in r.stderr

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+# no PyTorch counterpart: a remat plan's decisions carried onto the PyTorch twin's op calls (an experiment).
+"""Rewrites a remat plan for bench/torch_reference.py's GPT, whose blocks issue other aten calls.
+
+remat's GPT and the twin keep the same tensors but do not yet run the same op calls (docs/pytorch.md:
+remat's linear, matmul and attention composites differ), so a remat plan stops the twin at call 1
+with PlanMismatchError. This script aligns them by hand: for each call the plan keeps (save or
+offload), in order, the next twin call of the same op (remat's name mapped to PyTorch's: mul.Scalar
+-> mul, _masked_softmax -> _softmax, fill_ -> ones, unbind.int -> split) with as many output elements
+is kept; every other twin call is recomputed. The result is a plan of the twin's own calls, with the
+source plan's budget and predictions, for `torch_reference.py --plan`. It is how docs/pytorch.md
+measured PyTorch's bytes under remat's plans; it is not what remat_plan does (which never guesses).
+
+  python bench/plan_to_twin.py remat_plan.json twin_plan.json [--layers 4 --embd 256 ...]
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import types
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_reference  # noqa: E402
+
+REMAT_TO_TORCH = {"aten::mul.Scalar": "aten::mul", "aten::_masked_softmax": "aten::_softmax", "aten::fill_": "aten::ones",
+                  "aten::unbind.int": "aten::split"}
+
+
+def kept_positions(plan_calls, twin_calls):
+    """Positions of the twin's calls that stand for the plan's kept calls; and the kept calls left unmatched."""
+    kept, unmatched, start = set(), [], 0
+    for c in plan_calls:
+        if c["decision"] == "recompute":
+            continue
+        op, n = REMAT_TO_TORCH.get(c["op"], c["op"]), math.prod(c["outputs"][0]["shape"]) if c["outputs"] else 0
+        match = next((k for k in range(start, len(twin_calls))
+                      if twin_calls[k][0] == op and twin_calls[k][1] and math.prod(twin_calls[k][1][0][1]) == n), None)
+        if match is None:
+            unmatched.append(f"{c['op']} #{c['index']}")
+        else:
+            kept.add(match)
+            start = match + 1
+    return kept, unmatched
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("plan")
+    p.add_argument("out")
+    for name, default in (("layers", 4), ("embd", 256), ("heads", 4), ("seq", 128), ("batch", 8), ("vocab", 65)):
+        p.add_argument(f"--{name}", type=int, default=default)
+    a = p.parse_args()
+    remat_plan = torch_reference.import_remat_plan()
+    src = json.load(open(a.plan))
+    remat_plan.from_dict(src, a.plan)  # refuses a bad file
+    dtype = torch.bfloat16 if src["dtype"] == "bf16" else torch.float32
+    model = torch_reference.GPT(types.SimpleNamespace(sdpa=False, **{k: getattr(a, k) for k in
+                                                                      ("layers", "embd", "heads", "seq", "batch", "vocab")}))
+    model = model.to(dtype)
+    x = torch.randn(a.batch, a.seq, a.embd, dtype=dtype)
+    by_name = {r["name"]: r for r in src["regions"]}
+    regions, unmatched = [], []
+    for i, block in enumerate(model.layers):
+        name = f"layers.{i}"
+        if name not in by_name:
+            continue
+        calls = remat_plan.record_calls(block, x)
+        kept, missed = kept_positions(by_name[name]["calls"], calls)
+        unmatched += [f"{name}: {m}" for m in missed]
+        regions.append(remat_plan.region_dict(name, calls, lambda op, n, pos, kept=kept: "save" if pos in kept
+                                              else "recompute"))
+    doc = {k: v for k, v in src.items() if k != "regions"}
+    doc["regions"] = regions
+    with open(a.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    if unmatched:
+        sys.exit(f"plan_to_twin: kept calls with no twin counterpart: {', '.join(unmatched)}")
+
+
+if __name__ == "__main__":
+    main()
