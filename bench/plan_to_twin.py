@@ -7,7 +7,7 @@ remat's linear, matmul and attention composites differ), so a remat plan stops t
 with PlanMismatchError. This script aligns them by hand: for each call the plan keeps (save or
 offload), in order, the next twin call of the same op (remat's name mapped to PyTorch's: mul.Scalar
 -> mul, _masked_softmax -> _softmax, fill_ -> ones, unbind.int -> split) with as many output elements
-is kept; every other twin call is recomputed. The result is a plan of the twin's own calls, with the
+is kept (the same shape preferred); every other twin call is recomputed. The result is a plan of the twin's own calls, with the
 source plan's budget and predictions, for `torch_reference.py --plan`. It is how docs/pytorch.md
 measured PyTorch's bytes under remat's plans; it is not what remat_plan does (which never guesses).
 
@@ -35,9 +35,14 @@ def kept_positions(plan_calls, twin_calls):
     for c in plan_calls:
         if c["decision"] == "recompute":
             continue
-        op, n = REMAT_TO_TORCH.get(c["op"], c["op"]), math.prod(c["outputs"][0]["shape"]) if c["outputs"] else 0
-        match = next((k for k in range(start, len(twin_calls))
-                      if twin_calls[k][0] == op and twin_calls[k][1] and math.prod(twin_calls[k][1][0][1]) == n), None)
+        op = REMAT_TO_TORCH.get(c["op"], c["op"])
+        shape = tuple(c["outputs"][0]["shape"]) if c["outputs"] else None
+        candidates = [k for k in range(start, len(twin_calls)) if twin_calls[k][0] == op and twin_calls[k][1]]
+        # the same shape first (matmul's copies of q, k, v have as many elements as y's copy), then as many elements
+        # (remat's bmm runs on 4-D tensors, PyTorch's on 3-D)
+        match = next((k for k in candidates if twin_calls[k][1][0][1] == shape), None)
+        if match is None and shape is not None:
+            match = next((k for k in candidates if math.prod(twin_calls[k][1][0][1]) == math.prod(shape)), None)
         if match is None:
             unmatched.append(f"{c['op']} #{c['index']}")
         else:
