@@ -21,6 +21,9 @@ import sys
 import types
 
 import torch
+import torch.utils.checkpoint as ckpt
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_reference  # noqa: E402
@@ -51,10 +54,55 @@ def kept_positions(plan_calls, twin_calls):
     return kept, unmatched
 
 
+class _Storages(TorchDispatchMode):
+    """Per op call (SAC's view of them): the storages it newly allocates. Keeps every output alive, so that no
+    address is reused while recording."""
+
+    def __init__(self):
+        super().__init__()
+        self.new, self.hold = [], []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.hold.append(out)
+        if func not in ckpt.SAC_IGNORED_OPS:
+            ptrs = lambda tree: {t.untyped_storage().data_ptr() for t in tree_leaves(tree) if isinstance(t, torch.Tensor)}
+            self.new.append(ptrs(out) - ptrs((args, kwargs)))
+        return out
+
+
+def released_by_remat(block, x, calls):
+    """Positions of the kept calls whose outputs remat releases when the region's forward ends and PyTorch's SAC
+    storage keeps to backward: kept calls from the last one a rerun must reach on (remat's
+    first_unreachable_sac_call), whose new storage no saved tensor of backward shares and that is not the
+    region's output. Saved tensors are seen with their count of calls before them, as remat's holders are."""
+    rec, packs = _Storages(), []
+
+    def pack(t):
+        packs.append((t.untyped_storage().data_ptr(), len(rec.new)))
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), rec:
+        y = block(x)
+    first = {}
+    for pos, ptrs in enumerate(rec.new):
+        for ptr in ptrs:
+            first.setdefault(ptr, pos)
+    kept = {ptr for ptr, pos in first.items() if calls[pos] != "recompute"}
+    rerun = [before for ptr, before in packs if ptr in first and ptr not in kept]
+    reach = max(rerun) if rerun else 0
+    read = {ptr for ptr, _ in packs}
+    out = y.untyped_storage().data_ptr()
+    return [pos for pos in range(reach, len(calls)) if calls[pos] != "recompute" and rec.new[pos]
+            and not (rec.new[pos] & read) and out not in rec.new[pos]]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("plan")
     p.add_argument("out")
+    p.add_argument("--recompute-released", action="store_true",
+                   help="recompute the kept calls remat releases at the end of a region's forward (which PyTorch "
+                        "would keep to backward): what a plan exporter should write for them")
     for name, default in (("layers", 4), ("embd", 256), ("heads", 4), ("seq", 128), ("batch", 8), ("vocab", 65)):
         p.add_argument(f"--{name}", type=int, default=default)
     a = p.parse_args()
@@ -75,8 +123,17 @@ def main():
         calls = remat_plan.record_calls(block, x)
         kept, missed = kept_positions(by_name[name]["calls"], calls)
         unmatched += [f"{name}: {m}" for m in missed]
+        if a.recompute_released:
+            decisions = ["save" if pos in kept else "recompute" for pos in range(len(calls))]
+            xr = x.detach().requires_grad_()
+            for pos in released_by_remat(block, xr, decisions):
+                kept.discard(pos)
+                print(f"plan_to_twin: {name}: {calls[pos][0]} at call {pos} recomputed (remat releases it)", file=sys.stderr)
+        with torch.no_grad():
+            x_next = block(x)
         regions.append(remat_plan.region_dict(name, calls, lambda op, n, pos, kept=kept: "save" if pos in kept
                                               else "recompute"))
+        x = x_next
     doc = {k: v for k, v in src.items() if k != "regions"}
     doc["regions"] = regions
     with open(a.out, "w") as f:

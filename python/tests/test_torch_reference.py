@@ -94,3 +94,20 @@ def test_plan_to_twin_carries_kept_calls_onto_the_twins_calls(write_plan, tmp_pa
     r = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0
     assert "kept calls with no twin counterpart: layers.1: aten::unknown_norm #0" in r.stderr
+
+
+def test_plan_to_twin_recomputes_what_remat_releases(write_plan, tmp_path):
+    # everything kept: no rerun is needed, so remat releases every kept output backward never reads, as fc2's
+    # aten::addmm (#3: the residual add after it saves nothing), and keeps fc1's (#2: gelu's backward reads it)
+    out = tmp_path / "twin.json"
+    args = [sys.executable, os.path.join(ROOT, "bench", "plan_to_twin.py"), "--recompute-released",
+            write_plan(twin_plan_doc(lambda op, n: "save")), str(out)]
+    for k, v in TINY.items():
+        args += [f"--{k}", str(v)]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    for region in remat_plan.load(str(out)).regions.values():
+        decision = {(c.op, c.index): c.decision for c in region.calls}
+        assert decision[("aten::addmm", 3)] == "recompute" and decision[("aten::addmm", 2)] == "save"
+        assert decision[("aten::add", 1)] == "save"  # the region's output: alive anyway
+    assert "aten::addmm at call" in r.stderr and "recomputed (remat releases it)" in r.stderr
