@@ -5,10 +5,11 @@
 remat's GPT and the twin keep the same tensors but do not yet run the same op calls (docs/pytorch.md:
 remat's linear, matmul and attention composites differ), so a remat plan stops the twin at call 1
 with PlanMismatchError. This script aligns them by hand: for each call the plan keeps (save or
-offload), in order, the next twin call of the same op (remat's name mapped to PyTorch's: mul.Scalar
--> mul, _masked_softmax -> _softmax, fill_ -> ones, unbind.int -> split) with as many output elements
-is kept (the same shape preferred); every other twin call is recomputed. The result is a plan of the twin's own calls, with the
-source plan's budget and predictions, for `torch_reference.py --plan`. It is how docs/pytorch.md
+offload), the twin's call of the same op (remat's name mapped to PyTorch's: mul.Scalar -> mul,
+_masked_softmax -> _softmax, fill_ -> ones, unbind.int -> split) with the same index is kept when its
+output has as many elements, else the next one after the last match with the same output shape, else
+with as many elements; every other twin call is recomputed. The result is a plan of the twin's own
+calls, with the source plan's budget and predictions, for `torch_reference.py --plan`. It is how docs/pytorch.md
 measured PyTorch's bytes under remat's plans; it is not what remat_plan does (which never guesses).
 
   python bench/plan_to_twin.py remat_plan.json twin_plan.json [--layers 4 --embd 256 ...]
@@ -40,12 +41,17 @@ def kept_positions(plan_calls, twin_calls):
             continue
         op = REMAT_TO_TORCH.get(c["op"], c["op"])
         shape = tuple(c["outputs"][0]["shape"]) if c["outputs"] else None
-        candidates = [k for k in range(start, len(twin_calls)) if twin_calls[k][0] == op and twin_calls[k][1]]
-        # the same shape first (matmul's copies of q, k, v have as many elements as y's copy), then as many elements
-        # (remat's bmm runs on 4-D tensors, PyTorch's on 3-D)
-        match = next((k for k in candidates if twin_calls[k][1][0][1] == shape), None)
-        if match is None and shape is not None:
-            match = next((k for k in candidates if math.prod(twin_calls[k][1][0][1]) == math.prod(shape)), None)
+        same_op = [k for k in range(len(twin_calls)) if twin_calls[k][0] == op and twin_calls[k][1]]
+        # the twin's call of that op with the same index (both sides run as many adds, addmms, bmms, layer norms),
+        # if its output agrees; else, after the last match, the same shape (matmul's copies of q, k, v have as many
+        # elements as y's copy), then as many elements (remat's bmm runs on 4-D tensors, PyTorch's on 3-D)
+        agrees = lambda k: shape is not None and math.prod(twin_calls[k][1][0][1]) == math.prod(shape)
+        match = same_op[c["index"]] if c["index"] < len(same_op) and agrees(same_op[c["index"]]) else None
+        candidates = [k for k in same_op if k >= start]
+        if match is None:
+            match = next((k for k in candidates if twin_calls[k][1][0][1] == shape), None)
+        if match is None:
+            match = next((k for k in candidates if agrees(k)), None)
         if match is None:
             unmatched.append(f"{c['op']} #{c['index']}")
         else:
