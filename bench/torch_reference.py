@@ -14,6 +14,12 @@ aten._scaled_dot_product_flash_attention_for_cpu on CPU, which the SAC policies 
 matmuls (torchtitan's _save_list names the SDPA ops beside mm); compare it with
 `memory_vs_recompute --attention sdpa`. Without it, the math composite remat runs by default.
 
+--plan FILE trains the twin under a plan that remat's planner wrote
+(`memory_vs_recompute --budget B --export-plan FILE`, docs/plan_format.md), applied with
+python/remat_plan's apply_plan (imported from the installed package, else from python/ beside this
+file): the strategy 'plan', whose row also carries the plan's predicted activation bytes. A plan
+made for other ops than the twin runs stops at the first differing call (PlanMismatchError).
+
 Writes the JSON that `memory_vs_recompute --compare FILE` reads.
 
   /usr/bin/python3 bench/torch_reference.py --out /tmp/torch.json
@@ -29,6 +35,7 @@ import contextlib
 import functools
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -181,11 +188,22 @@ def policies():
                 aten.triu.default, aten.ones.default, aten.clone.default, aten._unsafe_view.default,
                 aten.expand.default, aten.view.default, aten.transpose.int} | sdpa
         linear = {"n": 0}
+        core_out = {"bmm": 0, "done": False}
 
         def policy(ctx, op, *a, **k):
             if op in (aten.mm.default, aten.addmm.default):
                 linear["n"] += 1
                 return CP.PREFER_RECOMPUTE if linear["n"] % 2 == 0 else CP.PREFER_SAVE  # proj, fc2 recomputed
+            if op == aten.bmm.default:
+                core_out["bmm"] += 1
+            if (op == aten.bmm.default and core_out["bmm"] % 2 == 0) or op in sdpa:
+                core_out["done"] = True  # the core's last op: scores x V, or the fused attention
+            if op == aten.clone.default and core_out["done"]:
+                # y.transpose(1, 2).reshape's copy, attn.proj's input: the attention core's output, which
+                # Megatron keeps (remat: scope layers.N.attn, outside attn.core). matmul's copies of q, k and
+                # v before it are the core's, recomputed.
+                core_out["done"] = False
+                return CP.PREFER_SAVE
             if op in core or op == aten.add.Tensor:
                 return CP.PREFER_RECOMPUTE
             return CP.PREFER_SAVE
@@ -213,6 +231,30 @@ def strategy_fn(name):
     def run(i, block, x):
         return ckpt.checkpoint(block, x, use_reentrant=False, context_fn=sac_context(factory))
     return run, False
+
+
+def import_remat_plan():
+    """python/remat_plan: the installed package, else the one beside this file (it needs only torch)."""
+    try:
+        import remat_plan
+    except ImportError:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "python"))
+        import remat_plan
+    return remat_plan
+
+
+def load_plan(path, a):
+    """The plan of --plan, checked against the run's dtype (its shapes are checked call by call as it runs)."""
+    remat_plan = import_remat_plan()
+    try:
+        plan = remat_plan.load(path)
+    except (OSError, remat_plan.PlanFormatError) as e:
+        sys.exit(f"--plan {path}: {e}")
+    if plan.dtype != a.dtype:
+        sys.exit(f"--plan {path}: the plan is for dtype {plan.dtype}; run with --dtype {plan.dtype} (got {a.dtype})")
+    if plan.device != a.device:
+        print(f"--plan {path}: the plan was made for {plan.device}, this run is on {a.device}", file=sys.stderr)
+    return plan
 
 
 def make_optimizer(model, a):
@@ -259,7 +301,10 @@ def main():
     p.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     p.add_argument("--threads", type=int, default=1,
                    help="intra-op threads (1 avoids fighting OpenBLAS's own threads on 2-core machines)")
-    p.add_argument("--strategies", default="none,full,full-reentrant,every2,sac-mm,sac-titan,sac-no-fc2,sac-megatron")
+    p.add_argument("--strategies", default=None,
+                   help="comma-separated (default: none,full,full-reentrant,every2,sac-mm,sac-titan,sac-no-fc2,"
+                        "sac-megatron; with --plan: plan)")
+    p.add_argument("--plan", default="", help="a remat plan file (docs/plan_format.md): the strategy 'plan'")
     p.add_argument("--sdpa", action="store_true", help="use F.scaled_dot_product_attention (PyTorch >= 2.0)")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--optimizer", default="adamw-fused", choices=["adamw-fused", "adamw"],
@@ -270,6 +315,11 @@ def main():
                         "other processes do not inflate; as memory_vs_recompute --clock cpu (use with --threads 1)")
     p.add_argument("--out", default="")
     a = p.parse_args()
+    if a.strategies is None:
+        a.strategies = "plan" if a.plan else "none,full,full-reentrant,every2,sac-mm,sac-titan,sac-no-fc2,sac-megatron"
+    if "plan" in a.strategies.split(",") and not a.plan:
+        sys.exit("the strategy 'plan' needs --plan FILE")
+    plan = load_plan(a.plan, a) if a.plan else None
     if a.sdpa and not hasattr(F, "scaled_dot_product_attention"):
         sys.exit(f"--sdpa needs PyTorch >= 2.0 (F.scaled_dot_product_attention); this is {torch.__version__}")
     torch.set_num_threads(a.threads)
@@ -282,13 +332,15 @@ def main():
     results = []
     for name in a.strategies.split(","):
         try:
-            run, reentrant = strategy_fn(name)
+            run, reentrant = strategy_fn(name) if name != "plan" else (None, False)
         except NotImplementedError:
             print(f"{name:15s} skipped: PyTorch {torch.__version__} has no selective checkpointing", file=sys.stderr)
             continue
         torch.manual_seed(1337)
         model = GPT(a).to(device=device, dtype=dtype)
         model.strategy = run
+        if name == "plan":
+            import_remat_plan().apply_plan(model, plan)
         opt = make_optimizer(model, a)
         times, loss = [], float("nan")
         now = time.process_time if a.clock == "cpu" else time.perf_counter
@@ -308,7 +360,14 @@ def main():
         act, peak = activation_bytes(model, idx, targets, device)
         results.append({"strategy": name, "reentrant": reentrant, "activation_bytes": int(act), "peak_bytes": int(peak),
                         "step_ms": times, "median_ms": statistics.median(times), "final_loss": loss})
-        print(f"{name:15s} act {act / 2**20:8.1f} MiB  step {statistics.median(times):8.1f} ms  loss {loss:.6f}",
+        predicted = ""
+        if name == "plan":
+            results[-1].update({"plan": a.plan, "predicted_activation_bytes": plan.predicted["activation_bytes"],
+                                "predicted_peak_bytes": plan.predicted["peak_bytes"]})
+            if plan.predicted["activation_bytes"] > 0:
+                predicted = (f"  (remat predicted {plan.predicted['activation_bytes'] / 2**20:.1f} MiB, measured/predicted "
+                             f"{act / plan.predicted['activation_bytes']:.4f})")
+        print(f"{name:15s} act {act / 2**20:8.1f} MiB  step {statistics.median(times):8.1f} ms  loss {loss:.6f}{predicted}",
               file=sys.stderr)
 
     doc = {"framework": f"pytorch {torch.__version__}",
@@ -327,4 +386,9 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except RuntimeError as e:
+        if type(e).__name__ != "PlanMismatchError":  # remat_plan's: the model runs other ops than the plan lists
+            raise
+        sys.exit(f"--plan: {e}")
