@@ -42,25 +42,39 @@ std::string excerpt(const std::string& text) {
 // A JSON value for an error message: its first kMaxQuoted characters.
 std::string excerpt(const Json& v) { return excerpt(v.dump()); }
 
-// Refuses a header nested deeper than kMaxHeaderDepth, scanning its bytes once (strings skipped).
-void check_header_depth(const char* text, uint64_t n) {
+// One pass over the header's bytes, before it is parsed: refuses nesting deeper than
+// kMaxHeaderDepth and more than kMaxHeaderEntries top-level names, and returns those names in the
+// header's order (the map-backed Json keeps neither the order nor a repeated name, and
+// nlohmann's parser callbacks cost N^2 on a wide object). Only meaningful for valid JSON, which
+// the parse checks next.
+std::vector<std::string> scan_header(const char* text, uint64_t n) {
+  std::vector<std::string> keys;
   int depth = 0;
-  bool in_string = false;
+  bool expect_key = false;  // at depth 1, after '{' or ','
   for (uint64_t i = 0; i < n; ++i) {
     const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') {
+    if (c == '"') {
+      const uint64_t start = i;
+      for (++i; i < n && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+      if (depth == 1 && expect_key && i < n) {
+        expect_key = false;
+        const Json key = Json::parse(text + start, text + i + 1, nullptr, /*allow_exceptions=*/false);
+        if (key.is_string()) keys.push_back(key.get<std::string>());
+        REMAT_CHECK(keys.size() <= kMaxHeaderEntries, "safetensors: the header holds more than ", kMaxHeaderEntries,
+                    " entries");
+      }
+    } else if (c == '[' || c == '{') {
       REMAT_CHECK(++depth <= kMaxHeaderDepth, "safetensors: the header nests arrays or objects more than ",
                   kMaxHeaderDepth, " levels deep (at byte ", i, " of ", n, "); a safetensors header needs 3");
+      expect_key = depth == 1 && c == '{';
     } else if (c == ']' || c == '}') {
       --depth;
+    } else if (c == ',' && depth == 1) {
+      expect_key = true;
     }
   }
+  return keys;
 }
 
 // remat dtype <-> safetensors dtype name.
@@ -237,26 +251,19 @@ NamedTensors deserialize_safetensors(const std::string& bytes, Metadata* metadat
   const char* text = bytes.data() + 8;
   REMAT_CHECK(n > 0 && text[0] == '{', "safetensors: the header must be a JSON object starting with '{'");
 
-  // 2. Header JSON, its depth checked first (top-level names must be unique: the JSON parser
-  // would keep the last; their order is the header's, which the map-backed Json does not keep).
-  check_header_depth(text, n);
-  std::set<std::string> seen;
-  std::vector<std::string> keys;
-  std::string duplicate;
-  Json::parser_callback_t on_event = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (depth == 1 && event == Json::parse_event_t::key && duplicate.empty()) {
-      const std::string& k = parsed.get_ref<const std::string&>();
-      if (!seen.insert(k).second) duplicate = k;
-      keys.push_back(k);
-      REMAT_CHECK(keys.size() <= kMaxHeaderEntries, "safetensors: the header holds more than ", kMaxHeaderEntries,
-                  " entries");
-    }
-    return true;
-  };
-  Json header = Json::parse(text, text + n, on_event, /*allow_exceptions=*/false);
+  // 2. Header JSON: its depth, names and their order scanned first (scan_header), then parsed.
+  const std::vector<std::string> keys = scan_header(text, n);
+  Json header = Json::parse(text, text + n, nullptr, /*allow_exceptions=*/false);
   REMAT_CHECK(!header.is_discarded(), "safetensors: the header is not valid JSON");
   REMAT_CHECK(header.is_object(), "safetensors: the header must be a JSON object");
-  REMAT_CHECK(duplicate.empty(), "safetensors: the header names '", excerpt(duplicate), "' twice");
+  // Top-level names must be unique: the JSON parser keeps the last.
+  if (keys.size() != header.size()) {
+    std::set<std::string> seen;
+    for (const std::string& k : keys)
+      REMAT_CHECK(seen.insert(k).second, "safetensors: the header names '", excerpt(k), "' twice");
+  }
+  REMAT_INTERNAL_ASSERT(keys.size() == header.size(), "safetensors: scanned ", keys.size(), " names, parsed ",
+                        header.size());
 
   // 3. Entries, in the header's order.
   std::vector<Entry> entries;
