@@ -16,7 +16,9 @@
 //                      memory_stats.h (the counters and storage events both count in),
 //                      memory_context.h + memory_tracker.h (what each byte is, event by event),
 //                      generator.h, ivalue.h, cuda_hooks.h (cuda_is_available), version.h,
-//                      byte_size.h ("40MiB" <-> bytes), clock.h (wall and process CPU time)
+//                      byte_size.h ("40MiB" <-> bytes), clock.h (wall and process CPU time),
+//                      cli.h (flags' numbers read strictly; main's errors), file_io.h (inputs checked,
+//                      outputs written to a temporary name and renamed)
 //   engine/dispatch    dispatcher.h (ops, typed and boxed calls), library.h (registration),
 //                      dispatch_mode.h (TorchDispatchMode: the stack SAC is built on)
 //   engine/autograd    variable.h, autograd.h + engine.h (backward, grad), grad_mode.h,
@@ -33,9 +35,11 @@
 
 #include "engine/core/allocator.h"
 #include "engine/core/byte_size.h"
+#include "engine/core/cli.h"
 #include "engine/core/clock.h"
 #include "engine/core/cuda_hooks.h"
 #include "engine/core/dry_run.h"
+#include "engine/core/file_io.h"
 #include "engine/core/generator.h"
 #include "engine/core/ivalue.h"
 #include "engine/core/memory_context.h"

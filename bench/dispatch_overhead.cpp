@@ -19,7 +19,9 @@
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null bazel-bin/bench/dispatch_overhead --count grad 20000
 #include <algorithm>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
+#include <unistd.h>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -49,36 +51,42 @@ struct PassThroughHook : PassThrough {
 }  // namespace
 
 // --count CASE N: the case's calls with nothing around them (see the comment at the top).
-int count_calls(const std::string& name, long n) {
+int count_calls(const std::string& name, int64_t n) {
   Tensor a = ones({1}), b = ones({1});
   Tensor ga = ones({1}).requires_grad_(), gb = ones({1}).requires_grad_();
   const bool grad = name == "grad" || name == "mode_grad" || name == "hook_grad";
   const bool mode = name == "mode" || name == "mode_grad";
   const bool hook = name == "hook" || name == "hook_grad";
   if (!grad && !mode && !hook && name != "plain") {
-    std::fprintf(stderr, "--count: unknown case '%s' (plain, grad, mode, mode_grad, hook, hook_grad)\n",
-                 name.c_str());
-    return 2;
+    throw UsageError("--count: unknown case '" + name + "' (plain, grad, mode, mode_grad, hook, hook_grad)");
   }
   std::optional<DispatchModeGuard> guard;
   if (mode) guard.emplace(std::make_shared<PassThrough>());
   if (hook) guard.emplace(std::make_shared<PassThroughHook>());
   const Tensor& x = grad ? ga : a;
   const Tensor& y = grad ? gb : b;
-  for (long i = 0; i < n; ++i) Tensor c = x + y;
+  for (int64_t i = 0; i < n; ++i) Tensor c = x + y;
   return 0;
 }
 
-int main(int argc, char** argv) {
+namespace {
+
+// The benchmark; main() below reports what it throws.
+int run(int argc, char** argv) {
   std::vector<std::string> peers;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--libtorch") == 0 && i + 1 < argc) {
       peers.push_back(argv[++i]);
+      // Checked before anything is timed: a peer that cannot run is bad usage, not a failed run.
+      if (access(peers.back().c_str(), X_OK) != 0)
+        throw UsageError("--libtorch: '" + peers.back() + "' is not an executable file (" + std::strerror(errno) +
+                         "; build it with tools/dispatch_libtorch.sh)");
     } else if (std::strcmp(argv[i], "--count") == 0 && i + 2 < argc) {
-      return count_calls(argv[i + 1], std::atol(argv[i + 2]));
+      return count_calls(argv[i + 1], parse_int("--count", argv[i + 2], 0));
     } else {
-      std::fprintf(stderr, "usage: %s [--libtorch BIN]...  (BIN: see tools/dispatch_libtorch.sh) | --count CASE N\n", argv[0]);
-      return 2;
+      throw UsageError(std::string("unknown or incomplete flag '") + argv[i] +
+                       "' (usage: dispatch_overhead [--libtorch BIN]...  (BIN: see tools/dispatch_libtorch.sh) | "
+                       "--count CASE N)");
     }
   }
 
@@ -143,4 +151,11 @@ int main(int argc, char** argv) {
   for (const bench::PeerFigures& f : figures)
     std::printf("libtorch %s: %s\n", f.version.c_str(), f.command.c_str());
   return 0;
+}
+
+}  // namespace
+
+// Anything thrown: one "error: ..." line; exit 2 for bad usage, 1 for a failed run (engine/core/cli.h).
+int main(int argc, char** argv) {
+  return run_main([&] { return run(argc, argv); });
 }

@@ -20,6 +20,10 @@
 //   ./bazelw run //bench:memory_vs_recompute -- --budget 80MiB --sweep 6 --sweep-at-strategies --out /tmp/mvr
 //   ./bazelw run --config=cuda_emu //bench:memory_vs_recompute -- --device cuda --dry-run --sweep 4 --offload 64MiB
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <dirent.h>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -61,8 +65,15 @@ struct Args {
   std::string estimate;   // --estimate as given ("": benchmark when planning for this run's CPU, else cost-model)
 };
 
+// --compare's files: regular files (a FIFO would never end) of at most this many bytes.
+constexpr uint64_t kMaxCompareBytes = 64 << 20;
+
+// Bad usage: one line, exit 2; --help: the flags, exit 0.
 [[noreturn]] void usage(const std::string& error) {
-  if (!error.empty()) std::fprintf(stderr, "error: %s\n\n", error.c_str());
+  if (!error.empty()) {
+    std::fprintf(stderr, "error: %s (--help for the flags)\n", error.c_str());
+    std::exit(2);
+  }
   std::fprintf(stderr,
                "usage: memory_vs_recompute [--layers N] [--embd N] [--heads N] [--seq N] [--batch N] [--vocab N]\n"
                "                           [--steps N] [--warmup N] [--device cpu|cuda] [--dtype f32|bf16]\n"
@@ -75,6 +86,7 @@ struct Args {
                "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2, sac-megatron\n"
                "--dry-run: predict on the Meta device only (nothing computed, any model size); the dry runs\n"
                "  count as --device's allocator does (cuda: 512-byte blocks) unless --meta-accounting says otherwise\n"
+               "--lr X: AdamW's learning rate, 0 < X <= 1e6 (default 1e-3); a run whose loss becomes NaN or Inf stops\n"
                "--clock cpu: per-step process CPU time (a busy machine; one thread)\n"
                "--no-interleave: skip the second timing, in which every strategy takes one step in turn (the\n"
                "  fairer overheads on a shared machine; its table follows the main one)\n"
@@ -100,14 +112,28 @@ struct Args {
                "  run (its regions and calls), its predicted peaks beside the measured ones\n"
                "--out DIR: results.json, report.html, memory_vs_time.svg, memory_vs_flops.svg,\n"
                "  timeline_<strategy>.svg and (--offload) memory_vs_modeled_cost.svg\n");
-  std::exit(error.empty() ? 0 : 2);
+  std::exit(0);
 }
 
-int64_t parse_int(const std::string& flag, const std::string& v, int64_t min) {
-  char* end = nullptr;
-  long long x = std::strtoll(v.c_str(), &end, 10);
-  if (end == v.c_str() || *end != '\0' || x < min) usage(flag + " expects an integer >= " + std::to_string(min) + ", got '" + v + "'");
-  return x;
+// A flag's integer (engine/core/cli.h), or the usage with its message. (`int min`: preferred over
+// remat::parse_int for the calls below.)
+int64_t parse_int(const std::string& flag, const std::string& v, int min) {
+  try {
+    return remat::parse_int(flag, v, min);
+  } catch (const Error& e) {
+    usage(e.what());
+  }
+}
+
+// --lr: finite and positive (1e6 is far past any rate that trains; a diverging run stops, naming
+// its step).
+double parse_lr(const std::string& v) {
+  try {
+    const double lr = parse_float("--lr", v, 0, 1e6, "a finite number > 0 and <= 1e6");
+    if (lr > 0) return lr;
+  } catch (const Error&) {
+  }
+  usage("--lr: expected a finite number > 0 and <= 1e6, got '" + v + "'");
 }
 
 // A planning flag's value (bench/planning.h), or the usage with the parser's message.
@@ -163,7 +189,7 @@ Args parse(int argc, char** argv) {
     else if (f == "--strategies") a.strategies = v;
     else if (f == "--out") a.out = v;
     else if (f == "--compare") a.compare = v;
-    else if (f == "--lr") a.lr = std::atof(v.c_str());
+    else if (f == "--lr") a.lr = parse_lr(v);
     else if (f == "--meta-accounting") a.meta_accounting = v;
     else if (f == "--budget") a.planning.budget_bytes = planning_value(parse_budget, v);
     else if (f == "--sweep") a.planning.sweep = planning_value(parse_sweep, v);
@@ -196,6 +222,11 @@ Args parse(int argc, char** argv) {
     check_planning_args(a.planning, a.dry_run);
     check_offload_args(a.planning, a.device, a.meta_accounting, a.dry_run);
     check_plan_file_args(a.planning);
+    // Outputs and inputs before the run: a run of minutes that cannot save or compare is bad usage.
+    if (!a.out.empty()) check_output_dir(a.out, "--out");
+    std::stringstream files(a.compare);
+    for (std::string file; std::getline(files, file, ',');)
+      if (!file.empty()) check_input_file(file, "--compare", kMaxCompareBytes);
   } catch (const Error& e) {
     usage(e.what());
   }
@@ -244,6 +275,15 @@ TrainingOptions training_options(const Args& a) {
 // The device whose cost model and allocator the planner assumes: the one the dry runs count like.
 Device planning_device(const Args& a) { return a.meta_accounting == "cuda" ? Device{kCUDA} : Device{kCPU}; }
 
+// A diverged run stops: its figures would be NaN, and results.json could not be read back.
+void check_losses(const std::string& strategy, const std::vector<StepRecord>& steps, int64_t warmup) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const int64_t step = static_cast<int64_t>(i) + 1;
+    REMAT_CHECK(std::isfinite(steps[i].loss), strategy, ": the loss became ", steps[i].loss, " at step ", step,
+                step <= warmup ? " (a warm-up step)" : "", " (the run diverged; try a smaller --lr)");
+  }
+}
+
 // One strategy: the dry run on Meta, then (unless --dry-run) the same steps on the device, both
 // through run_training_steps, so that the two build the same model the same way.
 StrategyResult run(const Strategy& s, const Args& a, size_t index, size_t total, Device device, bool timeline = true) {
@@ -265,24 +305,35 @@ StrategyResult run(const Strategy& s, const Args& a, size_t index, size_t total,
   }
   if (!a.dry_run) {
     o.on_step = [&](int64_t step) { progress(s.name, "measured", index, total, steps + step, 2 * steps); };
-    record_measured(run_training_steps(s, a.shape, device, steps, o), a.warmup, &r);
+    const std::vector<StepRecord> measured = run_training_steps(s, a.shape, device, steps, o);
+    check_losses(s.name, measured, a.warmup);
+    record_measured(measured, a.warmup, &r);
   }
   return r;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  REMAT_CHECK(in.good(), "cannot open ", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+std::string read_file(const std::string& path) { return read_input_file(path, "--compare", kMaxCompareBytes); }
+
+// To a temporary name, checked, then renamed (engine/core/file_io.h): /dev/full fails loudly.
+void write_file(const std::string& path, const std::string& text) { write_file_atomically(path, text); }
+
+// The files a run writes into --out, an earlier run's removed before this one starts: a failed
+// run leaves none that looks complete.
+void remove_earlier_outputs(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> owned;
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    auto svg = [&](const std::string& prefix) {
+      return name.rfind(prefix, 0) == 0 && name.size() > 4 && name.compare(name.size() - 4, 4, ".svg") == 0;
+    };
+    if (name == "results.json" || name == "report.html" || svg("memory_vs_") || svg("timeline_")) owned.push_back(name);
+  }
+  closedir(d);
+  for (const std::string& name : owned) std::remove((dir + "/" + name).c_str());
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  REMAT_CHECK(out.good(), "cannot write ", path);
-  out << text;
-}
 
 // A plan for `budget`, run like the strategies (the same steps, a dry run first), its figures kept.
 StrategyResult run_plan(const CheckpointPlan& plan, const std::string& name, const Args& a, size_t index, size_t total,
@@ -359,6 +410,7 @@ std::vector<StrategyResult> run_sweep(const Args& a, const std::vector<StrategyR
 
 int main(int argc, char** argv) {
   Args a = parse(argc, argv);
+  if (!a.out.empty()) remove_earlier_outputs(a.out);
   try {
     Device device = a.device == "cuda" ? Device{kCUDA} : Device{kCPU};
     if (!a.dry_run && device.is_cuda() && !cuda_is_available()) {  // engine/core/cuda_hooks.h
@@ -452,7 +504,6 @@ int main(int argc, char** argv) {
     }
 
     if (!a.out.empty()) {
-      mkdir(a.out.c_str(), 0755);
       write_file(a.out + "/results.json", to_json(cfg, results, sweep, offload));
       if (!a.dry_run) {
         write_file(a.out + "/memory_vs_time.svg", pareto_svg(cfg, results, sweep, ParetoX::kStepTime, offload));
@@ -478,8 +529,19 @@ int main(int argc, char** argv) {
       from_json(read_file(file), &other_cfg, &other);
       print_comparison(cfg, results, other_cfg, other);
     }
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "\nerror: out of memory (std::bad_alloc)\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "\nerror: %s\n", e.what());
+    return 1;
+  } catch (...) {
+    std::fprintf(stderr, "\nerror: unknown exception\n");
+    return 1;
+  }
+  // The tables must have reached stdout: a full disk (> /dev/full) is a failed run.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "error: cannot write standard output: %s\n", std::strerror(errno));
     return 1;
   }
   return 0;

@@ -477,29 +477,35 @@ void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
   }
 }
 
-int usage(const char* prog) {
-  std::fprintf(stderr, "usage: %s [--quick] [--threads N] [--clock wall|cpu]\n", prog);
-  return 2;
+// --threads: OpenMP starts every thread asked for (99999999999 would never finish starting).
+constexpr int64_t kMaxThreads = 4096;
+
+[[noreturn]] void usage_error(const std::string& what) {
+  throw UsageError(what + " (usage: ops [--quick] [--threads N] [--clock wall|cpu])");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The benchmark; main() below reports what it throws.
+int run(int argc, char** argv) {
   bool quick = false;
   int threads = omp_get_max_threads();
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--quick") {
+    if (arg == "--help" || arg == "-h") {
+      std::printf("usage: ops [--quick] [--threads N (1 to %lld)] [--clock wall|cpu]\n", static_cast<long long>(kMaxThreads));
+      return 0;
+    } else if (arg == "--quick") {
       quick = true;
-    } else if (arg == "--clock" && i + 1 < argc) {
-      const std::string c = argv[++i];
-      if (c != "wall" && c != "cpu") return usage(argv[0]);
-      g_cpu_clock = c == "cpu";
-    } else if (arg == "--threads" && i + 1 < argc) {
-      threads = std::atoi(argv[++i]);
-      if (threads < 1) return usage(argv[0]);
+    } else if (arg == "--clock" || arg == "--threads") {
+      if (i + 1 >= argc) usage_error("missing value for " + arg);
+      const std::string v = argv[++i];
+      if (arg == "--threads") {
+        threads = static_cast<int>(parse_int("--threads", v, 1, kMaxThreads));
+      } else {
+        if (v != "wall" && v != "cpu") usage_error("--clock must be wall or cpu, got '" + v + "'");
+        g_cpu_clock = v == "cpu";
+      }
     } else {
-      return usage(argv[0]);
+      usage_error("unknown flag '" + arg + "'");
     }
   }
   const Sizes& s = quick ? kQuick : kFull;
@@ -537,4 +543,11 @@ int main(int argc, char** argv) {
   std::printf("\ncopy bandwidth re-measured at the end: %.1f GB/s (reference: %.1f GB/s)\n",
               measure_copy(s, threads).reference(), bw.reference());
   return 0;
+}
+
+}  // namespace
+
+// Anything thrown: one "error: ..." line; exit 2 for bad usage, 1 for a failed run (engine/core/cli.h).
+int main(int argc, char** argv) {
+  return run_main([&] { return run(argc, argv); });
 }

@@ -12,11 +12,11 @@ int64_t parse_budget(const std::string& value) { return parse_byte_size("--budge
 int64_t parse_offload(const std::string& value) { return parse_byte_size("--offload", value); }
 
 int64_t parse_sweep(const std::string& value) {
-  char* end = nullptr;
-  const long long n = std::strtoll(value.c_str(), &end, 10);
-  REMAT_CHECK(end != value.c_str() && *end == '\0' && n >= 1, "--sweep expects an integer >= 1 (how many budgets to "
-              "plan), got '", value, "'");
-  return n;
+  try {
+    return parse_int("--sweep", value, 1);  // engine/core/cli.h: the whole text, never wrapped
+  } catch (const UsageError&) {
+    throw UsageError("--sweep expects an integer >= 1 (how many budgets to plan), got '" + value + "'");
+  }
 }
 
 EstimateMode parse_estimate(const std::string& value) {

@@ -57,7 +57,17 @@ double mib(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 }  // namespace
 
 int main(int argc, char** argv) {
-  const double budget_mib = argc > 1 ? std::atof(argv[1]) : 9.0;
+  if (argc > 2) {
+    std::fprintf(stderr, "error: expected at most one argument, the budget in MiB (default 9), got %d\n", argc - 1);
+    return 2;
+  }
+  double budget_mib = 9.0;
+  try {
+    if (argc > 1) budget_mib = parse_float("BUDGET_MIB", argv[1], 0.001, 1 << 20, "a number of MiB from 0.001 to 1048576");
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
   const Tokens tokens(kText);
   nn::GPTConfig cfg;
   cfg.vocab_size = static_cast<int64_t>(tokens.vocab.size());
@@ -100,7 +110,10 @@ int main(int argc, char** argv) {
                 mib(plan.predicted_peak_bytes), mib(max_memory_allocated()));
     return max_memory_allocated() == plan.predicted_peak_bytes ? 0 : 1;
   } catch (const Error& e) {  // e.g. a budget below the lowest peak any plan reaches: the message names it
-    std::fprintf(stderr, "plan_budget: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc: a failed run
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
   }
 }

@@ -3,11 +3,14 @@
 #include "examples/tiny_gpt_training.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <random>
 #include <sstream>
+#include <sys/stat.h>
 
 namespace remat::examples {
 
@@ -66,36 +69,6 @@ std::string usage() {
   return os.str();
 }
 
-namespace {
-
-int64_t parse_int(const std::string& flag, const std::string& value, int64_t min) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  REMAT_CHECK(used == value.size() && !value.empty(), flag, ": expected an integer, got '", value, "'");
-  REMAT_CHECK(v >= min, flag, ": must be at least ", min, ", got ", v);
-  return v;
-}
-
-double parse_positive_double(const std::string& flag, const std::string& value) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  REMAT_CHECK(used == value.size() && !value.empty(), flag, ": expected a number, got '", value, "'");
-  REMAT_CHECK(v > 0 && std::isfinite(v), flag, ": must be a positive number, got ", value);
-  return v;
-}
-
-}  // namespace
-
 TrainOptions parse_args(const std::vector<std::string>& args) {
   TrainOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -113,13 +86,13 @@ TrainOptions parse_args(const std::vector<std::string>& args) {
     static const std::vector<std::string> known = {"--data",  "--checkpoint", "--steps", "--seed",
                                                    "--batch", "--seq",        "--layers", "--embd",
                                                    "--heads", "--lr",         "--sample", "--budget"};
-    REMAT_CHECK(std::find(known.begin(), known.end(), flag) != known.end(), "unknown flag '", flag, "'");
+    if (std::find(known.begin(), known.end(), flag) == known.end()) throw UsageError("unknown flag '" + flag + "'");
     if (!inline_value) {
-      REMAT_CHECK(i + 1 < args.size(), flag, " needs a value");
+      if (i + 1 >= args.size()) throw UsageError(flag + " needs a value");
       value = args[++i];
     }
     if (flag == "--data") {
-      REMAT_CHECK(!value.empty(), "--data: empty path");
+      if (value.empty()) throw UsageError("--data: empty path");
       o.data_path = value;
     } else if (flag == "--checkpoint") {
       checkpointing_from_name(value);  // throws for an unknown name
@@ -139,7 +112,8 @@ TrainOptions parse_args(const std::vector<std::string>& args) {
     } else if (flag == "--heads") {
       o.heads = parse_int(flag, value, 1);
     } else if (flag == "--lr") {
-      o.lr = parse_positive_double(flag, value);
+      o.lr = parse_float(flag, value, 0, 10, "a finite number > 0 and <= 10");
+      if (o.lr == 0) throw UsageError("--lr: expected a finite number > 0 and <= 10, got '" + value + "'");
     } else if (flag == "--sample") {
       o.sample = parse_int(flag, value, 0);
     } else if (flag == "--budget") {
@@ -189,9 +163,16 @@ std::string generate_corpus(size_t min_bytes) {
 }
 
 std::string read_text_file(const std::string& path) {
+  // A folder, a FIFO or a device is refused before it is opened: reading one fails or never ends.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw UsageError("--data: cannot open '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw UsageError("--data: '" + path + "' is not a regular file (a folder, FIFO or device)");
   std::ifstream in(path, std::ios::binary);
   REMAT_CHECK(in.good(), "--data: cannot open '", path, "'");
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REMAT_CHECK(!in.bad(), "--data: error while reading '", path, "'");
+  return text;
 }
 
 CharVocab::CharVocab(const std::string& text) {
@@ -295,6 +276,9 @@ TrainResult train(const TrainOptions& o, const std::string& text, const std::fun
     Tensor idx = from_vector(x, {o.batch, o.seq}, kLong), targets = from_vector(y, {o.batch, o.seq}, kLong);
 
     const double loss = step(model, opt, idx, targets).item();
+    // A diverged run stops here: every later step would be NaN too.
+    REMAT_CHECK(std::isfinite(loss), "train: the loss became ", loss, " at step ", step_no, " of ", o.steps,
+                " (diverged; a smaller --lr than ", o.lr, "?)");
     result.losses.push_back(loss);
     const double seconds = now_seconds() - start;
     if (on_step) on_step(StepInfo{step_no, o.steps, loss, seconds});

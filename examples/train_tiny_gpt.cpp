@@ -32,15 +32,16 @@ int main(int argc, char** argv) {
   TrainOptions options;
   try {
     options = parse_args(std::vector<std::string>(argv + 1, argv + argc));
-  } catch (const remat::Error& e) {
-    std::cerr << "train_tiny_gpt: " << e.what() << "\n\n" << usage();
+  } catch (const remat::Error& e) {  // every parse error is bad usage
+    std::cerr << "error: " << e.what() << " (--help for the flags)\n";
     return 2;
   }
   if (options.help) {
     std::cout << usage();
     return 0;
   }
-  try {
+  // Anything thrown below: one "error: ..." line, exit 1 (remat::run_main, engine/core/cli.h).
+  return remat::run_main([&] {
     const std::string text = options.data_path.empty() ? generate_corpus() : read_text_file(options.data_path);
     std::cout << "data: " << (options.data_path.empty() ? "generated corpus" : options.data_path) << ", "
               << text.size() << " characters, " << CharVocab(text).size() << " distinct\n"
@@ -65,9 +66,7 @@ int main(int argc, char** argv) {
                   static_cast<long long>(options.budget_bytes));
     }
     if (!r.sample.empty()) std::cout << "sample:\n" << r.sample << "\n";
-  } catch (const remat::Error& e) {
-    std::cerr << "train_tiny_gpt: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+    std::cout.flush();
+    return std::cout.good() ? 0 : 1;
+  });
 }

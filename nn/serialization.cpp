@@ -10,17 +10,72 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <sys/stat.h>
 
 #include "engine/autograd/grad_mode.h"
+#include "engine/core/file_io.h"
 #include "ops/functions.h"
 
 namespace remat::nn {
 
 namespace {
 
-using Json = nlohmann::ordered_json;
+// std::map-backed (ordered_json's linear lookups made a header of N entries cost N^2); the
+// entries' order in the header is kept separately (deserialize_safetensors).
+using Json = nlohmann::json;
 
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // safetensors' MAX_HEADER_SIZE
+// A header entry is 3 levels deep ({"name": {"shape": [..]}}); deeper is refused before the JSON
+// is parsed (nlohmann's dump and destructor recurse once per level).
+constexpr int kMaxHeaderDepth = 64;
+// Tensors (and metadata) in one header.
+constexpr size_t kMaxHeaderEntries = 1'000'000;
+// Characters of the file quoted in an error message.
+constexpr size_t kMaxQuoted = 100;
+
+// At most kMaxQuoted characters of `text`, with how many there were when it is cut.
+std::string excerpt(const std::string& text) {
+  if (text.size() <= kMaxQuoted) return text;
+  return text.substr(0, kMaxQuoted) + "... (" + std::to_string(text.size()) + " characters)";
+}
+
+// A JSON value for an error message: its first kMaxQuoted characters.
+std::string excerpt(const Json& v) { return excerpt(v.dump()); }
+
+// One pass over the header's bytes, before it is parsed: refuses nesting deeper than
+// kMaxHeaderDepth and more than kMaxHeaderEntries top-level names, and returns those names in the
+// header's order (the map-backed Json keeps neither the order nor a repeated name, and
+// nlohmann's parser callbacks cost N^2 on a wide object). Only meaningful for valid JSON, which
+// the parse checks next.
+std::vector<std::string> scan_header(const char* text, uint64_t n) {
+  std::vector<std::string> keys;
+  int depth = 0;
+  bool expect_key = false;  // at depth 1, after '{' or ','
+  for (uint64_t i = 0; i < n; ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      const uint64_t start = i;
+      for (++i; i < n && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+      if (depth == 1 && expect_key && i < n) {
+        expect_key = false;
+        const Json key = Json::parse(text + start, text + i + 1, nullptr, /*allow_exceptions=*/false);
+        if (key.is_string()) keys.push_back(key.get<std::string>());
+        REMAT_CHECK(keys.size() <= kMaxHeaderEntries, "safetensors: the header holds more than ", kMaxHeaderEntries,
+                    " entries");
+      }
+    } else if (c == '[' || c == '{') {
+      REMAT_CHECK(++depth <= kMaxHeaderDepth, "safetensors: the header nests arrays or objects more than ",
+                  kMaxHeaderDepth, " levels deep (at byte ", i, " of ", n, "); a safetensors header needs 3");
+      expect_key = depth == 1 && c == '{';
+    } else if (c == ']' || c == '}') {
+      --depth;
+    } else if (c == ',' && depth == 1) {
+      expect_key = true;
+    }
+  }
+  return keys;
+}
 
 // remat dtype <-> safetensors dtype name.
 const char* dtype_name(ScalarType t) {
@@ -58,6 +113,10 @@ void check_host() {
 }
 
 std::string read_file(const std::string& path, const char* what) {
+  // A folder or a FIFO (which would never end) is refused before it is opened.
+  struct stat st {};
+  REMAT_CHECK(::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode), what, ": '", path,
+              "' is not a regular file (a folder, FIFO or device)");
   std::ifstream in(path, std::ios::binary);
   REMAT_CHECK(in.good(), what, ": cannot open '", path, "' for reading");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -93,14 +152,14 @@ bool as_unsigned(const Json& v, uint64_t* out) {
 }
 
 Entry parse_entry(const std::string& name, const Json& v) {
-  const std::string where = "safetensors: tensor '" + name + "'";
-  REMAT_CHECK(v.is_object(), where, ": expected an object with dtype, shape and data_offsets, got ", v.dump());
+  const std::string where = "safetensors: tensor '" + excerpt(name) + "'";
+  REMAT_CHECK(v.is_object(), where, ": expected an object with dtype, shape and data_offsets, got ", excerpt(v));
   Entry e;
   e.name = name;
 
   auto dt = v.find("dtype");
   REMAT_CHECK(dt != v.end() && dt->is_string(), where, ": missing or non-string \"dtype\"");
-  REMAT_CHECK(dtype_from_name(dt->get<std::string>(), &e.dtype), where, ": unknown dtype '", dt->get<std::string>(),
+  REMAT_CHECK(dtype_from_name(dt->get<std::string>(), &e.dtype), where, ": unknown dtype '", excerpt(dt->get<std::string>()),
               "' (remat reads F32, F64, BF16, F16, I64, BOOL)");
 
   auto sh = v.find("shape");
@@ -108,7 +167,7 @@ Entry parse_entry(const std::string& name, const Json& v) {
   for (const Json& d : *sh) {
     uint64_t n = 0;
     REMAT_CHECK(as_unsigned(d, &n) && n <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), where,
-                ": shape ", sh->dump(), " must hold non-negative integers");
+                ": shape ", excerpt(*sh), " must hold non-negative integers");
     e.shape.push_back(static_cast<int64_t>(n));
   }
 
@@ -116,8 +175,8 @@ Entry parse_entry(const std::string& name, const Json& v) {
   REMAT_CHECK(off != v.end() && off->is_array() && off->size() == 2, where,
               ": \"data_offsets\" must be an array [begin, end]");
   REMAT_CHECK(as_unsigned((*off)[0], &e.begin) && as_unsigned((*off)[1], &e.end), where, ": data_offsets ",
-              off->dump(), " must be non-negative integers");
-  REMAT_CHECK(e.begin <= e.end, where, ": data_offsets ", off->dump(), " end before they begin");
+              excerpt(*off), " must be non-negative integers");
+  REMAT_CHECK(e.begin <= e.end, where, ": data_offsets ", excerpt(*off), " end before they begin");
 
   // Size in bytes, saturating (a shape whose size overflows can never match its offsets).
   unsigned __int128 bytes = elementSize(e.dtype);
@@ -125,8 +184,8 @@ Entry parse_entry(const std::string& name, const Json& v) {
     bytes *= static_cast<uint64_t>(d);
     if (bytes > std::numeric_limits<uint64_t>::max()) bytes = std::numeric_limits<uint64_t>::max();
   }
-  REMAT_CHECK(bytes == e.end - e.begin, where, ": shape ", shape_string(e.shape), " of ", dt->get<std::string>(),
-              " needs ", static_cast<uint64_t>(bytes), " bytes, but data_offsets ", off->dump(), " span ",
+  REMAT_CHECK(bytes == e.end - e.begin, where, ": shape ", excerpt(shape_string(e.shape)), " of ", dt->get<std::string>(),
+              " needs ", static_cast<uint64_t>(bytes), " bytes, but data_offsets ", excerpt(*off), " span ",
               e.end - e.begin);
   return e;
 }
@@ -137,11 +196,13 @@ std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& m
   check_host();
   autograd::NoGradGuard no_grad;
   std::vector<Tensor> data;
-  Json header = Json::object();
+  // The header's text, entry by entry in the given order (a JSON object built by key lookups
+  // would cost N^2 or sort the names).
+  std::string json = "{";
   if (!metadata.empty()) {
-    Json m = Json::object();
+    nlohmann::ordered_json m = nlohmann::ordered_json::object();
     for (const auto& [k, v] : metadata) m[k] = v;
-    header["__metadata__"] = m;
+    json += "\"__metadata__\":" + m.dump();
   }
   uint64_t offset = 0;
   std::set<std::string> names;
@@ -152,15 +213,15 @@ std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& m
     Tensor c = t.device().type == kCPU ? t.detach() : t.detach().to(Device{kCPU});
     c = c.contiguous();
     const uint64_t n = static_cast<uint64_t>(c.numel()) * elementSize(c.dtype());
-    Json entry = Json::object();
+    nlohmann::ordered_json entry = nlohmann::ordered_json::object();  // three keys, in the format's order
     entry["dtype"] = dtype_name(c.dtype());
     entry["shape"] = c.sizes();
     entry["data_offsets"] = {offset, offset + n};
-    header[name] = entry;
+    json += (json.size() > 1 ? "," : "") + Json(name).dump() + ":" + entry.dump();
     offset += n;
     data.push_back(c);
   }
-  std::string json = header.dump();
+  json += "}";
   // Pad with spaces so the data starts 8-byte aligned (safetensors does the same).
   json.append((8 - json.size() % 8) % 8, ' ');
 
@@ -190,35 +251,36 @@ NamedTensors deserialize_safetensors(const std::string& bytes, Metadata* metadat
   const char* text = bytes.data() + 8;
   REMAT_CHECK(n > 0 && text[0] == '{', "safetensors: the header must be a JSON object starting with '{'");
 
-  // 2. Header JSON (top-level names must be unique: the JSON parser would keep the last).
-  std::set<std::string> seen;
-  std::string duplicate;
-  Json::parser_callback_t on_event = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (depth == 1 && event == Json::parse_event_t::key && duplicate.empty()) {
-      const std::string& k = parsed.get_ref<const std::string&>();
-      if (!seen.insert(k).second) duplicate = k;
-    }
-    return true;
-  };
-  Json header = Json::parse(text, text + n, on_event, /*allow_exceptions=*/false);
+  // 2. Header JSON: its depth, names and their order scanned first (scan_header), then parsed.
+  const std::vector<std::string> keys = scan_header(text, n);
+  Json header = Json::parse(text, text + n, nullptr, /*allow_exceptions=*/false);
   REMAT_CHECK(!header.is_discarded(), "safetensors: the header is not valid JSON");
   REMAT_CHECK(header.is_object(), "safetensors: the header must be a JSON object");
-  REMAT_CHECK(duplicate.empty(), "safetensors: the header names '", duplicate, "' twice");
+  // Top-level names must be unique: the JSON parser keeps the last.
+  if (keys.size() != header.size()) {
+    std::set<std::string> seen;
+    for (const std::string& k : keys)
+      REMAT_CHECK(seen.insert(k).second, "safetensors: the header names '", excerpt(k), "' twice");
+  }
+  REMAT_INTERNAL_ASSERT(keys.size() == header.size(), "safetensors: scanned ", keys.size(), " names, parsed ",
+                        header.size());
 
-  // 3. Entries.
+  // 3. Entries, in the header's order.
   std::vector<Entry> entries;
+  entries.reserve(keys.size());
   Metadata meta;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == "__metadata__") {
-      REMAT_CHECK(it->is_object(), "safetensors: \"__metadata__\" must be an object of strings");
-      for (auto m = it->begin(); m != it->end(); ++m) {
-        REMAT_CHECK(m->is_string(), "safetensors: \"__metadata__\" value for '", m.key(), "' must be a string, got ",
-                    m->dump());
+  for (const std::string& key : keys) {
+    const Json& value = header.at(key);
+    if (key == "__metadata__") {
+      REMAT_CHECK(value.is_object(), "safetensors: \"__metadata__\" must be an object of strings");
+      for (auto m = value.begin(); m != value.end(); ++m) {
+        REMAT_CHECK(m->is_string(), "safetensors: \"__metadata__\" value for '", excerpt(m.key()),
+                    "' must be a string, got ", excerpt(*m));
         meta[m.key()] = m->get<std::string>();
       }
       continue;
     }
-    entries.push_back(parse_entry(it.key(), *it));
+    entries.push_back(parse_entry(key, value));
   }
 
   // 4. The data: tensors back to back from offset 0, covering it exactly.
@@ -232,11 +294,11 @@ NamedTensors deserialize_safetensors(const std::string& bytes, Metadata* metadat
   const Entry* previous = nullptr;
   for (size_t i : order) {
     const Entry& e = entries[i];
-    REMAT_CHECK(e.begin >= cursor, "safetensors: tensor '", e.name, "' (data_offsets [", e.begin, ", ", e.end,
-                "]) overlaps tensor '", previous ? previous->name : "", "' (which ends at ", cursor, ")");
-    REMAT_CHECK(e.begin == cursor, "safetensors: gap in the data before tensor '", e.name, "': it begins at ",
+    REMAT_CHECK(e.begin >= cursor, "safetensors: tensor '", excerpt(e.name), "' (data_offsets [", e.begin, ", ", e.end,
+                "]) overlaps tensor '", previous ? excerpt(previous->name) : "", "' (which ends at ", cursor, ")");
+    REMAT_CHECK(e.begin == cursor, "safetensors: gap in the data before tensor '", excerpt(e.name), "': it begins at ",
                 e.begin, " but the previous tensor ends at ", cursor);
-    REMAT_CHECK(e.end <= data_size, "safetensors: tensor '", e.name, "' (data_offsets [", e.begin, ", ", e.end,
+    REMAT_CHECK(e.end <= data_size, "safetensors: tensor '", excerpt(e.name), "' (data_offsets [", e.begin, ", ", e.end,
                 "]) runs past the end of the data (", data_size, " bytes; the file is truncated?)");
     cursor = e.end;
     previous = &e;
@@ -250,7 +312,7 @@ NamedTensors deserialize_safetensors(const std::string& bytes, Metadata* metadat
     const Entry& e = entries[i];
     if (e.dtype != kBool) continue;
     for (uint64_t b = e.begin; b < e.end; ++b)
-      REMAT_CHECK(data[b] == 0 || data[b] == 1, "safetensors: BOOL tensor '", e.name, "' holds byte ",
+      REMAT_CHECK(data[b] == 0 || data[b] == 1, "safetensors: BOOL tensor '", excerpt(e.name), "' holds byte ",
                   static_cast<int>(static_cast<unsigned char>(data[b])), " (only 0 and 1 are booleans)");
   }
   NamedTensors out;
@@ -267,11 +329,12 @@ NamedTensors deserialize_safetensors(const std::string& bytes, Metadata* metadat
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
   const std::string bytes = serialize_safetensors(tensors, metadata);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  REMAT_CHECK(out.good(), "save_safetensors: cannot open '", path, "' for writing");
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  REMAT_CHECK(!out.fail(), "save_safetensors: error while writing '", path, "'");
+  // To a temporary name, the write and the close checked, then renamed: no half-written file.
+  try {
+    write_file_atomically(path, bytes);
+  } catch (const Error& e) {
+    throw Error(std::string("save_safetensors: ") + e.what());
+  }
 }
 
 NamedTensors load_safetensors(const std::string& path, Metadata* metadata) {

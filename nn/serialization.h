@@ -15,6 +15,15 @@
 // JSON, a malformed entry, an unknown dtype, a shape whose size does not match its byte range,
 // offsets that leave gaps, overlap or run past the end, or trailing bytes all throw remat::Error
 // naming the problem (and the tensor).
+//
+// Files from the internet are untrusted; their limits (each refused with one remat::Error):
+//   header      at most 100,000,000 bytes (safetensors' MAX_HEADER_SIZE)
+//   entries     at most 1,000,000 names in the header (tensors and __metadata__)
+//   nesting     at most 64 levels of arrays and objects (a valid header needs 3), checked in one
+//               pass over the bytes before the JSON is parsed
+//   messages    quote at most 100 characters of a name or value from the file
+// Loading takes time linear in the number of entries (about 2 s for 200,000 zero-size tensors on
+// one core of an AMD EPYC, Zen 4; a 100,000-deep header is refused in well under a millisecond).
 #pragma once
 
 #include <map>

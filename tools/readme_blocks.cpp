@@ -20,7 +20,19 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/file_io.h"
+
 namespace {
+
+// Longer lines, or blocks, are refused: std::regex recurses once per character it matches and
+// would overflow the stack.
+constexpr size_t kMaxLine = 10000;
+constexpr size_t kMaxBlock = 50000;
+// README.md is about 30 KB.
+constexpr uint64_t kMaxInputBytes = 16 << 20;
+
+// A failed run: main prints "error: ..." and exits 1 (engine/core/cli.h).
+[[noreturn]] void fail(const std::string& what) { throw remat::Error(what); }
 
 struct Block {
   int line = 0;  // first line of code, 1-based
@@ -35,14 +47,21 @@ bool fence(const std::string& line, const std::string& lang) {
   return s == "```" + lang;
 }
 
+std::string joined(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const std::string& l : lines) s += l + "\n";
+  return s;
+}
+
 std::vector<Block> read_blocks(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    std::cerr << "readme_blocks: cannot read " << path << "\n";
-    std::exit(1);
-  }
+  std::istringstream in(remat::read_input_file(path, "readme_blocks", kMaxInputBytes));
   std::vector<std::string> lines;
-  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  for (std::string l; std::getline(in, l);) {
+    if (l.size() > kMaxLine)
+      fail(path + ":" + std::to_string(lines.size() + 1) + ": a line of " + std::to_string(l.size()) +
+           " characters (at most " + std::to_string(kMaxLine) + ")");
+    lines.push_back(l);
+  }
   std::vector<Block> blocks;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (!fence(lines[i], "cpp")) continue;
@@ -50,10 +69,10 @@ std::vector<Block> read_blocks(const std::string& path) {
     b.line = static_cast<int>(i) + 2;
     size_t j = i + 1;
     for (; j < lines.size() && !fence(lines[j], ""); ++j) b.code.push_back(lines[j]);
-    if (j == lines.size()) {
-      std::cerr << path << ":" << i + 1 << ": a ```cpp block that is never closed\n";
-      std::exit(1);
-    }
+    if (j == lines.size()) fail(path + ":" + std::to_string(i + 1) + ": a ```cpp block that is never closed");
+    if (joined(b.code).size() > kMaxBlock)
+      fail(path + ":" + std::to_string(i + 1) + ": a ```cpp block of more than " + std::to_string(kMaxBlock) +
+           " characters");
     size_t k = j + 1;
     while (k < lines.size() && lines[k].find_first_not_of(" \t\r") == std::string::npos) ++k;
     if (k < lines.size() && fence(lines[k], "text")) {
@@ -71,12 +90,6 @@ std::string raw(const std::string& text) {
   std::string d = "rb";
   while (text.find(")" + d + "\"") != std::string::npos) d += "x";
   return "R\"" + d + "(" + text + ")" + d + "\"";
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string s;
-  for (const std::string& l : lines) s += l + "\n";
-  return s;
 }
 
 // Index just past the brace that closes the one at `open` (strings, characters and comments skipped).
@@ -103,13 +116,8 @@ size_t matching_brace(const std::string& s, size_t open) {
   return std::string::npos;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::cerr << "usage: readme_blocks README.md OUT.cpp\n";
-    return 2;
-  }
+int run(int argc, char** argv) {
+  if (argc != 3) throw remat::UsageError("expected two arguments (usage: readme_blocks README.md OUT.cpp)");
   std::string path = argv[1];
   if (path.rfind("./", 0) == 0) path = path.substr(2);
   const std::vector<Block> blocks = read_blocks(path);
@@ -133,18 +141,16 @@ int main(int argc, char** argv) {
     for (const std::string& l : b.code)
       if (std::regex_match(l, include_re)) includes.insert(l.substr(l.find('#')));
     if (!std::regex_search(code, m, main_re)) {
-      std::cerr << path << ":" << b.line
-                << ": this ```cpp block is neither a program (int main) nor part of an example: begin it with a "
-                   "comment naming the example file it is taken from (// examples/NAME.cpp)\n";
-      return 1;
+      fail(path + ":" + std::to_string(b.line) +
+           ": this ```cpp block is neither a program (int main) nor part of an example: begin it with a "
+           "comment naming the example file it is taken from (// examples/NAME.cpp)");
     }
     const bool takes_args = m[1].str().find_first_not_of(" \tvoid") != std::string::npos;
     const size_t at = static_cast<size_t>(m.position(0));
     const size_t open = code.find('{', at);
     const size_t close = open == std::string::npos ? open : matching_brace(code, open);
     if (close == std::string::npos) {
-      std::cerr << path << ":" << b.line << ": cannot find the body of main\n";
-      return 1;
+      fail(path + ":" + std::to_string(b.line) + ": cannot find the body of main");
     }
     // main's implicit `return 0`, which a renamed main would not have.
     code = code.substr(0, at) + "int readme_main(" + m[1].str() + ")" + code.substr(at + m.length(0), close - at - m.length(0)) +
@@ -160,7 +166,7 @@ int main(int argc, char** argv) {
                       << raw(joined(b.output)) << "},\n";
   }
 
-  std::ofstream out(argv[2]);
+  std::ostringstream out;
   out << "// Generated by //tools:readme_blocks from " << path << ": its ```cpp blocks. Do not edit.\n";
   for (const std::string& inc : includes) out << inc << "\n";
   out << "#include \"tools/readme_blocks.h\"\n\n"
@@ -171,5 +177,13 @@ int main(int argc, char** argv) {
       << registry_fragments.str() << "  };\n  return f;\n}\n\n"
       << "const char* source() { return \"" << path << "\"; }\n\n"
       << "}  // namespace remat::readme_blocks\n";
-  return out ? 0 : 1;
+  remat::write_file_atomically(argv[2], out.str());
+  return 0;
+}
+
+}  // namespace
+
+// Anything thrown: one "error: ..." line; exit 2 for bad usage, 1 for a failed run (engine/core/cli.h).
+int main(int argc, char** argv) {
+  return remat::run_main([&] { return run(argc, argv); });
 }

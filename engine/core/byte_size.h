@@ -10,30 +10,32 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/error.h"
+#include "engine/core/cli.h"
 
 namespace remat {
 
-// "40MiB", "1.5GiB", "800KB", "65536": bytes (KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000).
-// Throws remat::Error naming `flag` and the text for anything else, or for a size of 0 or less.
+// "40MiB", "1.5GiB", "800KB", "65536": bytes (KiB/MiB/GiB are powers of 1024, KB/MB/GB of 1000;
+// a number without a unit is bytes, and a unit is never dropped: "40 MiB", "40M" or "40mib" are
+// refused, not read as 40 bytes). Throws remat::UsageError (cli.h) naming `flag` and the text for
+// anything else, for a size that is not finite, rounds to less than one byte ("0.4") or exceeds
+// int64 bytes ("1e30").
 inline int64_t parse_byte_size(const std::string& flag, const std::string& text) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
+  const size_t used = decimal_prefix(text);
   const std::string unit = text.substr(used);
   static const std::vector<std::pair<std::string, double>> units = {
       {"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1024.0 * 1024}, {"GiB", 1024.0 * 1024 * 1024}};
   for (const auto& [name, scale] : units) {
-    if (used > 0 && unit == name) {
-      REMAT_CHECK(v > 0, flag, ": the size must be positive, got '", text, "'");
-      return static_cast<int64_t>(v * scale);
+    if (used == 0 || unit != name) continue;
+    const double v = std::strtod(text.substr(0, used).c_str(), nullptr) * scale;
+    if (!(v > 0.0)) throw UsageError(flag + ": the size must be positive, got " + cli_detail::quoted(text));
+    if (v < 1.0) throw UsageError(flag + ": the size must be at least 1 byte, got " + cli_detail::quoted(text));
+    // 2^63 is the first double past int64's range.
+    if (!(v < 9223372036854775808.0)) {
+      throw UsageError(flag + ": the size must be below 8 EiB (int64 bytes), got " + cli_detail::quoted(text));
     }
+    return static_cast<int64_t>(v);
   }
-  throw Error(flag + ": expected a size like 40MiB, 1.5GiB, 800KB or 65536, got '" + text + "'");
+  throw UsageError(flag + ": expected a size like 40MiB, 1.5GiB, 800KB or 65536, got " + cli_detail::quoted(text));
 }
 
 // Bytes for people: "60.0 MiB", "312.5 KiB", "1.50 GiB", "512 B".

@@ -40,11 +40,11 @@ TEST_CASE("parse_args errors name the flag and the value", "[examples]") {
   REQUIRE_THROWS_WITH(parse_args({"--stepz", "3"}), Contains("unknown flag '--stepz'"));
   REQUIRE_THROWS_WITH(parse_args({"steps"}), Contains("unknown flag 'steps'"));
   REQUIRE_THROWS_WITH(parse_args({"--steps"}), Contains("--steps needs a value"));
-  REQUIRE_THROWS_WITH(parse_args({"--steps", "ten"}), Contains("--steps: expected an integer, got 'ten'"));
-  REQUIRE_THROWS_WITH(parse_args({"--steps", "5x"}), Contains("--steps: expected an integer, got '5x'"));
-  REQUIRE_THROWS_WITH(parse_args({"--batch", "0"}), Contains("--batch: must be at least 1, got 0"));
-  REQUIRE_THROWS_WITH(parse_args({"--lr", "-0.1"}), Contains("--lr: must be a positive number, got -0.1"));
-  REQUIRE_THROWS_WITH(parse_args({"--lr="}), Contains("--lr: expected a number, got ''"));
+  REQUIRE_THROWS_WITH(parse_args({"--steps", "ten"}), Contains("--steps: expected an integer >= 1, got 'ten'"));
+  REQUIRE_THROWS_WITH(parse_args({"--steps", "5x"}), Contains("--steps: expected an integer >= 1, got '5x'"));
+  REQUIRE_THROWS_WITH(parse_args({"--batch", "0"}), Contains("--batch: expected an integer >= 1, got '0'"));
+  REQUIRE_THROWS_WITH(parse_args({"--lr", "-0.1"}), Contains("--lr: expected a finite number > 0 and <= 10, got '-0.1'"));
+  REQUIRE_THROWS_WITH(parse_args({"--lr="}), Contains("--lr: expected a finite number > 0 and <= 10, got ''"));
   REQUIRE_THROWS_WITH(parse_args({"--checkpoint", "half"}),
                       Contains("--checkpoint: unknown strategy 'half'") && Contains("sac-no-fc2"));
   REQUIRE_THROWS_WITH(parse_args({"--embd", "30", "--heads", "4"}), Contains("--heads (4) must divide --embd (30)"));

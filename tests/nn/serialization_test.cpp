@@ -1,6 +1,7 @@
 // Tests nn/serialization.cpp: the safetensors byte format, round trips, validation of malformed
 // files (each error, byte by byte), and strict module loading that changes nothing on error.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -136,7 +137,8 @@ TEST_CASE("safetensors: saving refuses bad names", "[serialization]") {
   REQUIRE_THROWS_WITH(nn::serialize_safetensors({{"", t}}), Contains("invalid tensor name ''"));
   REQUIRE_THROWS_WITH(nn::serialize_safetensors({{"u", Tensor()}}), Contains("tensor 'u' is undefined"));
   REQUIRE_THROWS_WITH(nn::save_safetensors(temp_path("no/such/dir/x.safetensors"), {{"a", t}}),
-                      Contains("cannot open") && Contains("for writing"));
+                      Contains("save_safetensors: cannot write") && Contains("x.safetensors") &&
+                          Contains("No such file or directory"));
   REQUIRE_THROWS_WITH(nn::load_safetensors(temp_path("missing.safetensors")),
                       Contains("cannot open") && Contains("missing.safetensors"));
 }
@@ -275,4 +277,92 @@ TEST_CASE("Module load is strict and changes nothing on error", "[serialization]
     CHECK(b.wte->weight.dtype() == kFloat);
     CHECK(same_state(b, snapshot(a)));
   }
+}
+
+// Untrusted files, bounded (issue 45): each hostile header is refused (or loaded) within a time
+// bound, with a message that quotes at most about 100 characters of it.
+namespace {
+
+// Generous for sanitizer builds: the point is linear, not quadratic or unbounded.
+constexpr double kSecondsPerFile = 30.0;
+
+template <class F>
+double seconds_of(F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The message deserialize_safetensors throws for `bytes`, and how long it took.
+std::pair<std::string, double> refusal(const std::string& bytes) {
+  std::string what;
+  const double s = seconds_of([&] {
+    try {
+      nn::deserialize_safetensors(bytes);
+    } catch (const Error& e) {
+      what = e.what();
+    }
+  });
+  return {what, s};
+}
+
+std::string nested(int depth) { return std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']'); }
+
+}  // namespace
+
+TEST_CASE("safetensors: a header nested 100,000 deep is refused before it is parsed", "[serialization][fuzz]") {
+  for (int depth : {100000, 50000, 65}) {
+    INFO(depth);
+    // In a tensor's shape, and as the tensor itself.
+    for (const std::string& header : {R"({"a":{"dtype":"F32","shape":)" + nested(depth) + R"(,"data_offsets":[0,0]}})",
+                                      R"({"a":)" + nested(depth) + "}"}) {
+      const auto [what, seconds] = refusal(file_bytes(header, ""));
+      CHECK_THAT(what, Contains("safetensors: the header nests arrays or objects more than 64 levels deep (at byte ") &&
+                           Contains("); a safetensors header needs 3"));
+      CHECK(what.size() < 200);
+      CHECK(seconds < kSecondsPerFile);
+    }
+  }
+  // 64 levels are parsed (and then refused as a malformed entry, quoting 100 characters of it).
+  const auto [what, seconds] = refusal(file_bytes(R"({"a":)" + nested(63) + "}", ""));
+  CHECK(what == "safetensors: tensor 'a': expected an object with dtype, shape and data_offsets, got " +
+                    std::string(63, '[') + std::string(37, ']') + "... (126 characters)");
+}
+
+TEST_CASE("safetensors: messages quote at most 100 characters of a long name or value", "[serialization][fuzz]") {
+  const std::string name(100000, 'n');
+  const auto [what, seconds] =
+      refusal(file_bytes(R"({")" + name + R"(":{"dtype":"I32","shape":[],"data_offsets":[0,4]}})", "xxxx"));
+  CHECK(what == "safetensors: tensor '" + std::string(100, 'n') + "... (100000 characters)': unknown dtype 'I32' "
+                "(remat reads F32, F64, BF16, F16, I64, BOOL)");
+  const auto [dtype_what, s2] =
+      refusal(file_bytes(R"({"a":{"dtype":")" + name + R"(","shape":[],"data_offsets":[0,4]}})", "xxxx"));
+  CHECK(dtype_what.size() < 250);
+  CHECK_THAT(dtype_what, Contains("... (100000 characters)'"));
+  const auto [duplicate, s3] = refusal(file_bytes(R"({")" + name + R"(":1,")" + name + R"(":2})", ""));
+  CHECK(duplicate == "safetensors: the header names '" + std::string(100, 'n') + "... (100000 characters)' twice");
+}
+
+TEST_CASE("safetensors: 200,000 zero-size tensors load in time linear in the entries", "[serialization][fuzz]") {
+  std::string header = "{";
+  for (int i = 0; i < 200000; ++i)
+    header += (i ? "," : "") + std::string("\"t") + std::to_string(i) + R"(":{"dtype":"F32","shape":[0],"data_offsets":[0,0]})";
+  header += "}";
+  const std::string bytes = file_bytes(header, "");
+  nn::NamedTensors loaded;
+  const double seconds = seconds_of([&] { loaded = nn::deserialize_safetensors(bytes); });
+  REQUIRE(loaded.size() == 200000);
+  CHECK(loaded.front().first == "t0");  // the header's order, for tensors at the same offset
+  CHECK(loaded.back().first == "t199999");
+  CHECK(loaded[12345].second.sizes() == Shape{0});
+  CHECK(seconds < kSecondsPerFile);
+}
+
+TEST_CASE("safetensors: a header of more than 1,000,000 entries is refused", "[serialization][fuzz]") {
+  std::string header = "{";
+  for (int i = 0; i <= 1000000; ++i) header += (i ? ",\"" : "\"") + std::to_string(i) + "\":0";
+  header += "}";
+  const auto [what, seconds] = refusal(file_bytes(header, ""));
+  CHECK(what == "safetensors: the header holds more than 1000000 entries");
+  CHECK(seconds < kSecondsPerFile);
 }

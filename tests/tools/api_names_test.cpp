@@ -34,3 +34,11 @@ TEST_CASE("api_names: a file without header sections fails", "[tools][errors]") 
   CHECK(r.status == 1);
   CHECK_THAT(r.errors, Contains("api.md: no `## header` sections with names found"));
 }
+
+TEST_CASE("api_names: a very long line fails, naming its line, instead of crashing", "[tools][errors]") {
+  const ToolRun r = run_tool("tools/api_names", "api.md",
+                             "## `engine/core/tensor.h`\n\n| `" + std::string(1000000, 'x') + "` | a name |\n");
+  CHECK(r.status == 1);
+  CHECK(r.errors == "error: api.md:3: a line of 1000015 characters (at most 10000)\n");
+  CHECK(r.output.empty());
+}

@@ -33,3 +33,11 @@ TEST_CASE("readme_blocks: a block that is never closed fails, naming its line", 
   CHECK(r.status == 1);
   CHECK_THAT(r.errors, Contains("doc.md:2: a ```cpp block that is never closed"));
 }
+
+TEST_CASE("readme_blocks: a very long line fails, naming its line, instead of crashing", "[tools][errors]") {
+  const ToolRun r = run_tool("tools/readme_blocks", "doc.md",
+                             "# t\n\n```cpp\nint main() { return 0; }\n// " + std::string(1000000, 'x') + "\n```\n");
+  CHECK(r.status == 1);
+  CHECK(r.errors == "error: doc.md:5: a line of 1000003 characters (at most 10000)\n");
+  CHECK(r.output.empty());
+}

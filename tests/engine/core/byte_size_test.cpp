@@ -30,3 +30,20 @@ TEST_CASE("byte_size_text prints bytes in the largest binary unit they reach", "
   CHECK(byte_size_text(60 << 20) == "60.0 MiB");
   CHECK(byte_size_text(int64_t{3} << 29) == "1.50 GiB");
 }
+
+TEST_CASE("parse_byte_size refuses sizes that are not finite, under a byte or past int64, and never drops a unit",
+          "[byte_size]") {
+  REQUIRE_THROWS_WITH(parse_byte_size("--budget", "1e30"),
+                      "--budget: the size must be below 8 EiB (int64 bytes), got '1e30'");
+  REQUIRE_THROWS_WITH(parse_byte_size("--budget", "9000000000GiB"),
+                      "--budget: the size must be below 8 EiB (int64 bytes), got '9000000000GiB'");
+  REQUIRE_THROWS_WITH(parse_byte_size("--budget", "1e400"),
+                      "--budget: the size must be below 8 EiB (int64 bytes), got '1e400'");
+  REQUIRE_THROWS_WITH(parse_byte_size("--budget", "0.4"), "--budget: the size must be at least 1 byte, got '0.4'");
+  for (const char* bad : {"inf", "nan", "infMiB", "40 MiB", "40M", "40mib", "0x10", " 40MiB", "MiB"})
+    REQUIRE_THROWS_WITH(parse_byte_size("--budget", bad),
+                        std::string("--budget: expected a size like 40MiB, 1.5GiB, 800KB or 65536, got '") + bad + "'");
+  REQUIRE_THROWS_AS(parse_byte_size("--budget", "0.4"), UsageError);
+  CHECK(parse_byte_size("--budget", "1e3") == 1000);
+  CHECK(parse_byte_size("--budget", "0.5KiB") == 512);
+}

@@ -1,0 +1,117 @@
+// Tests bench/memory_vs_recompute.cpp's main (no PyTorch counterpart): bad numbers, missing or
+// unreadable paths (a FIFO used to hang --compare), a full disk, a diverging run and an earlier
+// run's results.json: each refused or reported with one line and the exit status of its kind.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sys/stat.h>
+
+#include "tests/tools/tool_runner.h"
+
+using remat::testing::read_text;
+using remat::testing::run_binary;
+using remat::testing::test_dir;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+// A model small enough to train in a moment.
+const std::string kTiny =
+    "--layers 1 --embd 16 --heads 1 --seq 8 --batch 1 --vocab 8 --steps 2 --warmup 0 --strategies none "
+    "--no-interleave ";
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("memory_vs_recompute refuses bad numbers with one line naming the flag and the value, exit 2",
+          "[bench][cli]") {
+  struct Case {
+    const char* args;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"--lr abc", "--lr: expected a finite number > 0 and <= 1e6, got 'abc'"},
+      {"--lr inf", "--lr: expected a finite number > 0 and <= 1e6, got 'inf'"},
+      {"--lr 0", "--lr: expected a finite number > 0 and <= 1e6, got '0'"},
+      {"--lr 1e30", "--lr: expected a finite number > 0 and <= 1e6, got '1e30'"},
+      {"--budget 1e30", "--budget: the size must be below 8 EiB (int64 bytes), got '1e30'"},
+      {"--budget inf", "--budget: expected a size like 40MiB, 1.5GiB, 800KB or 65536, got 'inf'"},
+      {"--budget 0.4", "--budget: the size must be at least 1 byte, got '0.4'"},
+      {"--budget '40 MiB'", "--budget: expected a size like 40MiB, 1.5GiB, 800KB or 65536, got '40 MiB'"},
+      {"--offload 1e30 --device cuda --dry-run --sweep 2",
+       "--offload: the size must be below 8 EiB (int64 bytes), got '1e30'"},
+      {"--embd 99999999999999999999", "--embd: expected an integer >= 1, got '99999999999999999999'"},
+      {"--steps 1x", "--steps: expected an integer >= 1, got '1x'"},
+      {"--warmup -1", "--warmup: expected an integer >= 0, got '-1'"},
+      {"--sweep 0", "--sweep expects an integer >= 1 (how many budgets to plan), got '0'"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.args);
+    const auto r = run_binary("bench/memory_vs_recompute", c.args, 30);
+    CHECK(r.status == 2);
+    CHECK(r.err == "error: " + std::string(c.error) + " (--help for the flags)\n");
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("memory_vs_recompute checks --compare and --out before the run: missing, a folder, a FIFO", "[bench][cli]") {
+  const std::string dir = test_dir();
+  const std::string fifo = dir + "/results.fifo";
+  std::remove(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string file = dir + "/a_file";
+  std::ofstream(file) << "x";
+  struct Case {
+    std::string args, error;
+  };
+  const Case cases[] = {
+      {"--compare " + fifo, "--compare: '" + fifo + "' is not a regular file (a folder, FIFO or device)"},
+      {"--compare " + dir, "--compare: '" + dir + "' is not a regular file (a folder, FIFO or device)"},
+      {"--compare " + dir + "/missing.json", "--compare: cannot read '" + dir + "/missing.json': No such file or directory"},
+      {"--out " + file, "--out: '" + file + "' is not a folder"},
+      {"--out " + dir + "/no/such/dir", "--out: cannot create the folder '" + dir + "/no/such/dir': No such file or directory"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.args);
+    const auto r = run_binary("bench/memory_vs_recompute", kTiny + c.args, 30);
+    CHECK(r.status == 2);  // at once: a FIFO is never opened
+    CHECK(r.err == "error: " + c.error + " (--help for the flags)\n");
+  }
+}
+
+TEST_CASE("memory_vs_recompute: a diverging run stops naming the step, exit 1, and leaves no results.json",
+          "[bench][cli]") {
+  const std::string out = test_dir() + "/diverged";
+  ::mkdir(out.c_str(), 0755);
+  std::ofstream(out + "/results.json") << "{\"an earlier run\": true}";
+  const auto r = run_binary("bench/memory_vs_recompute", kTiny + "--steps 6 --lr 1e6 --out " + out, 120);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Contains("error: none: the loss became ") && Contains("nan at step ") &&
+                        Contains(" (the run diverged; try a smaller --lr)"));
+  CHECK_FALSE(exists(out + "/results.json"));  // the earlier run's file is gone, no new one written
+}
+
+TEST_CASE("memory_vs_recompute: a full disk for stdout is a failed run, exit 1", "[bench][cli]") {
+  const auto r = run_binary("bench/memory_vs_recompute", kTiny + "--dry-run", 60, "/dev/full");
+  CHECK(r.status == 1);
+  CHECK(r.err == "error: cannot write standard output: No space left on device\n");
+}
+
+TEST_CASE("memory_vs_recompute writes results.json that --compare reads back, replacing an earlier one",
+          "[bench][cli]") {
+  const std::string out = test_dir() + "/run";
+  ::mkdir(out.c_str(), 0755);
+  std::ofstream(out + "/results.json") << "an earlier run's file";
+  std::ofstream(out + "/timeline_sac-mm.svg") << "an earlier run's strategy";
+  const auto r = run_binary("bench/memory_vs_recompute", kTiny + "--out " + out, 120);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(read_text(out + "/results.json"), StartsWith("{"));
+  CHECK_FALSE(exists(out + "/timeline_sac-mm.svg"));  // not this run's: removed
+  const auto again = run_binary("bench/memory_vs_recompute", kTiny + "--compare " + out + "/results.json", 120);
+  CHECK(again.status == 0);
+}
