@@ -26,7 +26,7 @@
 //                      offload.h (save_on_cpu), planner.h (plan_checkpointing: a budget in, a plan
 //                      out), scope.h, stats.h (recompute accounting), trace.h
 //   nn                 module.h, linear.h, embedding.h, normalization.h, dropout.h, transformer.h,
-//                      gpt.h, init.h, serialization.h (safetensors), optim/ (AdamW, SGD, clip_grad)
+//                      gpt.h, llama.h, init.h, serialization.h (safetensors), optim/ (AdamW, SGD, clip_grad)
 #pragma once
 
 #include "engine/core/allocator.h"
@@ -72,6 +72,7 @@
 #include "nn/gpt.h"
 #include "nn/init.h"
 #include "nn/linear.h"
+#include "nn/llama.h"
 #include "nn/module.h"
 #include "nn/normalization.h"
 #include "nn/optim/adamw.h"
