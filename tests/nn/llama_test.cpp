@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <map>
 #include <set>
 #include <complex>
 #include <string>
 
+#include "engine/core/dry_run.h"
 #include "engine/core/memory_tracker.h"
 #include "remat.h"
 #include "tests/testing/nn_ops.h"
@@ -244,6 +246,43 @@ TEST_CASE("Llama: a training step on Meta is an exact dry run of the CPU's", "[l
       CHECK(sizes[i] == sizes[i + 2]);
     }
   }
+}
+
+TEST_CASE("Llama 3 8B: a bf16 training step at sequence 8192 dry-runs as CUDA on Meta", "[llama][dry_run]") {
+  // Batch 1, fused AdamW, the math attention (its [32, 8192, 8192] weights per layer dominate the
+  // activations: remat's fused CUDA attention takes f32 and f64 only). Counted as CUDA's caching
+  // allocator counts (DryRun).
+  nn::LlamaConfig c = nn::LlamaConfig::llama3_8b();
+  c.options = TensorOptions().dtype(kBFloat16).device(Device{kMeta});
+  const int64_t params = 8030261248;
+  std::map<std::string, int64_t> peak;
+  const int64_t cpu_before = memory_allocated(Device{kCPU});
+  for (const auto& [name, ac] : std::vector<std::pair<std::string, nn::ActivationCheckpointing>>{
+           {"none", nn::ActivationCheckpointing::none()},
+           {"full", nn::ActivationCheckpointing::full()},
+           {"sac-mm", nn::ActivationCheckpointing::selective(policies::save_matmuls())}}) {
+    INFO(name);
+    DryRun dry(kCUDA);
+    nn::Llama model(c);
+    model.set_checkpointing(ac);
+    optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-4).fused(true));
+    Tensor idx = tokens(1, 8192, c.vocab_size, 3, Device{kMeta}), targets = tokens(1, 8192, c.vocab_size, 4, Device{kMeta});
+    reset_peak_memory_stats(Device{kMeta});
+    MemoryTracker tracker(Device{kMeta});
+    model.forward(idx, targets).loss.backward();
+    opt.step();
+    peak[name] = max_memory_allocated(Device{kMeta});
+    std::map<MemoryCategory, int64_t> at = tracker.at_peak();
+    CHECK(at[MemoryCategory::Parameter] == 2 * params);
+    WARN("Llama 3 8B, bf16, seq 8192, " << name << ": predicted peak " << peak[name] / 1e9 << " GB (parameters "
+         << at[MemoryCategory::Parameter] / 1e9 << ", gradients " << at[MemoryCategory::Gradient] / 1e9
+         << ", optimizer " << at[MemoryCategory::OptimizerState] / 1e9 << ", activations "
+         << at[MemoryCategory::Activation] / 1e9 << ", temporaries " << at[MemoryCategory::Temporary] / 1e9 << ")");
+  }
+  CHECK(peak["full"] < peak["sac-mm"]);
+  CHECK(peak["sac-mm"] < peak["none"]);
+  CHECK(peak["full"] > 4 * params);  // bf16 weights and gradients at least
+  CHECK(memory_allocated(Device{kCPU}) - cpu_before < (64 << 20));  // nothing of that size on the host
 }
 
 TEST_CASE("Llama errors", "[llama]") {
