@@ -30,7 +30,7 @@
 //                      out), plan_file.h (a plan as a versioned file), scope.h, stats.h (recompute
 //                      accounting), trace.h
 //   nn                 module.h, linear.h, embedding.h, normalization.h, dropout.h, transformer.h,
-//                      gpt.h, init.h, serialization.h (safetensors), optim/ (AdamW, SGD, clip_grad)
+//                      gpt.h, llama.h, init.h, serialization.h (safetensors), optim/ (AdamW, SGD, clip_grad)
 #pragma once
 
 #include "engine/core/allocator.h"
@@ -80,6 +80,7 @@
 #include "nn/gpt.h"
 #include "nn/init.h"
 #include "nn/linear.h"
+#include "nn/llama.h"
 #include "nn/module.h"
 #include "nn/normalization.h"
 #include "nn/optim/adamw.h"

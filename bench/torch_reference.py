@@ -313,8 +313,16 @@ def main():
     p.add_argument("--clock", default="wall", choices=["wall", "cpu"],
                    help="cpu: the process's CPU time per step (time.process_time), which time slices given to "
                         "other processes do not inflate; as memory_vs_recompute --clock cpu (use with --threads 1)")
+    p.add_argument("--model", default="gpt", choices=["gpt", "llama"],
+                   help="llama: the twin of remat's nn::Llama (bench/torch_llama.py, torchtitan's Llama 3) under "
+                        "--config, with max_seq_len --seq; --layers/--embd/--heads/--vocab then come from the config")
+    p.add_argument("--config", default="debugmodel", choices=["debugmodel", "llama3_8b"])
     p.add_argument("--out", default="")
     a = p.parse_args()
+    if a.model == "llama":
+        from torch_llama import named_config
+        a.llama = named_config(a.config, a.seq)
+        a.layers, a.embd, a.heads, a.vocab = (a.llama[k] for k in ("n_layers", "dim", "n_heads", "vocab_size"))
     if a.strategies is None:
         a.strategies = "plan" if a.plan else "none,full,full-reentrant,every2,sac-mm,sac-titan,sac-no-fc2,sac-megatron"
     if "plan" in a.strategies.split(",") and not a.plan:
@@ -337,7 +345,11 @@ def main():
             print(f"{name:15s} skipped: PyTorch {torch.__version__} has no selective checkpointing", file=sys.stderr)
             continue
         torch.manual_seed(1337)
-        model = GPT(a).to(device=device, dtype=dtype)
+        if a.model == "llama":
+            from torch_llama import Llama
+            model = Llama(a.llama, dtype=dtype).to(device=device).cast(dtype)
+        else:
+            model = GPT(a).to(device=device, dtype=dtype)
         model.strategy = run
         if name == "plan":
             import_remat_plan().apply_plan(model, plan)
@@ -371,7 +383,8 @@ def main():
               file=sys.stderr)
 
     doc = {"framework": f"pytorch {torch.__version__}",
-           "config": {"layers": a.layers, "embd": a.embd, "heads": a.heads, "seq": a.seq, "batch": a.batch,
+           "config": {"model": a.model, **({"llama_config": a.config} if a.model == "llama" else {}),
+                      "layers": a.layers, "embd": a.embd, "heads": a.heads, "seq": a.seq, "batch": a.batch,
                       "vocab": a.vocab, "device": a.device, "dtype": a.dtype, "attention": "sdpa" if a.sdpa else "math",
                       "steps": a.steps, "warmup": a.warmup,
                       "threads": a.threads, "clock": a.clock,

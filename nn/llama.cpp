@@ -1,0 +1,247 @@
+// torchtitan's models/llama3/model.py in C++ (see llama.h).
+#include "nn/llama.h"
+
+#include <cmath>
+
+#include "engine/autograd/grad_mode.h"
+#include "nn/init.h"
+#include "ops/functions.h"
+
+namespace remat::nn {
+
+int64_t LlamaConfig::ffn_hidden_dim() const {
+  // FeedForward.__init__ with hidden_dim = 4 * dim: two thirds of it, times the multiplier, rounded up.
+  int64_t hidden = static_cast<int64_t>(2.0 * static_cast<double>(4 * dim) / 3.0);
+  if (ffn_dim_multiplier > 0) hidden = static_cast<int64_t>(ffn_dim_multiplier * static_cast<double>(hidden));
+  return multiple_of * ((hidden + multiple_of - 1) / multiple_of);
+}
+
+LlamaConfig LlamaConfig::debugmodel() {
+  LlamaConfig c;
+  c.dim = 256;
+  c.n_layers = 6;
+  c.n_heads = 16;
+  c.vocab_size = 2048;
+  c.rope_theta = 500000;
+  c.max_seq_len = 2048;
+  return c;
+}
+
+LlamaConfig LlamaConfig::llama3_8b() {
+  LlamaConfig c;
+  c.dim = 4096;
+  c.n_layers = 32;
+  c.n_heads = 32;
+  c.n_kv_heads = 8;
+  c.vocab_size = 128256;
+  c.multiple_of = 1024;
+  c.ffn_dim_multiplier = 1.3;
+  c.rope_theta = 500000;
+  c.max_seq_len = 8192;
+  return c;
+}
+
+LlamaConfig LlamaConfig::named(const std::string& name) {
+  if (name == "debugmodel") return debugmodel();
+  if (name == "llama3_8b") return llama3_8b();
+  REMAT_CHECK(false, "LlamaConfig::named: unknown configuration '", name, "' (debugmodel or llama3_8b)");
+  return {};
+}
+
+std::pair<Tensor, Tensor> precompute_freqs_cos_sin(int64_t head_dim, int64_t end, double theta, bool scaling,
+                                                   TensorOptions options) {
+  REMAT_CHECK(head_dim > 0 && head_dim % 2 == 0 && end > 0, "precompute_freqs_cos_sin: head_dim must be even and "
+              "positive and end positive (got head_dim ", head_dim, ", end ", end, ")");
+  const int64_t half = head_dim / 2;
+  const double kPi = 3.14159265358979323846;
+  std::vector<double> freqs(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    double f = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(head_dim));
+    if (scaling) {  // apply_scaling with RoPEScalingArgs' defaults
+      const double factor = 8.0, low = 1.0, high = 4.0, original = 8192.0;
+      const double low_wavelen = original / low, high_wavelen = original / high, wavelen = 2 * kPi / f;
+      const double scaled = wavelen > low_wavelen ? f / factor : f;
+      const double smooth = (original / wavelen - low) / (high - low);
+      f = wavelen >= high_wavelen && wavelen <= low_wavelen ? (1 - smooth) * scaled / factor + smooth * scaled
+                                                            : scaled;
+    }
+    freqs[static_cast<size_t>(i)] = f;
+  }
+  std::vector<double> c(static_cast<size_t>(end * half)), s(c.size());
+  for (int64_t t = 0; t < end; ++t) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(t) * freqs[static_cast<size_t>(i)];
+      c[static_cast<size_t>(t * half + i)] = std::cos(angle);
+      s[static_cast<size_t>(t * half + i)] = std::sin(angle);
+    }
+  }
+  // f32 (torchtitan's complex64), or f64 for an f64 model
+  TensorOptions o = options.dtype(options.dtype() == kDouble ? kDouble : kFloat).requires_grad(false);
+  return {from_vector(c, {end, half}, o), from_vector(s, {end, half}, o)};
+}
+
+Tensor apply_rotary_emb(const Tensor& x, const Tensor& freqs_cos, const Tensor& freqs_sin) {
+  REMAT_CHECK(x.dim() == 4 && x.size(3) % 2 == 0 && freqs_cos.dim() == 2 && x.size(1) <= freqs_cos.size(0) &&
+                  freqs_cos.size(1) * 2 == x.size(3) && freqs_sin.sizes() == freqs_cos.sizes(),
+              "apply_rotary_emb: expected x [B, T, heads, 2 * half] and tables [>= T, half], got x ", x.sizes(),
+              ", cos ", freqs_cos.sizes(), ", sin ", freqs_sin.sizes());
+  const int64_t B = x.size(0), T = x.size(1), H = x.size(2), D = x.size(3), half = D / 2;
+  // torchtitan computes in f32 (xq.float()) and returns type_as(xq); an f64 model stays in f64.
+  const ScalarType compute = x.dtype() == kDouble ? kDouble : kFloat;
+  Tensor xf = x.dtype() == compute ? x : x.to(compute);
+  std::vector<Tensor> pairs = unbind(xf.reshape({B, T, H, half, 2}), 4);  // real, imaginary parts
+  Tensor cos = freqs_cos.slice(0, 0, T).view({1, T, 1, half}), sin = freqs_sin.slice(0, 0, T).view({1, T, 1, half});
+  if (cos.dtype() != compute) cos = cos.to(compute), sin = sin.to(compute);
+  // (a + ib)(cos + i sin) = (a cos - b sin) + i (a sin + b cos): view_as_real, flatten(3)
+  Tensor re = sub(mul(pairs[0], cos), mul(pairs[1], sin));
+  Tensor im = add(mul(pairs[0], sin), mul(pairs[1], cos));
+  Tensor out = cat({re.unsqueeze(4), im.unsqueeze(4)}, 4).view({B, T, H, D});
+  return out.dtype() == x.dtype() ? out : out.to(x.dtype());
+}
+
+Tensor repeat_kv(const Tensor& x, int64_t n_rep) {
+  REMAT_CHECK(x.dim() == 4 && n_rep >= 1, "repeat_kv: expected x [B, T, n_kv_heads, head_dim] and n_rep >= 1, got ",
+              x.sizes(), " and ", n_rep);
+  if (n_rep == 1) return x;
+  const int64_t B = x.size(0), T = x.size(1), KV = x.size(2), D = x.size(3);
+  return x.unsqueeze(3).expand({B, T, KV, n_rep, D}).reshape({B, T, KV * n_rep, D});
+}
+
+LlamaAttention::LlamaAttention(const LlamaConfig& c, Generator* g)
+    : Module("Attention"), n_heads(c.n_heads), n_kv_heads(c.kv_heads()), head_dim(c.head_dim()) {
+  REMAT_CHECK(c.n_heads > 0 && c.dim % c.n_heads == 0 && n_kv_heads > 0 && c.n_heads % n_kv_heads == 0,
+              "Attention: dim (", c.dim, ") must be divisible by n_heads (", c.n_heads, ") and n_heads by n_kv_heads (",
+              n_kv_heads, ")");
+  n_rep = n_heads / n_kv_heads;
+  wq = register_module("wq", std::make_shared<Linear>(c.dim, n_heads * head_dim, false, g, c.options));
+  wk = register_module("wk", std::make_shared<Linear>(c.dim, n_kv_heads * head_dim, false, g, c.options));
+  wv = register_module("wv", std::make_shared<Linear>(c.dim, n_kv_heads * head_dim, false, g, c.options));
+  wo = register_module("wo", std::make_shared<Linear>(n_heads * head_dim, c.dim, false, g, c.options));
+  sdpa_backend = c.sdpa_backend;
+}
+
+Tensor LlamaAttention::forward(const Tensor& x, const Tensor& freqs_cos, const Tensor& freqs_sin) const {
+  auto s = enter();
+  REMAT_CHECK(x.dim() == 3 && x.size(2) == wq->in_features, "Attention: expected input [B, T, ", wq->in_features,
+              "], got ", x.sizes());
+  const int64_t B = x.size(0), T = x.size(1);
+  Tensor xq = wq->forward(x).view({B, T, n_heads, head_dim});
+  Tensor xk = wk->forward(x).view({B, T, n_kv_heads, head_dim});
+  Tensor xv = wv->forward(x).view({B, T, n_kv_heads, head_dim});
+  xq = apply_rotary_emb(xq, freqs_cos, freqs_sin);
+  xk = apply_rotary_emb(xk, freqs_cos, freqs_sin);
+  Tensor keys = repeat_kv(xk, n_rep), values = repeat_kv(xv, n_rep);
+  Tensor output;
+  {
+    remat::scope core("inner_attention");  // torchtitan's ScaledDotProductAttentionWrapper
+    sdpa_kernel backend(sdpa_backend);
+    output = scaled_dot_product_attention(xq.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2),
+                                          /*is_causal=*/true);
+  }
+  output = output.transpose(1, 2).contiguous().view({B, T, n_heads * head_dim});
+  return wo->forward(output);
+}
+
+FeedForward::FeedForward(int64_t dim, int64_t hidden, Generator* g, TensorOptions options) : Module("FeedForward") {
+  w1 = register_module("w1", std::make_shared<Linear>(dim, hidden, false, g, options));
+  w2 = register_module("w2", std::make_shared<Linear>(hidden, dim, false, g, options));
+  w3 = register_module("w3", std::make_shared<Linear>(dim, hidden, false, g, options));
+}
+
+Tensor FeedForward::forward(const Tensor& x) const {
+  auto s = enter();
+  return w2->forward(mul(silu(w1->forward(x)), w3->forward(x)));
+}
+
+TransformerBlock::TransformerBlock(int64_t layer_id, const LlamaConfig& c, Generator* g) : Module("TransformerBlock") {
+  attention = register_module("attention", std::make_shared<LlamaAttention>(c, g));
+  feed_forward = register_module("feed_forward", std::make_shared<FeedForward>(c.dim, c.ffn_hidden_dim(), g, c.options));
+  attention_norm = register_module("attention_norm", std::make_shared<RMSNorm>(c.dim, c.norm_eps, true, c.options));
+  ffn_norm = register_module("ffn_norm", std::make_shared<RMSNorm>(c.dim, c.norm_eps, true, c.options));
+  const double depth = c.depth_init ? static_cast<double>(layer_id + 1) : static_cast<double>(c.n_layers);
+  weight_init_std = 0.02 / std::sqrt(2.0 * depth);
+}
+
+Tensor TransformerBlock::forward(const Tensor& x, const Tensor& freqs_cos, const Tensor& freqs_sin) const {
+  auto s = enter();
+  Tensor h = x + attention->forward(attention_norm->forward(x), freqs_cos, freqs_sin);
+  return h + feed_forward->forward(ffn_norm->forward(h));
+}
+
+namespace {
+Tensor table(const LlamaConfig& c, bool sin) {
+  REMAT_CHECK(c.vocab_size > 0 && c.n_layers > 0 && c.dim > 0 && c.n_heads > 0 && c.dim % c.n_heads == 0,
+              "Llama: vocab_size, n_layers, dim and n_heads must be positive and dim divisible by n_heads (got ",
+              c.vocab_size, ", ", c.n_layers, ", ", c.dim, ", ", c.n_heads, ")");
+  auto [cos_t, sin_t] = precompute_freqs_cos_sin(c.head_dim(), c.max_seq_len, c.rope_theta, c.rope_scaling, c.options);
+  return sin ? sin_t : cos_t;
+}
+}  // namespace
+
+Llama::Llama(const LlamaConfig& c)
+    : Module("Transformer"),
+      freqs_cos(register_buffer("freqs_cos", table(c, false))),
+      freqs_sin(register_buffer("freqs_sin", table(c, true))),
+      config_(c),
+      init_generator_(c.seed) {
+  Generator* g = &init_generator_;
+  tok_embeddings = register_module("tok_embeddings", std::make_shared<Embedding>(c.vocab_size, c.dim, g, c.options));
+  layers = register_module("layers", std::make_shared<Module>("ModuleDict"));
+  for (int64_t i = 0; i < c.n_layers; ++i)
+    blocks.push_back(layers->register_module(std::to_string(i), std::make_shared<TransformerBlock>(i, c, g)));
+  norm = register_module("norm", std::make_shared<RMSNorm>(c.dim, c.norm_eps, true, c.options));
+  output = register_module("output", std::make_shared<Linear>(c.dim, c.vocab_size, false, g, c.options));
+  init_weights();
+}
+
+// torchtitan's init_weights: tok_embeddings ~ N(0, 1); wq, wk, wv, w1 ~ N(0, 0.02); wo, w2, w3 ~
+// N(0, weight_init_std); output ~ N(0, dim^-1/2); norms ones. torchtitan draws trunc_normal_ with
+// bounds +-2 (100 standard deviations at 0.02: no truncation in practice) and the output's with
+// bounds +-3 std, which remat draws untruncated (its std is then 1.4% larger).
+void Llama::init_weights() {
+  Generator* g = &init_generator_;
+  init::normal_(tok_embeddings->weight, 0.0, 1.0, g);
+  for (const std::shared_ptr<TransformerBlock>& b : blocks) {
+    for (Linear* l : {b->attention->wq.get(), b->attention->wk.get(), b->attention->wv.get()})
+      init::normal_(l->weight, 0.0, 0.02, g);
+    init::normal_(b->attention->wo->weight, 0.0, b->weight_init_std, g);
+    init::normal_(b->feed_forward->w1->weight, 0.0, 0.02, g);
+    init::normal_(b->feed_forward->w2->weight, 0.0, b->weight_init_std, g);
+    init::normal_(b->feed_forward->w3->weight, 0.0, b->weight_init_std, g);
+  }
+  init::normal_(output->weight, 0.0, 1.0 / std::sqrt(static_cast<double>(config_.dim)), g);
+}
+
+LlamaOutput Llama::forward(const Tensor& tokens, const Tensor& targets) const {
+  REMAT_CHECK(tokens.defined() && tokens.dim() == 2 && tokens.dtype() == kLong,
+              "Llama: tokens must be a Long tensor [B, T], got ", tokens.defined() ? tokens.sizes() : Shape{}, " ",
+              tokens.defined() ? toString(tokens.dtype()) : "undefined");
+  const int64_t B = tokens.size(0), T = tokens.size(1);
+  REMAT_CHECK(T <= config_.max_seq_len, "Llama: sequence of length ", T, " is longer than max_seq_len ",
+              config_.max_seq_len);
+  DefaultMemoryPhaseGuard phase(MemoryPhase::Forward);  // for the memory tracker
+  Tensor h = tok_embeddings->forward(tokens);
+  {
+    remat::scope s("layers");
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      const std::shared_ptr<TransformerBlock>& block = blocks[i];
+      const Tensor &c = freqs_cos, &sn = freqs_sin;
+      if (checkpointing_.applies_to(static_cast<int64_t>(i)) && autograd::GradMode::is_enabled()) {
+        h = checkpoint([block, c, sn](const Tensor& x) { return block->forward(x, c, sn); }, h,
+                       checkpointing_.options());
+      } else {
+        h = block->forward(h, c, sn);
+      }
+    }
+  }
+  LlamaOutput out;
+  out.logits = output->forward(norm->forward(h));
+  if (targets.defined()) {
+    REMAT_CHECK(targets.sizes() == tokens.sizes(), "Llama: targets of shape ", targets.sizes(),
+                " do not match tokens ", tokens.sizes());
+    out.loss = cross_entropy(out.logits.view({B * T, config_.vocab_size}), targets.reshape({B * T}));
+  }
+  return out;
+}
+
+}  // namespace remat::nn
