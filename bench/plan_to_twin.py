@@ -7,8 +7,8 @@ remat's linear, matmul and attention composites differ), so a remat plan stops t
 with PlanMismatchError. This script aligns them by hand: for each call the plan keeps (save or
 offload), the twin's call of the same op (remat's name mapped to PyTorch's: mul.Scalar -> mul,
 _masked_softmax -> _softmax, fill_ -> ones, unbind.int -> split) with the same index is kept when its
-output has as many elements, else the next one after the last match with the same output shape, else
-with as many elements; every other twin call is recomputed. The result is a plan of the twin's own
+output has the same shape, else the next one after the last match with the same output shape, else
+the same two with as many elements; every other twin call is recomputed. The result is a plan of the twin's own
 calls, with the source plan's budget and predictions, for `torch_reference.py --plan`. It is how docs/pytorch.md
 measured PyTorch's bytes under remat's plans; it is not what remat_plan does (which never guesses).
 
@@ -45,13 +45,11 @@ def kept_positions(plan_calls, twin_calls):
         # the twin's call of that op with the same index (both sides run as many adds, addmms, bmms, layer norms),
         # if its output agrees; else, after the last match, the same shape (matmul's copies of q, k, v have as many
         # elements as y's copy), then as many elements (remat's bmm runs on 4-D tensors, PyTorch's on 3-D)
-        agrees = lambda k: shape is not None and math.prod(twin_calls[k][1][0][1]) == math.prod(shape)
-        match = same_op[c["index"]] if c["index"] < len(same_op) and agrees(same_op[c["index"]]) else None
-        candidates = [k for k in same_op if k >= start]
-        if match is None:
-            match = next((k for k in candidates if twin_calls[k][1][0][1] == shape), None)
-        if match is None:
-            match = next((k for k in candidates if agrees(k)), None)
+        same_shape = lambda k: twin_calls[k][1][0][1] == shape
+        same_numel = lambda k: shape is not None and math.prod(twin_calls[k][1][0][1]) == math.prod(shape)
+        indexed = [same_op[c["index"]]] if c["index"] < len(same_op) else []
+        later = [k for k in same_op if k >= start]
+        match = next((k for test in (same_shape, same_numel) for k in indexed + later if test(k)), None)
         if match is None:
             unmatched.append(f"{c['op']} #{c['index']}")
         else:
