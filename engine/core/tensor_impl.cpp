@@ -1,6 +1,8 @@
 // Mirrors c10/core/TensorImpl.cpp.
 #include "engine/core/tensor_impl.h"
 
+#include "engine/core/safe_numerics.h"
+
 namespace remat {
 
 TensorImpl::TensorImpl(intrusive_ptr<StorageImpl> storage, ScalarType dtype, Shape sizes,
@@ -50,7 +52,8 @@ Shape contiguous_strides(const Shape& sizes) {
 
 int64_t shape_numel(const Shape& sizes) {
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  for (int64_t s : sizes)
+    REMAT_CHECK(!mul_overflows(n, s, &n), "shape ", sizes, ": the number of elements overflows int64");
   return n;
 }
 
