@@ -45,7 +45,10 @@ Shape contiguous_strides(const Shape& sizes) {
   int64_t s = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = s;
-    s *= sizes[i] > 1 ? sizes[i] : 1;
+    // The product past the first dimension is no stride: only the ones stored must fit.
+    if (i > 0)
+      REMAT_CHECK(!mul_overflows(s, sizes[i] > 1 ? sizes[i] : 1, &s), "shape ", sizes,
+                  ": the contiguous strides overflow int64");
   }
   return strides;
 }

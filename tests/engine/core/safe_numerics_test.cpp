@@ -30,8 +30,9 @@ TEST_CASE("checked_product and checked_sum name the figure that overflowed", "[s
 TEST_CASE("empty refuses a shape whose elements or bytes overflow int64, even on Meta", "[safe_numerics]") {
   const TensorOptions meta = TensorOptions().device(Device{kMeta});
   REQUIRE_THROWS_WITH(empty({4000000000, 4000000000, 4000000000}, meta),
-                      "empty: a tensor of shape [4000000000, 4000000000, 4000000000] needs more elements than int64 "
-                      "counts");
+                      "shape [4000000000, 4000000000, 4000000000]: the contiguous strides overflow int64");
+  REQUIRE_THROWS_WITH(make_empty_strided({4000000000, 4000000000}, {4000000000, 4000000000}, kFloat, Device{kMeta}),
+                      "empty: a tensor of shape [4000000000, 4000000000] needs more elements than int64 counts");
   REQUIRE_THROWS_WITH(empty({3000000000, 3000000000}, meta),
                       Contains("empty: a tensor of shape [3000000000, 3000000000] and dtype Float needs more bytes than "
                                "int64 counts (9000000000000000000 elements of 4 bytes)"));
