@@ -44,12 +44,35 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/core/safe_numerics.h"
+
 namespace remat::bench {
 
 struct ModelShape {
   int64_t batch, seq, embd, heads, vocab, layers;
   int64_t bytes_per_element = 4;
 };
+
+// Every byte count a step of this model reaches (each tensor's, the blocks' activations, the
+// parameters with their gradients and AdamW's moments, and their sum) fits in int64: otherwise
+// remat::Error names the figure that overflowed (safe_numerics.h), before anything runs, where the
+// dry run would wrap it and print negative GiB.
+inline void check_model_size(const ModelShape& m) {
+  const int64_t B = m.batch, T = m.seq, C = m.embd, H = m.heads, V = m.vocab, L = m.layers, e = m.bytes_per_element;
+  const std::string prefix = "the model is too large to count in bytes: ";
+  const int64_t A = checked_product(prefix + "A = B*T*C*e (one [B, T, C] activation)", {B, T, C, e});
+  const int64_t S = checked_product(prefix + "S = B*H*T*T*e (one attention score tensor)", {B, H, T, T, e});
+  const int64_t logits = checked_product(prefix + "B*T*V*e (the logits)", {B, T, V, e});
+  const int64_t block = checked_sum(prefix + "16A + S (a block's activations)",
+                                    {checked_product(prefix + "16A (a block's activations)", {16, A}), S});
+  const int64_t blocks = checked_product(prefix + "L * (16A + S) (the blocks' activations)", {L, block});
+  const int64_t weights = checked_sum(prefix + "L*12*C*C + (V+T)*C (the parameters)",
+                                      {checked_product(prefix + "L*12*C*C (the blocks' parameters)", {L, 12, C, C}),
+                                       checked_product(prefix + "(V+T)*C (the embeddings)", {checked_sum(prefix + "V+T", {V, T}), C})});
+  const int64_t state = checked_product(prefix + "4 * 4 * parameters (parameters, gradients and AdamW's moments, "
+                                        "4 bytes each)", {4, 4, weights});
+  checked_sum(prefix + "the parameters' state + the activations + the logits", {state, blocks, logits});
+}
 
 struct BlockTerms {
   double A, S, N, M;

@@ -231,6 +231,11 @@ Args parse(int argc, char** argv) {
     usage(e.what());
   }
   a.shape.bytes_per_element = a.dtype == "bf16" ? 2 : 4;
+  try {
+    check_model_size(a.shape);  // bench/activation_model.h: an impossible model, before anything runs
+  } catch (const Error& e) {
+    usage(e.what());
+  }
   // A benchmark times calls on the CPU this run measures on; for CUDA (or a run that measures
   // nothing) the roofline.
   const bool benchmark_here = a.meta_accounting == "cpu" && a.device == "cpu" && !a.dry_run;

@@ -1,6 +1,8 @@
 // Mirrors ATen/core/TensorBase.h accessors and ATen/EmptyTensor.cpp (empty tensors).
 #include "engine/core/tensor.h"
 
+#include "engine/core/safe_numerics.h"
+
 namespace remat {
 
 int64_t maybe_wrap_dim(int64_t dim, int64_t ndim, const char* op) {
@@ -30,9 +32,15 @@ Tensor make_empty_strided(Shape sizes, Shape strides, ScalarType dtype, Device d
     REMAT_CHECK(sizes[i] >= 0, "empty: Trying to create tensor with negative dimension ", sizes[i],
                 ": ", sizes);
     if (sizes[i] == 0) { extent = 0; break; }
-    extent += (sizes[i] - 1) * strides[i];
+    int64_t step = 0;
+    REMAT_CHECK(!mul_overflows(sizes[i] - 1, strides[i], &step) && !add_overflows(extent, step, &extent),
+                "empty: a tensor of shape ", sizes, " needs more elements than int64 counts");
   }
-  auto storage = make_intrusive<StorageImpl>(static_cast<size_t>(extent) * elementSize(dtype), device);
+  int64_t bytes = 0;
+  REMAT_CHECK(!mul_overflows(extent, static_cast<int64_t>(elementSize(dtype)), &bytes), "empty: a tensor of shape ",
+              sizes, " and dtype ", toString(dtype), " needs more bytes than int64 counts (", extent, " elements of ",
+              elementSize(dtype), " bytes)");
+  auto storage = make_intrusive<StorageImpl>(static_cast<size_t>(bytes), device);
   return Tensor(make_intrusive<TensorImpl>(std::move(storage), dtype, std::move(sizes), std::move(strides), 0));
 }
 

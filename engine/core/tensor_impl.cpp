@@ -1,6 +1,8 @@
 // Mirrors c10/core/TensorImpl.cpp.
 #include "engine/core/tensor_impl.h"
 
+#include "engine/core/safe_numerics.h"
+
 namespace remat {
 
 TensorImpl::TensorImpl(intrusive_ptr<StorageImpl> storage, ScalarType dtype, Shape sizes,
@@ -43,14 +45,18 @@ Shape contiguous_strides(const Shape& sizes) {
   int64_t s = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = s;
-    s *= sizes[i] > 1 ? sizes[i] : 1;
+    // The product past the first dimension is no stride: only the ones stored must fit.
+    if (i > 0)
+      REMAT_CHECK(!mul_overflows(s, sizes[i] > 1 ? sizes[i] : 1, &s), "shape ", sizes,
+                  ": the contiguous strides overflow int64");
   }
   return strides;
 }
 
 int64_t shape_numel(const Shape& sizes) {
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  for (int64_t s : sizes)
+    REMAT_CHECK(!mul_overflows(n, s, &n), "shape ", sizes, ": the number of elements overflows int64");
   return n;
 }
 

@@ -49,6 +49,13 @@ TEST_CASE("memory_vs_recompute refuses bad numbers with one line naming the flag
       {"--steps 1x", "--steps: expected an integer >= 1, got '1x'"},
       {"--warmup -1", "--warmup: expected an integer >= 0, got '-1'"},
       {"--sweep 0", "--sweep expects an integer >= 1 (how many budgets to plan), got '0'"},
+      // An impossible model: refused before anything runs, naming the figure that overflowed.
+      {"--dry-run --embd 4000000000 --heads 1",
+       "the model is too large to count in bytes: L*12*C*C (the blocks' parameters): 4 * 12 * 4000000000 * 4000000000 "
+       "overflows int64"},
+      {"--dry-run --seq 4000000000 --batch 4000000000",
+       "the model is too large to count in bytes: A = B*T*C*e (one [B, T, C] activation): 4000000000 * 4000000000 * "
+       "256 * 4 overflows int64"},
   };
   for (const Case& c : cases) {
     INFO(c.args);
