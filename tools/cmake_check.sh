@@ -34,6 +34,6 @@ fi
 cmake -S . -B "$BUILD" "$@"
 cmake --build "$BUILD" -j"$JOBS"
 rc=0
-ctest --test-dir "$BUILD" || rc=$?
+ctest --test-dir "$BUILD" --output-on-failure || rc=$?
 command -v ccache >/dev/null 2>&1 && ccache --show-stats | grep -E "Hits|Misses" || true
 exit $rc
