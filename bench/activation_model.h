@@ -51,6 +51,14 @@ namespace remat::bench {
 struct ModelShape {
   int64_t batch, seq, embd, heads, vocab, layers;
   int64_t bytes_per_element = 4;
+  // "gpt" (nn::GPT, the table above) or "llama" (nn::Llama, torchtitan's Llama 3 block: embd is
+  // its dim, heads its n_heads; the closed form above is the GPT's only, the dry run counts both).
+  std::string model = "gpt";
+  int64_t kv_heads = 0;    // llama: n_kv_heads (0: heads)
+  int64_t ffn_hidden = 0;  // llama: the SwiGLU hidden size (0: torchtitan's rule from 4 * embd)
+
+  bool is_llama() const { return model == "llama"; }
+  int64_t kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
 };
 
 // Every byte count a step of this model reaches (each tensor's, the blocks' activations, the
@@ -63,12 +71,31 @@ inline void check_model_size(const ModelShape& m) {
   const int64_t A = checked_product(prefix + "A = B*T*C*e (one [B, T, C] activation)", {B, T, C, e});
   const int64_t S = checked_product(prefix + "S = B*H*T*T*e (one attention score tensor)", {B, H, T, T, e});
   const int64_t logits = checked_product(prefix + "B*T*V*e (the logits)", {B, T, V, e});
-  const int64_t block = checked_sum(prefix + "16A + S (a block's activations)",
-                                    {checked_product(prefix + "16A (a block's activations)", {16, A}), S});
-  const int64_t blocks = checked_product(prefix + "L * (16A + S) (the blocks' activations)", {L, block});
-  const int64_t weights = checked_sum(prefix + "L*12*C*C + (V+T)*C (the parameters)",
-                                      {checked_product(prefix + "L*12*C*C (the blocks' parameters)", {L, 12, C, C}),
-                                       checked_product(prefix + "(V+T)*C (the embeddings)", {checked_sum(prefix + "V+T", {V, T}), C})});
+  int64_t block = 0, weights = 0;
+  if (m.is_llama()) {
+    // A block keeps at most: its norms' inputs, q, k, v and their rotated and repeated copies, the
+    // scores, and the feed-forward's three [B, T, F] tensors; the parameters: wq, wo (C*C), wk, wv
+    // (C * kv_heads * C/H), w1, w2, w3 (C*F), the embeddings and the output projection (2*V*C).
+    const int64_t F = m.ffn_hidden > 0 ? m.ffn_hidden : C * 3;  // an upper bound of torchtitan's rule
+    const int64_t ffn = checked_product(prefix + "B*T*F*e (one feed-forward activation)", {B, T, F, e});
+    block = checked_sum(prefix + "16A + S + 4 * B*T*F*e (a block's activations)",
+                        {checked_product(prefix + "16A (a block's activations)", {16, A}), S,
+                         checked_product(prefix + "4 * B*T*F*e (a block's activations)", {4, ffn})});
+    const int64_t kv = checked_product(prefix + "C * kv_heads * C/H", {C, m.kv_heads_or_heads(), C / (H > 0 ? H : 1)});
+    const int64_t per_layer = checked_sum(prefix + "2*C*C + 2*C*kv + 3*C*F (a block's parameters)",
+                                          {checked_product(prefix + "2*C*C", {2, C, C}), checked_product(prefix + "2*kv", {2, kv}),
+                                           checked_product(prefix + "3*C*F", {3, C, F})});
+    weights = checked_sum(prefix + "L * (a block's parameters) + 2*V*C (the parameters)",
+                          {checked_product(prefix + "L * (a block's parameters)", {L, per_layer}),
+                           checked_product(prefix + "2*V*C (the embeddings and the output)", {2, V, C})});
+  } else {
+    block = checked_sum(prefix + "16A + S (a block's activations)",
+                        {checked_product(prefix + "16A (a block's activations)", {16, A}), S});
+    weights = checked_sum(prefix + "L*12*C*C + (V+T)*C (the parameters)",
+                          {checked_product(prefix + "L*12*C*C (the blocks' parameters)", {L, 12, C, C}),
+                           checked_product(prefix + "(V+T)*C (the embeddings)", {checked_sum(prefix + "V+T", {V, T}), C})});
+  }
+  const int64_t blocks = checked_product(prefix + "L * (a block's activations)", {L, block});
   const int64_t state = checked_product(prefix + "4 * 4 * parameters (parameters, gradients and AdamW's moments, "
                                         "4 bytes each)", {4, 4, weights});
   checked_sum(prefix + "the parameters' state + the activations + the logits", {state, blocks, logits});

@@ -75,7 +75,8 @@ constexpr uint64_t kMaxCompareBytes = 64 << 20;
     std::exit(2);
   }
   std::fprintf(stderr,
-               "usage: memory_vs_recompute [--layers N] [--embd N] [--heads N] [--seq N] [--batch N] [--vocab N]\n"
+               "usage: memory_vs_recompute [--model gpt|llama] [--config debugmodel|llama3_8b] [--kv-heads N] [--ffn N]\n"
+               "                           [--layers N] [--embd N] [--heads N] [--seq N] [--batch N] [--vocab N]\n"
                "                           [--steps N] [--warmup N] [--device cpu|cuda] [--dtype f32|bf16]\n"
                "                           [--strategies a,b,...] [--out DIR] [--compare FILE[,FILE...]] [--lr X]\n"
                "                           [--no-timeline] [--no-interleave] [--dry-run] [--meta-accounting cpu|cuda]\n"
@@ -83,7 +84,12 @@ constexpr uint64_t kMaxCompareBytes = 64 << 20;
                "                           [--budget SIZE] [--sweep N] [--sweep-at-strategies]\n"
                "                           [--estimate benchmark|cost-model] [--offload SIZE]\n"
                "                           [--export-plan FILE] [--plan FILE]\n"
-               "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2, sac-megatron\n"
+               "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2 (llama: sac-no-w2),\n"
+               "  sac-megatron; sac-titan is torchtitan's per-op SAC policy (every other mm and the attention output)\n"
+               "--model llama: torchtitan's Llama 3 (RMSNorm, rotary, SwiGLU, grouped-query attention; nn/llama.h), with\n"
+               "  --embd its dim, --heads its n_heads, --kv-heads N its n_kv_heads and --ffn N its SwiGLU hidden size\n"
+               "  (default: torchtitan's rule from 4 * dim); --config NAME sets torchtitan's flavour's sizes (later\n"
+               "  flags override them)\n"
                "--dry-run: predict on the Meta device only (nothing computed, any model size); the dry runs\n"
                "  count as --device's allocator does (cuda: 512-byte blocks) unless --meta-accounting says otherwise\n"
                "--lr X: AdamW's learning rate, 0 < X <= 1e6 (default 1e-3); a run whose loss becomes NaN or Inf stops\n"
@@ -153,6 +159,24 @@ EstimateMode planning_value_mode(const std::string& v) {
   }
 }
 
+// --config NAME: torchtitan's Llama flavour's sizes (nn::LlamaConfig::named), as if given as
+// flags there: later flags override them. It implies --model llama.
+void apply_named_config(const std::string& name, ModelShape* shape) {
+  nn::LlamaConfig c;
+  try {
+    c = nn::LlamaConfig::named(name);
+  } catch (const Error&) {
+    usage("--config must be debugmodel or llama3_8b (torchtitan's Llama 3 flavours), got '" + name + "'");
+  }
+  shape->model = "llama";
+  shape->embd = c.dim;
+  shape->layers = c.n_layers;
+  shape->heads = c.n_heads;
+  shape->kv_heads = c.n_kv_heads;
+  shape->vocab = c.vocab_size;
+  shape->ffn_hidden = c.ffn_hidden_dim();
+}
+
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
@@ -176,7 +200,11 @@ Args parse(int argc, char** argv) {
     }
     if (i + 1 >= argc) usage("missing value for " + f);
     std::string v = argv[++i];
-    if (f == "--layers") a.shape.layers = parse_int(f, v, 1);
+    if (f == "--model") a.shape.model = v;
+    else if (f == "--config") apply_named_config(v, &a.shape);
+    else if (f == "--kv-heads") a.shape.kv_heads = parse_int(f, v, 1);
+    else if (f == "--ffn") a.shape.ffn_hidden = parse_int(f, v, 1);
+    else if (f == "--layers") a.shape.layers = parse_int(f, v, 1);
     else if (f == "--embd") a.shape.embd = parse_int(f, v, 1);
     else if (f == "--heads") a.shape.heads = parse_int(f, v, 1);
     else if (f == "--seq") a.shape.seq = parse_int(f, v, 1);
@@ -216,7 +244,21 @@ Args parse(int argc, char** argv) {
   if (a.meta_accounting.empty()) a.meta_accounting = a.device;
   if (a.meta_accounting != "cpu" && a.meta_accounting != "cuda")
     usage("--meta-accounting must be cpu or cuda, got '" + a.meta_accounting + "'");
+  if (a.shape.model != "gpt" && a.shape.model != "llama") usage("--model must be gpt or llama, got '" + a.shape.model + "'");
   if (a.shape.embd % a.shape.heads != 0) usage("--embd must be divisible by --heads");
+  if (!a.shape.is_llama() && (a.shape.kv_heads > 0 || a.shape.ffn_hidden > 0))
+    usage("--kv-heads and --ffn are the Llama's (--model llama)");
+  if (a.shape.is_llama() && a.shape.heads % a.shape.kv_heads_or_heads() != 0)
+    usage("--heads must be divisible by --kv-heads (grouped-query attention), got " + std::to_string(a.shape.heads) +
+          " and " + std::to_string(a.shape.kv_heads));
+  if (a.shape.is_llama() && (a.shape.embd / a.shape.heads) % 2 != 0)
+    usage("the Llama's head size (--embd / --heads) must be even for its rotary embeddings, got " +
+          std::to_string(a.shape.embd / a.shape.heads));
+  try {
+    if (!a.strategies.empty()) select_strategies(a.strategies, a.shape.model);
+  } catch (const Error& e) {
+    usage(std::string("--strategies: ") + e.what());
+  }
   if (a.dry_run && !a.compare.empty()) usage("--compare needs measurements; it cannot go with --dry-run");
   try {
     check_planning_args(a.planning, a.dry_run);
@@ -231,6 +273,8 @@ Args parse(int argc, char** argv) {
     usage(e.what());
   }
   a.shape.bytes_per_element = a.dtype == "bf16" ? 2 : 4;
+  if (a.shape.is_llama() && a.shape.ffn_hidden == 0)  // as the results and their readers name it
+    a.shape.ffn_hidden = llama_config(a.shape, kFloat, Device{kMeta}).ffn_hidden_dim();
   try {
     check_model_size(a.shape);  // bench/activation_model.h: an impossible model, before anything runs
   } catch (const Error& e) {
@@ -261,7 +305,15 @@ void progress(const std::string& strategy, const char* what, size_t index, size_
 
 double forward_matmul_flops(const ModelShape& m, bool blocks_only) {
   const double B = static_cast<double>(m.batch), T = static_cast<double>(m.seq), C = static_cast<double>(m.embd);
-  const double per_layer = 2 * B * T * C * (3 * C + C + 4 * C + 4 * C) + 2 * 2 * B * T * T * C;
+  // GPT: qkv (3C), proj (C), fc1 and fc2 (4C each); Llama: wq and wo (C), wk and wv (C * kv/heads),
+  // w1, w3 and w2 (the hidden size F each). Both: q k^T and scores x V (2 T C each).
+  double widths = 3 * C + C + 4 * C + 4 * C;
+  if (m.is_llama()) {
+    const double kv = C * static_cast<double>(m.kv_heads_or_heads()) / static_cast<double>(m.heads);
+    const double F = static_cast<double>(llama_config(m, kFloat, Device{kMeta}).ffn_hidden_dim());
+    widths = 2 * C + 2 * kv + 3 * F;
+  }
+  const double per_layer = 2 * B * T * C * widths + 2 * 2 * B * T * T * C;
   const double head = 2 * B * T * C * static_cast<double>(m.vocab);
   return static_cast<double>(m.layers) * per_layer + (blocks_only ? 0 : head);
 }
@@ -399,7 +451,7 @@ std::vector<StrategyResult> run_sweep(const Args& a, const std::vector<StrategyR
     std::string name;
     while (std::getline(names, name, ',')) {
       if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%-60s", ("paired: " + name + " and its plan").c_str());
-      const std::vector<Strategy> pair = {select_strategies(name).at(0), planned_strategy(plan, "planned")};
+      const std::vector<Strategy> pair = {select_strategies(name, a.shape.model).at(0), planned_strategy(plan, "planned")};
       const auto seconds = interleaved_step_seconds(pair, a.shape, device, a.steps, a.warmup, o);
       sweep.back().paired.push_back({name, median_of(seconds[0]) * 1e3, median_of(seconds[1]) * 1e3, a.steps});
     }
@@ -423,7 +475,8 @@ int main(int argc, char** argv) {
                            "--dry-run predicts without one\n");
       return 2;
     }
-    std::vector<Strategy> strategies = a.strategies.empty() ? all_strategies() : select_strategies(a.strategies);
+    std::vector<Strategy> strategies =
+        a.strategies.empty() ? all_strategies(a.shape.model) : select_strategies(a.strategies, a.shape.model);
 
     RunConfig cfg;
     cfg.shape = a.shape;

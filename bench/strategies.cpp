@@ -38,26 +38,34 @@ PolicyFn titan_policy() {
   };
 }
 
-PolicyFn no_fc2_policy() {
-  return policies::compose({policies::recompute_scopes({"*.mlp.fc2"}), save_matmuls_and_attention()});
+ModelScopes ModelScopes::of(const std::string& model) {
+  if (model == "llama") return {"*.attention.inner_attention", "*.attention.wo", "*.feed_forward.w2"};
+  return {"*.attn.core", "*.attn.proj", "*.mlp.fc2"};
 }
 
-PolicyFn megatron_policy() {
+PolicyFn no_fc2_policy(const ModelScopes& scopes) {
+  return policies::compose({policies::recompute_scopes({scopes.mlp_out}), save_matmuls_and_attention()});
+}
+
+PolicyFn megatron_policy(const ModelScopes& scopes) {
   // Megatron-LM's "selective" recompute: keep what backward needs, recompute only the attention
   // core (scores, masked softmax, dropout, scores x V). Outputs backward never reads (the
   // projections' outputs feeding residual adds, the adds themselves) are recomputed too, and
   // views are never cached (a cached view would keep its base alive).
-  return [](const SelectiveCheckpointContext& ctx, const OperatorHandle& op, const std::vector<IValue>&) {
-    if (scope_matches("*.attn.core", ctx.scope)) return CheckpointPolicy::MUST_RECOMPUTE;
-    if (scope_matches("*.attn.proj", ctx.scope) || scope_matches("*.mlp.fc2", ctx.scope))
+  return [scopes](const SelectiveCheckpointContext& ctx, const OperatorHandle& op, const std::vector<IValue>&) {
+    if (scope_matches(scopes.attention_core, ctx.scope)) return CheckpointPolicy::MUST_RECOMPUTE;
+    if (scope_matches(scopes.attention_out, ctx.scope) || scope_matches(scopes.mlp_out, ctx.scope))
       return CheckpointPolicy::MUST_RECOMPUTE;
     if (policies::is_view_op(op) || is_op(op, "aten::add")) return CheckpointPolicy::PREFER_RECOMPUTE;
     return CheckpointPolicy::PREFER_SAVE;
   };
 }
 
-std::vector<Strategy> all_strategies() {
+std::vector<Strategy> all_strategies(const std::string& model) {
+  REMAT_CHECK(model == "gpt" || model == "llama", "all_strategies: the model must be gpt or llama, got '", model, "'");
   using AC = nn::ActivationCheckpointing;
+  const ModelScopes scopes = ModelScopes::of(model);
+  const bool llama = model == "llama";
   auto sac = [](std::function<PolicyFn()> make) {
     return AC::selective(std::function<CheckpointContexts()>([make] {
       return create_selective_checkpoint_contexts(make());
@@ -70,13 +78,16 @@ std::vector<Strategy> all_strategies() {
       {"every2", "blocks 0, 2, ... (non-reentrant)", AC::every_nth(2, false), false},
       {"sac-mm", "SAC: save every matmul", sac(save_matmuls_and_attention), false},
       {"sac-titan", "SAC: every other linear mm + attention out", sac(titan_policy), false},
-      {"sac-no-fc2", "SAC: every matmul but mlp.fc2 (by scope)", sac(no_fc2_policy), false},
-      {"sac-megatron", "SAC: recompute only the attention core", sac(megatron_policy), false},
+      {llama ? "sac-no-w2" : "sac-no-fc2",
+       llama ? "SAC: every matmul but feed_forward.w2 (by scope)" : "SAC: every matmul but mlp.fc2 (by scope)",
+       sac([scopes] { return no_fc2_policy(scopes); }), false},
+      {"sac-megatron", "SAC: recompute only the attention core", sac([scopes] { return megatron_policy(scopes); }),
+       false},
   };
 }
 
-std::vector<Strategy> select_strategies(const std::string& csv) {
-  std::vector<Strategy> all = all_strategies(), out;
+std::vector<Strategy> select_strategies(const std::string& csv, const std::string& model) {
+  std::vector<Strategy> all = all_strategies(model), out;
   std::stringstream ss(csv);
   std::string name;
   while (std::getline(ss, name, ',')) {

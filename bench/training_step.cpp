@@ -1,6 +1,7 @@
 // The benchmark's training step on any device (see training_step.h).
 #include "bench/training_step.h"
 
+#include <functional>
 #include <limits>
 #include <memory>
 
@@ -33,11 +34,50 @@ std::pair<Tensor, Tensor> token_batch(const ModelShape& shape, Device device, ui
   return {idx, targets};
 }
 
+nn::LlamaConfig llama_config(const ModelShape& shape, ScalarType dtype, Device device) {
+  nn::LlamaConfig cfg = nn::LlamaConfig::debugmodel();  // rope theta 500000 and scaling, as llama3_8b's
+  cfg.dim = shape.embd;
+  cfg.n_layers = shape.layers;
+  cfg.n_heads = shape.heads;
+  cfg.n_kv_heads = shape.kv_heads;
+  cfg.vocab_size = shape.vocab;
+  cfg.ffn_hidden = shape.ffn_hidden;
+  cfg.max_seq_len = shape.seq;
+  cfg.seed = 1337;
+  cfg.options = TensorOptions().dtype(dtype).device(device);
+  return cfg;
+}
+
 namespace {
-nn::GPTConfig model_config(const ModelShape& shape, Device device, const TrainingOptions& o) {
+// The model of `shape` under the session's options: a module (its parameters) and its loss.
+struct BenchModel {
+  std::shared_ptr<nn::Module> module;
+  // (tokens, targets) -> (logits, loss). The step holds both to its end, as a training loop that
+  // keeps the forward's output does (the logits outlive backward).
+  std::function<std::pair<Tensor, Tensor>(const Tensor&, const Tensor&)> forward;
+};
+
+BenchModel make_model(const ModelShape& shape, Device device, const TrainingOptions& o,
+                      const nn::ActivationCheckpointing& checkpointing) {
+  if (shape.is_llama()) {
+    nn::LlamaConfig cfg = llama_config(shape, o.dtype, device);
+    cfg.sdpa_backend = o.attention;
+    auto llama = std::make_shared<nn::Llama>(cfg);
+    llama->set_checkpointing(checkpointing);
+    return {llama, [llama](const Tensor& x, const Tensor& y) {
+              nn::LlamaOutput out = llama->forward(x, y);
+              return std::make_pair(out.logits, out.loss);
+            }};
+  }
+  REMAT_CHECK(shape.model == "gpt", "the benchmark's model must be gpt or llama, got '", shape.model, "'");
   nn::GPTConfig cfg = gpt_config(shape, o.dtype, device);
   cfg.sdpa_backend = o.attention;
-  return cfg;
+  auto gpt = std::make_shared<nn::GPT>(cfg);
+  gpt->set_checkpointing(checkpointing);
+  return {gpt, [gpt](const Tensor& x, const Tensor& y) {
+            nn::GPTOutput out = gpt->forward(x, y);
+            return std::make_pair(out.logits, out.loss);
+          }};
 }
 }  // namespace
 
@@ -45,14 +85,13 @@ struct TrainingSession::State {
   Device device;
   TrainingOptions options;
   std::pair<Tensor, Tensor> batch;  // (idx, targets), made first as a training loop would
-  nn::GPT model;
+  BenchModel model;
   optim::AdamW opt;
   int64_t steps = 0;
   State(const Strategy& strategy, const ModelShape& shape, Device d, const TrainingOptions& o)
-      : device(d), options(o), batch(token_batch(shape, d, o.data_seed)), model(model_config(shape, d, o)),
-        opt(model.parameters(), optim::AdamWOptions(o.lr).fused(o.fused_adamw)) {
-    model.set_checkpointing(strategy.checkpointing);
-  }
+      : device(d), options(o), batch(token_batch(shape, d, o.data_seed)),
+        model(make_model(shape, d, o, strategy.checkpointing)),
+        opt(model.module->parameters(), optim::AdamWOptions(o.lr).fused(o.fused_adamw)) {}
 };
 
 TrainingSession::TrainingSession(const Strategy& strategy, const ModelShape& shape, Device device,
@@ -66,7 +105,7 @@ StepRecord TrainingSession::step() {
   if (s.options.on_step) s.options.on_step(s.steps);
   ++s.steps;
   StepRecord r;
-  s.model.zero_grad();
+  s.model.module->zero_grad();
   reset_checkpoint_stats();
   reset_peak_memory_stats(device);
   r.start_bytes = memory_allocated(device);
@@ -76,11 +115,11 @@ StepRecord TrainingSession::step() {
   {
     MemoryTracker tracker(device);
     r.start_by_category = tracker.current();
-    nn::GPTOutput out = s.model.forward(s.batch.first, s.batch.second);
+    auto [logits, step_loss] = s.model.forward(s.batch.first, s.batch.second);
     r.activation_bytes = memory_allocated(device) - r.start_bytes;
-    out.loss.backward();
+    step_loss.backward();
     s.opt.step();
-    loss = out.loss;
+    loss = step_loss;
     r.allocation_sizes = tracker.allocation_sizes();
     r.at_peak = tracker.at_peak();
     if (s.options.keep_timeline) r.timeline = tracker.timeline();

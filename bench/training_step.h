@@ -49,7 +49,7 @@ struct TrainingOptions {
   std::function<void(int64_t step)> on_step;  // called before each step (a progress bar)
 };
 
-// One model (the GPT of `shape` under `strategy`), its AdamW and the token batch on `device`,
+// One model (the GPT or Llama of `shape` under `strategy`), its AdamW and the token batch on `device`,
 // stepped one training step at a time: what run_training_steps loops over, and what
 // interleaved_step_seconds alternates between.
 class TrainingSession {
@@ -65,7 +65,7 @@ class TrainingSession {
   std::unique_ptr<State> state_;
 };
 
-// Builds the GPT of `shape` directly on `device` (no host copy: a GPT-2-XL-sized model dry-runs
+// Builds the model of `shape` directly on `device` (no host copy: a GPT-2-XL-sized model dry-runs
 // without its 6 GB of weights), AdamW and the token batch, and runs `steps` training steps under
 // `strategy`.
 std::vector<StepRecord> run_training_steps(const Strategy& strategy, const ModelShape& shape, Device device,
@@ -79,8 +79,9 @@ std::vector<std::vector<double>> interleaved_step_seconds(const std::vector<Stra
                                                           const ModelShape& shape, Device device, int64_t rounds,
                                                           int64_t warmup, const TrainingOptions& options = {});
 
-// The model configuration the benchmark uses for `shape`.
+// The model configuration the benchmark uses for `shape` (ModelShape::model "gpt" or "llama").
 nn::GPTConfig gpt_config(const ModelShape& shape, ScalarType dtype, Device device);
+nn::LlamaConfig llama_config(const ModelShape& shape, ScalarType dtype, Device device);
 // The benchmark's token batch: uniform ids from a fixed seed on the CPU; shape-only on Meta.
 std::pair<Tensor, Tensor> token_batch(const ModelShape& shape, Device device, uint64_t seed = 42);
 

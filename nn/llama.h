@@ -33,6 +33,7 @@ struct LlamaConfig {
   int64_t vocab_size = 2048;
   int64_t multiple_of = 256;         // the SwiGLU hidden size is rounded up to a multiple of it
   double ffn_dim_multiplier = 0.0;   // 0: none (torchtitan's None)
+  int64_t ffn_hidden = 0;            // the SwiGLU hidden size as given; 0: from the two fields above
   double norm_eps = 1e-5;
   double rope_theta = 10000.0;
   // Llama 3.1's RoPE frequency scaling (torchtitan's RoPEScalingArgs: factor 8, low 1, high 4,
@@ -47,7 +48,7 @@ struct LlamaConfig {
 
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
   int64_t head_dim() const { return dim / n_heads; }
-  // FeedForward's hidden size from 4 * dim, as torchtitan computes it.
+  // FeedForward's hidden size: ffn_hidden, or from 4 * dim as torchtitan computes it.
   int64_t ffn_hidden_dim() const;
 
   // torchtitan's named flavours.

@@ -34,6 +34,9 @@ END = "<!-- /benchmark-table -->"
 GPU_BEGIN = "<!-- gpu-dry-run: written by tools/benchmark_report.sh -->"
 GPU_END = "<!-- /gpu-dry-run -->"
 GPU_BUDGETS = ["80GB", "141GB"]
+LLAMA_BEGIN = "<!-- llama3-8b: written by tools/benchmark_report.sh -->"
+LLAMA_END = "<!-- /llama3-8b -->"
+LLAMA_BUDGETS = ["60GB", "80GB", "141GB"]
 
 
 def read_kv(path):
@@ -260,6 +263,56 @@ def gpu_dry_run_block(work):
     return "\n".join(lines)
 
 
+def llama_block(work):
+    """Llama 3 8B on one H200, from the dry runs that count like CUDA: every strategy, then the plans."""
+    machine = read_kv(os.path.join(work, "machine.txt"))
+    fixed = load(os.path.join(work, "llama3-8b-cuda", "results.json"))
+    if fixed is None:
+        sys.exit(f"benchmark_report.py: {work} has no llama3-8b-cuda/results.json")
+    c = fixed["config"]
+    cats = ["parameter", "optimizer_state", "gradient", "activation", "temporary"]
+
+    def row(r, name):
+        at = r.get("predicted_at_peak", {})
+        return ([f"`{name}`", f"{r['predicted_peak_bytes'] / GIB:.2f}", f"{r['predicted_peak_reserved_bytes'] / GIB:.2f}",
+                 str(r["predicted_segments"])] + [f"{at.get(k, 0) / GIB:.2f}" for k in cats] +
+                [f"{r['recomputed_flops_per_step'] / 1e9:.0f}"])
+
+    rows = [row(r, r["strategy"]) for r in fixed["results"]]
+    plans = []
+    for budget in LLAMA_BUDGETS:
+        doc = load(os.path.join(work, f"llama3-8b-cuda-{budget}", "results.json"))
+        if doc is not None:
+            p = next(r for r in doc["results"] if r["strategy"] == "planned")
+            rows.append(row(p, f"planned {budget}"))
+            plans.append(f"- **{budget}**: planned in {p['planning_seconds']:.1f} s ({p['planning_dry_runs']} dry runs); "
+                         f"predicted reserved peak {p['predicted_peak_reserved_bytes'] / GIB:.2f} GiB, "
+                         f"{p['recomputed_flops_per_step'] / 1e12:.1f} TFLOP recomputed per step.")
+            continue
+        log = os.path.join(work, f"llama3-8b-cuda-{budget}.txt")
+        text = open(log).read() if os.path.exists(log) else ""
+        m = re.search(r"the minimum feasible peak is (\d+) bytes", text)
+        if m is None:
+            sys.exit(f"benchmark_report.py: {work} has no plan and no reason for the {budget} budget")
+        plans.append(f"- **{budget}**: no plan fits. The lowest feasible reserved peak, everything recomputable "
+                     f"recomputed, is {int(m.group(1)) / GIB:.2f} GiB ({int(m.group(1)) / 1e9:.1f} GB): the parameters, "
+                     f"their gradients and AdamW's two moments alone take four times the bf16 weights.")
+    seconds = sum(r["dry_run_seconds"] for r in fixed["results"])
+    L = ["## Llama 3 8B on one H200, predicted", "",
+         f"torchtitan's `llama3_8b` ({c['layers']} layers, dim {c['embd']}, {c['heads']} heads, {c['kv_heads']} kv heads, "
+         f"ffn {c['ffn_hidden']}, vocabulary {c['vocab']}), {c['dtype']}, sequence {c['seq']}, batch {c['batch']}, AdamW, "
+         f"as dry runs that count like CUDA's caching allocator, in a build without CUDA "
+         f"({machine.get('model', '?')}, {machine.get('cores', '?')} cores; {seconds:.1f} s for all strategies). "
+         "Sizes in GiB; the bytes at the peak by category are those of the allocated peak. The attention is the math "
+         "composite (remat's fused CUDA attention takes f32 only), so the strategies that keep matmul outputs keep "
+         "the [32, 8192, 8192] scores of every layer. `sac-titan` is torchtitan's per-op policy for this model.", "",
+         table(["strategy", "allocated peak", "reserved peak", "segments", "at the peak: parameters",
+                "optimizer state", "gradients", "activations", "temporaries", "recomputed GFLOP"], rows), "",
+         "Plans (`--budget`, bytes of reserved memory; 141 GB is the H200's):", ""] + plans + ["",
+         "```sh", f"REMAT_BENCH_ONLY=llama3-8b tools/benchmark_report.sh   # this section alone", "```"]
+    return "\n".join(L)
+
+
 def replace_between(path, begin, end, body):
     text = open(path).read()
     start, stop = text.find(begin), text.find(end)
@@ -411,6 +464,9 @@ def write_docs(run, docs):
         L.append(gpt2xl_table(run.gpt2xl))
         L.append("")
 
+    if os.path.exists(os.path.join(run.work, "llama3-8b-cuda", "results.json")):
+        L += [LLAMA_BEGIN, llama_block(run.work), LLAMA_END, ""]
+
     L.append("## Memory over one step")
     L.append("")
     L.append("By category (parameters, optimizer state, gradients, activations, temporaries), the phases shaded "
@@ -452,10 +508,14 @@ def main():
     p.add_argument("work")
     p.add_argument("--docs", default="docs")
     p.add_argument("--readme", default="README.md")
-    p.add_argument("--only", choices=["gpu-dry-run"], help="write only the README's GPU prediction")
+    p.add_argument("--only", choices=["gpu-dry-run", "llama3-8b"],
+                   help="write only the README's GPU prediction, or only docs/benchmarks.md's Llama 3 8B section")
     a = p.parse_args()
     if a.only == "gpu-dry-run":
         replace_between(a.readme, GPU_BEGIN, GPU_END, gpu_dry_run_block(a.work))
+        return
+    if a.only == "llama3-8b":
+        replace_between(os.path.join(a.docs, "benchmarks.md"), LLAMA_BEGIN, LLAMA_END, llama_block(a.work))
         return
     run = Run(a.work)
     os.makedirs(a.docs, exist_ok=True)

@@ -13,7 +13,9 @@
 #      remat first, so that a slow spell of a shared machine does not always hit the same side;
 #   4. one dry run of a GPT-2 XL step (predictions only, on the Meta device), and GPT-2 XL at batch
 #      8 on a GPU: dry runs counting like CUDA (allocated and reserved bytes, segments) for five
-#      strategies, and plans for an 80 GB and a 141 GB device;
+#      strategies, and plans for an 80 GB and a 141 GB device; Llama 3 8B (torchtitan's
+#      llama3_8b, bf16, sequence 8192, batch 1) on one H200 the same way, every strategy, and plans
+#      for 60, 80 and 141 GB;
 #   5. tools/benchmark_report.py: medians over the rounds with their spread (min-max), one timing
 #      table per comparison, into docs/benchmarks.md; round 1's charts into docs/; the README's
 #      table between its `benchmark-table` markers, and its GPU prediction between its
@@ -29,6 +31,8 @@
 #        REMAT_BENCH_SWEEP=6  REMAT_BENCH_NO_TORCH=1 (remat only)
 #        REMAT_BENCH_ONLY=gpu-dry-run (only step 4's GPU prediction, and only the README's block of it:
 #        about a minute)
+#        REMAT_BENCH_ONLY=llama3-8b (only step 4's Llama 3 8B prediction, and only its section of
+#        docs/benchmarks.md: about two minutes)
 #        REMAT_BENCH_MODEL="--layers 1 --embd 32 --heads 2 --seq 16 --batch 2" (another model, both sides;
 #        default: the benchmark's GPT)
 # Time: about 10 minutes a round on a 2-core machine under load (one thread), plus the PyTorch
@@ -44,7 +48,8 @@ VENV="${REMAT_TORCH_VENV:-$HOME/.cache/remat/torch-venv}"
 WORK="${REMAT_BENCH_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/remat-bench.XXXXXX")}"
 BF16_STRATEGIES="none,full,sac-mm"
 ONLY="${REMAT_BENCH_ONLY:-}"
-[[ -z "$ONLY" || "$ONLY" == gpu-dry-run ]] || { echo "benchmark_report: REMAT_BENCH_ONLY must be gpu-dry-run, got '$ONLY'" >&2; exit 2; }
+[[ -z "$ONLY" || "$ONLY" == gpu-dry-run || "$ONLY" == llama3-8b ]] || {
+  echo "benchmark_report: REMAT_BENCH_ONLY must be gpu-dry-run or llama3-8b, got '$ONLY'" >&2; exit 2; }
 read -r -a MODEL <<<"${REMAT_BENCH_MODEL:-}"
 mkdir -p "$WORK"
 COMMANDS="$WORK/commands.txt"
@@ -63,6 +68,7 @@ quoted() {
 }
 
 # run LOG CMD...: runs CMD with its output in $WORK/LOG, and lists it in commands.txt.
+# RUN_MAY_FAIL=1 run ...: an exit 1 is a result (a budget no plan fits), kept in the log.
 run() {
   local log="$1" start rc=0
   shift
@@ -70,6 +76,7 @@ run() {
   quoted "$@" >>"$COMMANDS"
   say "[$(( start - T0 ))s] $(quoted "$@")"
   "$@" >"$WORK/$log" 2>&1 || rc=$?
+  [[ $rc -eq 1 && "${RUN_MAY_FAIL:-}" == 1 ]] && { say "exit 1 (kept: $WORK/$log)"; return 0; }
   if [[ $rc -ne 0 ]]; then
     say "failed (exit $rc): $*; its output:"
     tail -n 30 "$WORK/$log" >&2
@@ -152,18 +159,33 @@ if [[ -z "$ONLY" ]]; then
     --out "$WORK/gpt2xl"
 fi
 # On a GPU: the same model at batch 8, counted like CUDA's caching allocator, and two budgets.
-GPU_XL=(--dry-run --device cuda --no-timeline --layers 48 --embd 1600 --heads 25 --seq 1024 --vocab 50257 --batch 8)
-run gpt2xl-cuda.txt "$BENCH" "${GPU_XL[@]}" --strategies none,full,every2,sac-titan,sac-megatron --out "$WORK/gpt2xl-cuda"
-for budget in 80GB 141GB; do
-  run "gpt2xl-cuda-$budget.txt" "$BENCH" "${GPU_XL[@]}" --strategies none --budget "$budget" --out "$WORK/gpt2xl-cuda-$budget"
-done
+if [[ "$ONLY" != llama3-8b ]]; then
+  GPU_XL=(--dry-run --device cuda --no-timeline --layers 48 --embd 1600 --heads 25 --seq 1024 --vocab 50257 --batch 8)
+  run gpt2xl-cuda.txt "$BENCH" "${GPU_XL[@]}" --strategies none,full,every2,sac-titan,sac-megatron --out "$WORK/gpt2xl-cuda"
+  for budget in 80GB 141GB; do
+    run "gpt2xl-cuda-$budget.txt" "$BENCH" "${GPU_XL[@]}" --strategies none --budget "$budget" --out "$WORK/gpt2xl-cuda-$budget"
+  done
+fi
+# Llama 3 8B on one H200 (141 GB), as torchtitan trains it: every strategy, and three budgets (the
+# math attention: remat's fused CUDA attention takes f32 only).
+if [[ "$ONLY" != gpu-dry-run ]]; then
+  LLAMA_8B=(--dry-run --device cuda --no-timeline --model llama --config llama3_8b --dtype bf16 --seq 8192 --batch 1)
+  run llama3-8b-cuda.txt "$BENCH" "${LLAMA_8B[@]}" --out "$WORK/llama3-8b-cuda"
+  for budget in 60GB 80GB 141GB; do
+    RUN_MAY_FAIL=1 run "llama3-8b-cuda-$budget.txt" "$BENCH" "${LLAMA_8B[@]}" --strategies none --budget "$budget" \
+      --out "$WORK/llama3-8b-cuda-$budget"
+  done
+fi
 
 # --- 5. the report ---------------------------------------------------------------------------
 echo "load_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$WORK/machine.txt"
 echo "seconds=$(( $(date +%s) - T0 ))" >>"$WORK/machine.txt"
-if [[ -n "$ONLY" ]]; then
+if [[ "$ONLY" == gpu-dry-run ]]; then
   python3 tools/benchmark_report.py "$WORK" --readme README.md --only gpu-dry-run
   say "wrote README.md's GPU prediction in $(( $(date +%s) - T0 )) s (results in $WORK)"
+elif [[ "$ONLY" == llama3-8b ]]; then
+  python3 tools/benchmark_report.py "$WORK" --docs docs --only llama3-8b
+  say "wrote docs/benchmarks.md's Llama 3 8B section in $(( $(date +%s) - T0 )) s (results in $WORK)"
 else
   python3 tools/benchmark_report.py "$WORK" --docs docs --readme README.md
   say "wrote docs/benchmarks.md, docs/*.svg and README.md's table in $(( $(date +%s) - T0 )) s (results in $WORK)"

@@ -85,7 +85,10 @@ std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& res
                     const std::vector<StrategyResult>& sweep, const std::vector<StrategyResult>& offload) {
   nlohmann::json j;
   j["framework"] = cfg.framework;
-  j["config"] = {{"layers", cfg.shape.layers},
+  j["config"] = {{"model", cfg.shape.model},
+                 {"kv_heads", cfg.shape.kv_heads_or_heads()},
+                 {"ffn_hidden", cfg.shape.ffn_hidden},
+                 {"layers", cfg.shape.layers},
                  {"embd", cfg.shape.embd},
                  {"heads", cfg.shape.heads},
                  {"seq", cfg.shape.seq},
@@ -146,6 +149,11 @@ void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResu
   cfg->framework = j.value("framework", std::string("?"));
   const auto& c = j.at("config");
   cfg->shape = ModelShape{c.at("batch"), c.at("seq"), c.at("embd"), c.at("heads"), c.at("vocab"), c.at("layers")};
+  cfg->shape.model = c.value("model", std::string("gpt"));  // files written before --model: the GPT
+  if (cfg->shape.is_llama()) {
+    cfg->shape.kv_heads = c.value("kv_heads", int64_t{0});
+    cfg->shape.ffn_hidden = c.value("ffn_hidden", int64_t{0});
+  }
   cfg->device = c.value("device", std::string("cpu"));
   cfg->dtype = c.value("dtype", std::string("f32"));
   cfg->attention = c.value("attention", std::string("math"));  // files written before --attention/--sdpa: math

@@ -19,8 +19,10 @@ std::vector<std::string> report_preamble(const RunConfig& cfg, const std::vector
   const ModelShape& m = cfg.shape;
   std::vector<std::string> lines;
   std::ostringstream model;
-  model << "GPT: " << m.layers << " layers, d_model " << m.embd << ", " << m.heads << " heads, seq " << m.seq
-        << ", batch " << m.batch << ", vocab " << m.vocab << ", " << cfg.dtype << ", " << cfg.device;
+  model << (m.is_llama() ? "Llama: " : "GPT: ") << m.layers << " layers, d_model " << m.embd << ", " << m.heads
+        << " heads";
+  if (m.is_llama()) model << " (" << m.kv_heads_or_heads() << " kv), ffn " << m.ffn_hidden;
+  model << ", seq " << m.seq << ", batch " << m.batch << ", vocab " << m.vocab << ", " << cfg.dtype << ", " << cfg.device;
   if (cfg.attention != "math") model << ", attention " << cfg.attention;
   lines.push_back(model.str());
   if (cfg.device.find("emulated") != std::string::npos) {
@@ -32,9 +34,11 @@ std::vector<std::string> report_preamble(const RunConfig& cfg, const std::vector
       cfg.model_flops_per_step / 1e9, cfg.forward_flops / 1e9,
       cfg.model_flops_per_step > 0 ? (cfg.model_flops_per_step + cfg.forward_flops) / cfg.model_flops_per_step : 0.0);
   lines.push_back(buf);
-  std::snprintf(buf, sizeof buf, "Korthikanti et al. sbh(34+5as/h), 16-bit, all layers: %.1f MiB (reference only)",
-                korthikanti_bytes(m) / kMiB);
-  lines.push_back(buf);
+  if (!m.is_llama()) {  // their formula is the GPT block's (its MLP of 4h, LayerNorm, dropout)
+    std::snprintf(buf, sizeof buf, "Korthikanti et al. sbh(34+5as/h), 16-bit, all layers: %.1f MiB (reference only)",
+                  korthikanti_bytes(m) / kMiB);
+    lines.push_back(buf);
+  }
   const StrategyResult* none = find(results, "none");
   if (cfg.fma_peak_gflops > 0 && cfg.dtype == "f32" && none != nullptr && none->median_ms > 0) {
     const double gflops = cfg.model_flops_per_step / (none->median_ms * 1e-3) / 1e9;

@@ -53,6 +53,18 @@ TEST_CASE("memory_vs_recompute refuses bad numbers with one line naming the flag
       {"--dry-run --embd 4000000000 --heads 1",
        "the model is too large to count in bytes: L*12*C*C (the blocks' parameters): 4 * 12 * 4000000000 * 4000000000 "
        "overflows int64"},
+      {"--dry-run --model llama --embd 4000000000 --heads 2 --ffn 8",
+       "the model is too large to count in bytes: C * kv_heads * C/H: 4000000000 * 2 * 2000000000 overflows int64"},
+      {"--model bert", "--model must be gpt or llama, got 'bert'"},
+      {"--config llama3_70b", "--config must be debugmodel or llama3_8b (torchtitan's Llama 3 flavours), got 'llama3_70b'"},
+      {"--kv-heads 2", "--kv-heads and --ffn are the Llama's (--model llama)"},
+      {"--model llama --heads 4 --kv-heads 3", "--heads must be divisible by --kv-heads (grouped-query attention), got 4 and 3"},
+      {"--model llama --embd 12 --heads 4", "the Llama's head size (--embd / --heads) must be even for its rotary "
+       "embeddings, got 3"},
+      {"--model llama --strategies sac-no-fc2", "--strategies: unknown strategy 'sac-no-fc2'; known: none, full, "
+       "full-reentrant, every2, sac-mm, sac-titan, sac-no-w2, sac-megatron"},
+      {"--strategies bogus", "--strategies: unknown strategy 'bogus'; known: none, full, full-reentrant, every2, sac-mm, "
+       "sac-titan, sac-no-fc2, sac-megatron"},
       {"--dry-run --seq 4000000000 --batch 4000000000",
        "the model is too large to count in bytes: A = B*T*C*e (one [B, T, C] activation): 4000000000 * 4000000000 * "
        "256 * 4 overflows int64"},
@@ -121,4 +133,27 @@ TEST_CASE("memory_vs_recompute writes results.json that --compare reads back, re
   CHECK_FALSE(exists(out + "/timeline_sac-mm.svg"));  // not this run's: removed
   const auto again = run_binary("bench/memory_vs_recompute", kTiny + "--compare " + out + "/results.json", 120);
   CHECK(again.status == 0);
+}
+
+TEST_CASE("memory_vs_recompute --model llama: every strategy measured beside its dry run, and a results.json that "
+          "names the model", "[bench][cli]") {
+  const std::string out = test_dir() + "/llama";
+  ::mkdir(out.c_str(), 0755);
+  const auto r = run_binary("bench/memory_vs_recompute",
+                            "--model llama --layers 1 --embd 16 --heads 4 --kv-heads 2 --seq 8 --batch 1 --vocab 8 "
+                            "--steps 2 --warmup 0 --no-interleave --no-timeline --out " + out, 120);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Contains("Llama: 1 layers, d_model 16, 4 heads (2 kv), ffn 256, seq 8") && Contains("sac-no-w2") &&
+                        Contains("sac-titan"));
+  const std::string json = read_text(out + "/results.json");
+  CHECK_THAT(json, Contains("\"model\": \"llama\"") && Contains("\"kv_heads\": 2") && Contains("\"ffn_hidden\": 256"));
+}
+
+TEST_CASE("memory_vs_recompute --config llama3_8b: torchtitan's flavour, later flags overriding its sizes",
+          "[bench][cli]") {
+  const auto r = run_binary("bench/memory_vs_recompute",
+                            "--dry-run --config llama3_8b --layers 1 --seq 16 --batch 1 --vocab 64 --strategies full "
+                            "--dtype bf16", 120);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Contains("Llama: 1 layers, d_model 4096, 32 heads (8 kv), ffn 14336, seq 16, batch 1, vocab 64, bf16"));
 }

@@ -126,3 +126,28 @@ TEST_CASE("training session: interleaved steps train each model as it would trai
   REQUIRE_THROWS_WITH(interleaved_step_seconds(pair, kTiny, Device{kCPU}, 0, 1),
                       Catch::Matchers::Contains("interleaved_step_seconds: expected rounds >= 1 and warmup >= 0, got 0 and 1"));
 }
+
+TEST_CASE("dry run: every Llama strategy's Meta step matches the CPU step to the byte (tiny GQA Llama)", "[dry_run]") {
+  ModelShape llama{2, 8, 32, 4, 11, 2};
+  llama.model = "llama";
+  llama.kv_heads = 2;    // grouped-query attention: repeat_kv's copies
+  llama.ffn_hidden = 48;
+  for (const Strategy& s : all_strategies("llama")) check_dry_run_matches(s, llama, 2);
+}
+
+TEST_CASE("the benchmark's Llama is torchtitan's, sized by the shape", "[bench]") {
+  ModelShape shape{2, 8, 32, 4, 11, 3};
+  shape.model = "llama";
+  shape.kv_heads = 2;
+  nn::LlamaConfig c = llama_config(shape, kBFloat16, Device{kMeta});
+  CHECK(c.dim == 32);
+  CHECK(c.n_layers == 3);
+  CHECK(c.kv_heads() == 2);
+  CHECK(c.vocab_size == 11);
+  CHECK(c.max_seq_len == 8);
+  CHECK(c.ffn_hidden_dim() == 256);  // torchtitan's rule: int(2 * 128 / 3) = 85, up to a multiple of 256
+  CHECK(c.options.dtype() == kBFloat16);
+  shape.model = "bert";
+  CHECK_THROWS_WITH(run_training_steps(all_strategies().at(0), shape, Device{kMeta}, 1),
+                    "the benchmark's model must be gpt or llama, got 'bert'");
+}

@@ -78,6 +78,9 @@ TEST_CASE("Llama configurations are torchtitan's", "[llama]") {
   CHECK(big.kv_heads() == 8);
   CHECK(big.head_dim() == 128);
   CHECK(big.vocab_size == 128256);
+  nn::LlamaConfig given = debug;
+  given.ffn_hidden = 100;  // as given, whatever multiple_of says
+  CHECK(given.ffn_hidden_dim() == 100);
   CHECK(big.rope_theta == 500000);
   CHECK(big.norm_eps == 1e-5);
   REQUIRE_THROWS_WITH(nn::LlamaConfig::named("llama2"),
