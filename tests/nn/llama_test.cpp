@@ -184,6 +184,29 @@ TEST_CASE("Llama's loss decreases over a few AdamW steps on a fixed batch", "[ll
   CHECK(losses.back() < losses.front() - 0.3);
 }
 
+TEST_CASE("Llama trains in bf16 on the CPU: its losses track f32's and decrease", "[llama][bf16]") {
+  // The same seed and batch in both dtypes; torchtitan trains Llama 3 in bf16.
+  std::vector<double> losses[2];
+  for (ScalarType dtype : {kFloat, kBFloat16}) {
+    nn::Llama model(small_config(TensorOptions().dtype(dtype)));
+    CHECK(model.output->weight.dtype() == dtype);
+    CHECK(model.freqs_cos.dtype() == kFloat);  // the rotary tables stay f32, as torchtitan's complex64
+    optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-2));
+    Tensor idx = tokens(4, 16, 19, 3), targets = tokens(4, 16, 19, 4);
+    for (int step = 0; step < 6; ++step) {
+      opt.zero_grad();
+      nn::LlamaOutput out = model.forward(idx, targets);
+      CHECK(out.logits.dtype() == dtype);
+      losses[dtype == kBFloat16].push_back(out.loss.item());
+      out.loss.backward();
+      opt.step();
+    }
+  }
+  INFO("f32 " << ::Catch::Detail::stringify(losses[0]) << ", bf16 " << ::Catch::Detail::stringify(losses[1]));
+  for (size_t i = 0; i < losses[1].size(); ++i) CHECK(losses[1][i] == Approx(losses[0][i]).epsilon(3e-2));
+  CHECK(losses[1].back() < losses[1].front() - 0.3);
+}
+
 TEST_CASE("Llama: non-reentrant checkpointing strategies give bitwise identical gradients", "[llama][checkpoint]") {
   Run none = run(nn::ActivationCheckpointing::none());
   auto same = [&](const Run& r) {
