@@ -104,8 +104,8 @@ class TransformerBlock(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.attention = Attention(c)
-        self.feed_forward = FeedForward(c["dim"], ffn_hidden_dim(c["dim"], c["multiple_of"],
-                                                                 c["ffn_dim_multiplier"]))
+        hidden = c.get("ffn_hidden") or ffn_hidden_dim(c["dim"], c["multiple_of"], c["ffn_dim_multiplier"])
+        self.feed_forward = FeedForward(c["dim"], hidden)  # remat's LlamaConfig::ffn_hidden: as given
         self.attention_norm = nn.RMSNorm(c["dim"], eps=c["norm_eps"])
         self.ffn_norm = nn.RMSNorm(c["dim"], eps=c["norm_eps"])
         self.freqs_cis = None  # set by Llama.forward

@@ -173,15 +173,19 @@ def policies():
             return CP.MUST_SAVE if op in sdpa else CP.PREFER_RECOMPUTE
         return policy
 
-    def no_fc2():
-        linear = {"n": 0}
+    def no_last_linear(linears_per_block):
+        """Every matmul but the MLP's last projection, the block's last linear: the GPT's fc2 (4 linears:
+        qkv, proj, fc1, fc2), the Llama's w2 (7: wq, wk, wv, wo, w1, w3, w2)."""
+        def make():
+            linear = {"n": 0}
 
-        def policy(ctx, op, *a, **k):
-            if op in (aten.mm.default, aten.addmm.default):
-                linear["n"] += 1
-                return CP.PREFER_RECOMPUTE if linear["n"] % 4 == 0 else CP.MUST_SAVE  # fc2: 4th linear
-            return CP.MUST_SAVE if op == aten.bmm.default or op in sdpa else CP.PREFER_RECOMPUTE
-        return policy
+            def policy(ctx, op, *a, **k):
+                if op in (aten.mm.default, aten.addmm.default):
+                    linear["n"] += 1
+                    return CP.PREFER_RECOMPUTE if linear["n"] % linears_per_block == 0 else CP.MUST_SAVE
+                return CP.MUST_SAVE if op == aten.bmm.default or op in sdpa else CP.PREFER_RECOMPUTE
+            return policy
+        return make
 
     def megatron():
         core = {aten.bmm.default, aten._softmax.default, aten.masked_fill.Scalar, aten.mul.Tensor,
@@ -209,7 +213,8 @@ def policies():
             return CP.PREFER_SAVE
         return policy
 
-    return {"sac-mm": save_mm, "sac-titan": titan, "sac-no-fc2": no_fc2, "sac-megatron": megatron}
+    return {"sac-mm": save_mm, "sac-titan": titan, "sac-no-fc2": no_last_linear(4), "sac-no-w2": no_last_linear(7),
+            "sac-megatron": megatron}
 
 
 def strategy_fn(name):
@@ -289,12 +294,13 @@ def activation_bytes(model, idx, targets, device):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--embd", type=int, default=256)
-    p.add_argument("--heads", type=int, default=4)
+    # The GPT's defaults (4, 256, 4, 65) or, with --model llama, the --config's sizes: given, they override.
+    p.add_argument("--layers", type=int, default=None)
+    p.add_argument("--embd", type=int, default=None)
+    p.add_argument("--heads", type=int, default=None)
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--vocab", type=int, default=65)
+    p.add_argument("--vocab", type=int, default=None)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -315,16 +321,33 @@ def main():
                         "other processes do not inflate; as memory_vs_recompute --clock cpu (use with --threads 1)")
     p.add_argument("--model", default="gpt", choices=["gpt", "llama"],
                    help="llama: the twin of remat's nn::Llama (bench/torch_llama.py, torchtitan's Llama 3) under "
-                        "--config, with max_seq_len --seq; --layers/--embd/--heads/--vocab then come from the config")
+                        "--config, with max_seq_len --seq; --layers/--embd/--heads/--vocab override the config's "
+                        "(as memory_vs_recompute --model llama does)")
     p.add_argument("--config", default="debugmodel", choices=["debugmodel", "llama3_8b"])
+    p.add_argument("--kv-heads", type=int, default=None, help="llama: n_kv_heads (default: the config's)")
+    p.add_argument("--ffn", type=int, default=None, help="llama: the SwiGLU hidden size as given (default: the "
+                                                         "config's rule)")
     p.add_argument("--out", default="")
     a = p.parse_args()
     if a.model == "llama":
-        from torch_llama import named_config
+        from torch_llama import ffn_hidden_dim, named_config
         a.llama = named_config(a.config, a.seq)
+        for flag, key in (("layers", "n_layers"), ("embd", "dim"), ("heads", "n_heads"), ("vocab", "vocab_size"),
+                          ("kv_heads", "n_kv_heads"), ("ffn", "ffn_hidden")):
+            if getattr(a, flag) is not None:
+                a.llama[key] = getattr(a, flag)
         a.layers, a.embd, a.heads, a.vocab = (a.llama[k] for k in ("n_layers", "dim", "n_heads", "vocab_size"))
+        a.kv_heads = a.llama["n_kv_heads"] or a.heads
+        a.ffn = a.llama.get("ffn_hidden") or ffn_hidden_dim(a.embd, a.llama["multiple_of"], a.llama["ffn_dim_multiplier"])
+    else:
+        if a.kv_heads is not None or a.ffn is not None:
+            sys.exit("--kv-heads and --ffn are the Llama's (--model llama)")
+        for flag, default in (("layers", 4), ("embd", 256), ("heads", 4), ("vocab", 65)):
+            if getattr(a, flag) is None:
+                setattr(a, flag, default)
     if a.strategies is None:
-        a.strategies = "plan" if a.plan else "none,full,full-reentrant,every2,sac-mm,sac-titan,sac-no-fc2,sac-megatron"
+        a.strategies = "plan" if a.plan else ("none,full,full-reentrant,every2,sac-mm,sac-titan,"
+                                              + ("sac-no-w2" if a.model == "llama" else "sac-no-fc2,sac-megatron"))
     if "plan" in a.strategies.split(",") and not a.plan:
         sys.exit("the strategy 'plan' needs --plan FILE")
     plan = load_plan(a.plan, a) if a.plan else None
@@ -383,7 +406,9 @@ def main():
               file=sys.stderr)
 
     doc = {"framework": f"pytorch {torch.__version__}",
-           "config": {"model": a.model, **({"llama_config": a.config} if a.model == "llama" else {}),
+           "config": {"model": a.model,
+                      **({"llama_config": a.config, "kv_heads": a.kv_heads, "ffn_hidden": a.ffn} if a.model == "llama"
+                         else {}),
                       "layers": a.layers, "embd": a.embd, "heads": a.heads, "seq": a.seq, "batch": a.batch,
                       "vocab": a.vocab, "device": a.device, "dtype": a.dtype, "attention": "sdpa" if a.sdpa else "math",
                       "steps": a.steps, "warmup": a.warmup,
