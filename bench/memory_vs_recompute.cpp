@@ -20,9 +20,7 @@
 //   ./bazelw run //bench:memory_vs_recompute -- --budget 80MiB --sweep 6 --sweep-at-strategies --out /tmp/mvr
 //   ./bazelw run --config=cuda_emu //bench:memory_vs_recompute -- --device cuda --dry-run --sweep 4 --offload 64MiB
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <dirent.h>
 #include <cstdio>
 #include <cstdlib>
@@ -217,6 +215,11 @@ Args parse(int argc, char** argv) {
   if (a.meta_accounting != "cpu" && a.meta_accounting != "cuda")
     usage("--meta-accounting must be cpu or cuda, got '" + a.meta_accounting + "'");
   if (a.shape.embd % a.shape.heads != 0) usage("--embd must be divisible by --heads");
+  try {
+    if (!a.strategies.empty()) select_strategies(a.strategies);  // an unknown name: bad usage, before the run
+  } catch (const Error& e) {
+    usage(e.what());
+  }
   if (a.dry_run && !a.compare.empty()) usage("--compare needs measurements; it cannot go with --dry-run");
   try {
     check_planning_args(a.planning, a.dry_run);
@@ -411,18 +414,13 @@ std::vector<StrategyResult> run_sweep(const Args& a, const std::vector<StrategyR
   return sweep;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Args a = parse(argc, argv);
-  if (!a.out.empty()) remove_earlier_outputs(a.out);
-  try {
+// The run the flags ask for; main() below reports what it throws.
+int run(Args& a) {
+  {
     Device device = a.device == "cuda" ? Device{kCUDA} : Device{kCPU};
-    if (!a.dry_run && device.is_cuda() && !cuda_is_available()) {  // engine/core/cuda_hooks.h
-      std::fprintf(stderr, "error: --device cuda, but no CUDA device is available (or remat was built without CUDA); "
-                           "--dry-run predicts without one\n");
-      return 2;
-    }
+    if (!a.dry_run && device.is_cuda() && !cuda_is_available())  // engine/core/cuda_hooks.h
+      throw UsageError("--device cuda, but no CUDA device is available (or remat was built without CUDA); "
+                       "--dry-run predicts without one");
     std::vector<Strategy> strategies = a.strategies.empty() ? all_strategies() : select_strategies(a.strategies);
 
     RunConfig cfg;
@@ -531,23 +529,31 @@ int main(int argc, char** argv) {
       if (file.empty()) continue;
       RunConfig other_cfg;
       std::vector<StrategyResult> other;
-      from_json(read_file(file), &other_cfg, &other);
+      const std::string text = read_file(file);
+      try {
+        from_json(text, &other_cfg, &other);
+      } catch (const Error& e) {
+        throw Error("--compare " + cli_detail::quoted_path(file) + ": " + e.what());
+      }
       print_comparison(cfg, results, other_cfg, other);
     }
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "\nerror: out of memory (std::bad_alloc)\n");
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "\nerror: %s\n", e.what());
-    return 1;
-  } catch (...) {
-    std::fprintf(stderr, "\nerror: unknown exception\n");
-    return 1;
-  }
-  // The tables must have reached stdout: a full disk (> /dev/full) is a failed run.
-  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    std::fprintf(stderr, "error: cannot write standard output: %s\n", std::strerror(errno));
-    return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+// Anything thrown: one "error: ..." line; exit 2 for bad usage (parse() exits 2 itself), 1 for a
+// failed run, and 1 when stdout could not be written, e.g. a full disk (engine/core/cli.h).
+int main(int argc, char** argv) {
+  return run_main([&] {
+    Args a = parse(argc, argv);
+    if (!a.out.empty()) remove_earlier_outputs(a.out);
+    try {
+      return run(a);
+    } catch (...) {
+      if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%90s\r", "");  // the progress bar's line
+      throw;
+    }
+  });
 }

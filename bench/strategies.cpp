@@ -91,7 +91,7 @@ std::vector<Strategy> select_strategies(const std::string& csv) {
     if (!found) {
       std::string known;
       for (const Strategy& s : all) known += (known.empty() ? "" : ", ") + s.name;
-      throw Error("unknown strategy '" + name + "'; known: " + known);
+      throw Error("--strategies: unknown strategy " + cli_detail::quoted(name) + "; known: " + known);
     }
   }
   REMAT_CHECK(!out.empty(), "--strategies: no strategy selected");

@@ -49,6 +49,11 @@ TEST_CASE("memory_vs_recompute refuses bad numbers with one line naming the flag
       {"--steps 1x", "--steps: expected an integer >= 1, got '1x'"},
       {"--warmup -1", "--warmup: expected an integer >= 0, got '-1'"},
       {"--sweep 0", "--sweep expects an integer >= 1 (how many budgets to plan), got '0'"},
+      // A name the run does not know: bad usage, before anything runs (it used to exit 1).
+      {"--strategies none,bogus",
+       "--strategies: unknown strategy 'bogus'; known: none, full, full-reentrant, every2, sac-mm, sac-titan, "
+       "sac-no-fc2, sac-megatron"},
+      {"--strategies ,", "--strategies: no strategy selected"},
       // An impossible model: refused before anything runs, naming the figure that overflowed.
       {"--dry-run --embd 4000000000 --heads 1",
        "the model is too large to count in bytes: L*12*C*C (the blocks' parameters): 4 * 12 * 4000000000 * 4000000000 "
