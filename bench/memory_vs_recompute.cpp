@@ -61,6 +61,8 @@ struct Args {
   bool fused_adamw = true;  // --optimizer adamw-fused (default) or adamw (the single-tensor op sequence)
   PlanningArgs planning;  // --budget, --sweep, --sweep-at-strategies, --estimate, --offload
   std::string estimate;   // --estimate as given ("": benchmark when planning for this run's CPU, else cost-model)
+  // --compare's files, read before the run: each one's configuration and results.
+  std::vector<std::pair<RunConfig, std::vector<StrategyResult>>> compared;
 };
 
 // --compare's files: regular files (a FIFO would never end) of at most this many bytes.
@@ -228,8 +230,16 @@ Args parse(int argc, char** argv) {
     // Outputs and inputs before the run: a run of minutes that cannot save or compare is bad usage.
     if (!a.out.empty()) check_output_dir(a.out, "--out");
     std::stringstream files(a.compare);
-    for (std::string file; std::getline(files, file, ',');)
-      if (!file.empty()) check_input_file(file, "--compare", kMaxCompareBytes);
+    for (std::string file; std::getline(files, file, ',');) {
+      if (file.empty()) continue;
+      const std::string text = read_input_file(file, "--compare", kMaxCompareBytes);
+      a.compared.emplace_back();
+      try {  // a file it cannot read (not JSON, a null figure) is refused before the run, too
+        from_json(text, &a.compared.back().first, &a.compared.back().second);
+      } catch (const Error& e) {
+        throw Error("--compare " + cli_detail::quoted_path(file) + ": " + e.what());
+      }
+    }
   } catch (const Error& e) {
     usage(e.what());
   }
@@ -319,8 +329,6 @@ StrategyResult run(const Strategy& s, const Args& a, size_t index, size_t total,
   }
   return r;
 }
-
-std::string read_file(const std::string& path) { return read_input_file(path, "--compare", kMaxCompareBytes); }
 
 // To a temporary name, checked, then renamed (engine/core/file_io.h): /dev/full fails loudly.
 void write_file(const std::string& path, const std::string& text) { write_file_atomically(path, text); }
@@ -523,20 +531,7 @@ int run(Args& a) {
                   offload.empty() ? "" : "memory_vs_modeled_cost.svg, ");
     }
     // One comparison per file (e.g. PyTorch 2.x and 1.13 runs of bench/torch_reference.py).
-    std::stringstream files(a.compare);
-    std::string file;
-    while (std::getline(files, file, ',')) {
-      if (file.empty()) continue;
-      RunConfig other_cfg;
-      std::vector<StrategyResult> other;
-      const std::string text = read_file(file);
-      try {
-        from_json(text, &other_cfg, &other);
-      } catch (const Error& e) {
-        throw Error("--compare " + cli_detail::quoted_path(file) + ": " + e.what());
-      }
-      print_comparison(cfg, results, other_cfg, other);
-    }
+    for (const auto& [other_cfg, other] : a.compared) print_comparison(cfg, results, other_cfg, other);
   }
   return 0;
 }
