@@ -19,7 +19,8 @@
 //                      byte_size.h ("40MiB" <-> bytes), clock.h (wall and process CPU time),
 //                      cli.h (flags' numbers read strictly; main's errors), file_io.h (inputs checked,
 //                      outputs written to a temporary name and renamed), safe_numerics.h (products
-//                      of sizes checked for overflow)
+//                      of sizes checked for overflow), out_of_memory.h (a failed allocation of a
+//                      known size, named)
 //   engine/dispatch    dispatcher.h (ops, typed and boxed calls), library.h (registration),
 //                      dispatch_mode.h (TorchDispatchMode: the stack SAC is built on)
 //   engine/autograd    variable.h, autograd.h + engine.h (backward, grad), grad_mode.h,
@@ -46,6 +47,7 @@
 #include "engine/core/memory_context.h"
 #include "engine/core/memory_stats.h"
 #include "engine/core/memory_tracker.h"
+#include "engine/core/out_of_memory.h"
 #include "engine/core/safe_numerics.h"
 #include "engine/core/tensor.h"
 #include "engine/core/version.h"

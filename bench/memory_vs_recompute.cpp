@@ -20,9 +20,7 @@
 //   ./bazelw run //bench:memory_vs_recompute -- --budget 80MiB --sweep 6 --sweep-at-strategies --out /tmp/mvr
 //   ./bazelw run --config=cuda_emu //bench:memory_vs_recompute -- --device cuda --dry-run --sweep 4 --offload 64MiB
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <dirent.h>
 #include <cstdio>
 #include <cstdlib>
@@ -63,6 +61,8 @@ struct Args {
   bool fused_adamw = true;  // --optimizer adamw-fused (default) or adamw (the single-tensor op sequence)
   PlanningArgs planning;  // --budget, --sweep, --sweep-at-strategies, --estimate, --offload
   std::string estimate;   // --estimate as given ("": benchmark when planning for this run's CPU, else cost-model)
+  // --compare's files, read before the run: each one's configuration and results.
+  std::vector<std::pair<RunConfig, std::vector<StrategyResult>>> compared;
 };
 
 // --compare's files: regular files (a FIFO would never end) of at most this many bytes.
@@ -255,9 +255,9 @@ Args parse(int argc, char** argv) {
     usage("the Llama's head size (--embd / --heads) must be even for its rotary embeddings, got " +
           std::to_string(a.shape.embd / a.shape.heads));
   try {
-    if (!a.strategies.empty()) select_strategies(a.strategies, a.shape.model);
+    if (!a.strategies.empty()) select_strategies(a.strategies, a.shape.model);  // an unknown name: bad usage, before the run
   } catch (const Error& e) {
-    usage(std::string("--strategies: ") + e.what());
+    usage(e.what());
   }
   if (a.dry_run && !a.compare.empty()) usage("--compare needs measurements; it cannot go with --dry-run");
   try {
@@ -267,8 +267,16 @@ Args parse(int argc, char** argv) {
     // Outputs and inputs before the run: a run of minutes that cannot save or compare is bad usage.
     if (!a.out.empty()) check_output_dir(a.out, "--out");
     std::stringstream files(a.compare);
-    for (std::string file; std::getline(files, file, ',');)
-      if (!file.empty()) check_input_file(file, "--compare", kMaxCompareBytes);
+    for (std::string file; std::getline(files, file, ',');) {
+      if (file.empty()) continue;
+      const std::string text = read_input_file(file, "--compare", kMaxCompareBytes);
+      a.compared.emplace_back();
+      try {  // a file it cannot read (not JSON, a null figure) is refused before the run, too
+        from_json(text, &a.compared.back().first, &a.compared.back().second);
+      } catch (const Error& e) {
+        throw Error("--compare " + cli_detail::quoted_path(file) + ": " + e.what());
+      }
+    }
   } catch (const Error& e) {
     usage(e.what());
   }
@@ -369,8 +377,6 @@ StrategyResult run(const Strategy& s, const Args& a, size_t index, size_t total,
   return r;
 }
 
-std::string read_file(const std::string& path) { return read_input_file(path, "--compare", kMaxCompareBytes); }
-
 // To a temporary name, checked, then renamed (engine/core/file_io.h): /dev/full fails loudly.
 void write_file(const std::string& path, const std::string& text) { write_file_atomically(path, text); }
 
@@ -463,18 +469,13 @@ std::vector<StrategyResult> run_sweep(const Args& a, const std::vector<StrategyR
   return sweep;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Args a = parse(argc, argv);
-  if (!a.out.empty()) remove_earlier_outputs(a.out);
-  try {
+// The run the flags ask for; main() below reports what it throws.
+int run(Args& a) {
+  {
     Device device = a.device == "cuda" ? Device{kCUDA} : Device{kCPU};
-    if (!a.dry_run && device.is_cuda() && !cuda_is_available()) {  // engine/core/cuda_hooks.h
-      std::fprintf(stderr, "error: --device cuda, but no CUDA device is available (or remat was built without CUDA); "
-                           "--dry-run predicts without one\n");
-      return 2;
-    }
+    if (!a.dry_run && device.is_cuda() && !cuda_is_available())  // engine/core/cuda_hooks.h
+      throw UsageError("--device cuda, but no CUDA device is available (or remat was built without CUDA); "
+                       "--dry-run predicts without one");
     std::vector<Strategy> strategies =
         a.strategies.empty() ? all_strategies(a.shape.model) : select_strategies(a.strategies, a.shape.model);
 
@@ -578,29 +579,24 @@ int main(int argc, char** argv) {
                   offload.empty() ? "" : "memory_vs_modeled_cost.svg, ");
     }
     // One comparison per file (e.g. PyTorch 2.x and 1.13 runs of bench/torch_reference.py).
-    std::stringstream files(a.compare);
-    std::string file;
-    while (std::getline(files, file, ',')) {
-      if (file.empty()) continue;
-      RunConfig other_cfg;
-      std::vector<StrategyResult> other;
-      from_json(read_file(file), &other_cfg, &other);
-      print_comparison(cfg, results, other_cfg, other);
-    }
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "\nerror: out of memory (std::bad_alloc)\n");
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "\nerror: %s\n", e.what());
-    return 1;
-  } catch (...) {
-    std::fprintf(stderr, "\nerror: unknown exception\n");
-    return 1;
-  }
-  // The tables must have reached stdout: a full disk (> /dev/full) is a failed run.
-  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    std::fprintf(stderr, "error: cannot write standard output: %s\n", std::strerror(errno));
-    return 1;
+    for (const auto& [other_cfg, other] : a.compared) print_comparison(cfg, results, other_cfg, other);
   }
   return 0;
+}
+
+}  // namespace
+
+// Anything thrown: one "error: ..." line; exit 2 for bad usage (parse() exits 2 itself), 1 for a
+// failed run, and 1 when stdout could not be written, e.g. a full disk (engine/core/cli.h).
+int main(int argc, char** argv) {
+  return run_main([&] {
+    Args a = parse(argc, argv);
+    if (!a.out.empty()) remove_earlier_outputs(a.out);
+    try {
+      return run(a);
+    } catch (...) {
+      if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%90s\r", "");  // the progress bar's line
+      throw;
+    }
+  });
 }

@@ -3,7 +3,9 @@
 
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "remat.h"
@@ -33,16 +35,12 @@ PeerFigures parse_peer_figures(const std::string& command, const std::string& ou
       f.version = value;
       continue;
     }
-    // Whole-string number check: "12x" or "nan" would be a broken peer, not a figure.
-    size_t used = 0;
-    double v = -1.0;
-    try {
-      v = std::stod(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    REMAT_CHECK(used == value.size() && v >= 0.0, "dispatch_overhead --libtorch ", command, ": the value of ", key,
-                " is '", value, "', not a number of nanoseconds");
+    // Whole-string decimal number (engine/core/cli.h): "12x", "nan" or "inf" would be a broken
+    // peer, not a figure.
+    const bool decimal = decimal_prefix(value) == value.size();
+    const double v = decimal ? std::strtod(value.c_str(), nullptr) : -1.0;
+    REMAT_CHECK(decimal && std::isfinite(v) && v >= 0.0, "dispatch_overhead --libtorch ", command, ": the value of ",
+                key, " is ", cli_detail::quoted(value), ", not a number of nanoseconds");
     f.ns[key] = v;
   }
   for (const auto& kv : required)

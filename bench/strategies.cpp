@@ -102,7 +102,7 @@ std::vector<Strategy> select_strategies(const std::string& csv, const std::strin
     if (!found) {
       std::string known;
       for (const Strategy& s : all) known += (known.empty() ? "" : ", ") + s.name;
-      throw Error("unknown strategy '" + name + "'; known: " + known);
+      throw Error("--strategies: unknown strategy " + cli_detail::quoted(name) + "; known: " + known);
     }
   }
   REMAT_CHECK(!out.empty(), "--strategies: no strategy selected");

@@ -415,7 +415,11 @@ def main():
                       "threads": a.threads, "clock": a.clock,
                       "optimizer": getattr(a, "optimizer_used", a.optimizer)},
            "results": results}
-    text = json.dumps(doc, indent=1)
+    # NaN or Infinity is not JSON, and --compare could not read it: one line, exit 1 (issue 45).
+    try:
+        text = json.dumps(doc, indent=1, allow_nan=False)
+    except ValueError as e:
+        sys.exit(f"error: results.json: a figure is NaN or Inf ({e}); the file is not written")
     if a.out:
         with open(a.out, "w") as f:
             f.write(text)

@@ -56,64 +56,58 @@ double mib(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
 }  // namespace
 
+// Anything thrown: one "error: ..." line (run_main, engine/core/cli.h); exit 2 for bad usage (the
+// argument, or a budget below the lowest peak any plan reaches: the message names it), 1 for a
+// failed run (e.g. std::bad_alloc, or stdout unwritable: a full disk).
 int main(int argc, char** argv) {
-  if (argc > 2) {
-    std::fprintf(stderr, "error: expected at most one argument, the budget in MiB (default 9), got %d\n", argc - 1);
-    return 2;
-  }
-  double budget_mib = 9.0;
-  try {
-    if (argc > 1) budget_mib = parse_float("BUDGET_MIB", argv[1], 0.001, 1 << 20, "a number of MiB from 0.001 to 1048576");
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  }
-  const Tokens tokens(kText);
-  nn::GPTConfig cfg;
-  cfg.vocab_size = static_cast<int64_t>(tokens.vocab.size());
-  cfg.block_size = 64, cfg.n_layer = 4, cfg.n_head = 4, cfg.n_embd = 64;
-  const int64_t B = 8, T = 64;
-  const optim::AdamWOptions adamw(3e-3);
-  try {
-    // One training step. The planner runs it on Device{kMeta} (dry runs), the loop below on the CPU.
-    auto train_step = [](nn::GPT& model, optim::AdamW& opt, const Tensor& idx, const Tensor& targets) {
-      opt.zero_grad();
-      nn::GPTOutput out = model.forward(idx, targets);
-      out.loss.backward();
-      opt.step();
-      return out.loss;
-    };
-    PlannedStep step = [&](const PolicyFn& policy, Device device) {
-      nn::GPTConfig c = cfg;
-      c.options = TensorOptions().device(device);
-      nn::GPT model(c);
-      model.set_checkpointing(nn::ActivationCheckpointing::selective(policy));
-      optim::AdamW opt(model.parameters(), adamw);
-      TensorOptions ids = TensorOptions().dtype(kLong).device(device);
-      for (int i = 0; i < 2; ++i)  // two steps: from the second on, AdamW's moments are alive too
-        train_step(model, opt, empty({B, T}, ids), empty({B, T}, ids));
-    };
-    CheckpointPlan plan = plan_checkpointing(step, PlannerOptions{static_cast<int64_t>(budget_mib * (1 << 20))});
-    std::printf("%s", plan.summary().c_str());
+  return run_main([&] {
+    if (argc > 2)
+      throw UsageError("expected at most one argument, the budget in MiB (default 9), got " + std::to_string(argc - 1));
+    const double budget_mib =
+        argc > 1 ? parse_float("BUDGET_MIB", argv[1], 0.001, 1 << 20, "a number of MiB from 0.001 to 1048576") : 9.0;
+    const Tokens tokens(kText);
+    nn::GPTConfig cfg;
+    cfg.vocab_size = static_cast<int64_t>(tokens.vocab.size());
+    cfg.block_size = 64, cfg.n_layer = 4, cfg.n_head = 4, cfg.n_embd = 64;
+    const int64_t B = 8, T = 64;
+    const optim::AdamWOptions adamw(3e-3);
+    try {
+      // One training step. The planner runs it on Device{kMeta} (dry runs), the loop below on the CPU.
+      auto train_step = [](nn::GPT& model, optim::AdamW& opt, const Tensor& idx, const Tensor& targets) {
+        opt.zero_grad();
+        nn::GPTOutput out = model.forward(idx, targets);
+        out.loss.backward();
+        opt.step();
+        return out.loss;
+      };
+      PlannedStep step = [&](const PolicyFn& policy, Device device) {
+        nn::GPTConfig c = cfg;
+        c.options = TensorOptions().device(device);
+        nn::GPT model(c);
+        model.set_checkpointing(nn::ActivationCheckpointing::selective(policy));
+        optim::AdamW opt(model.parameters(), adamw);
+        TensorOptions ids = TensorOptions().dtype(kLong).device(device);
+        for (int i = 0; i < 2; ++i)  // two steps: from the second on, AdamW's moments are alive too
+          train_step(model, opt, empty({B, T}, ids), empty({B, T}, ids));
+      };
+      CheckpointPlan plan = plan_checkpointing(step, PlannerOptions{static_cast<int64_t>(budget_mib * (1 << 20))});
+      std::printf("%s", plan.summary().c_str());
 
-    // The real model, under the plan, on the text's tokens.
-    reset_peak_memory_stats();
-    nn::GPT model(cfg);
-    model.set_checkpointing(nn::ActivationCheckpointing::planned(plan));
-    optim::AdamW opt(model.parameters(), adamw);
-    for (int64_t s = 1; s <= 20; ++s) {
-      auto [idx, targets] = tokens.batch(s, B, T);
-      const double loss = train_step(model, opt, idx, targets).item();
-      if (s == 1 || s % 10 == 0) std::printf("step %2lld  loss %.3f\n", static_cast<long long>(s), loss);
+      // The real model, under the plan, on the text's tokens.
+      reset_peak_memory_stats();
+      nn::GPT model(cfg);
+      model.set_checkpointing(nn::ActivationCheckpointing::planned(plan));
+      optim::AdamW opt(model.parameters(), adamw);
+      for (int64_t s = 1; s <= 20; ++s) {
+        auto [idx, targets] = tokens.batch(s, B, T);
+        const double loss = train_step(model, opt, idx, targets).item();
+        if (s == 1 || s % 10 == 0) std::printf("step %2lld  loss %.3f\n", static_cast<long long>(s), loss);
+      }
+      std::printf("budget %.2f MiB: predicted peak %.2f MiB, measured %.2f MiB\n", budget_mib,
+                  mib(plan.predicted_peak_bytes), mib(max_memory_allocated()));
+      return max_memory_allocated() == plan.predicted_peak_bytes ? 0 : 1;
+    } catch (const Error& e) {  // e.g. a budget below the lowest peak any plan reaches
+      throw UsageError(e.what());
     }
-    std::printf("budget %.2f MiB: predicted peak %.2f MiB, measured %.2f MiB\n", budget_mib,
-                mib(plan.predicted_peak_bytes), mib(max_memory_allocated()));
-    return max_memory_allocated() == plan.predicted_peak_bytes ? 0 : 1;
-  } catch (const Error& e) {  // e.g. a budget below the lowest peak any plan reaches: the message names it
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {  // e.g. std::bad_alloc: a failed run
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -14,6 +14,7 @@
 
 #include "engine/autograd/grad_mode.h"
 #include "engine/core/file_io.h"
+#include "engine/core/out_of_memory.h"
 #include "ops/functions.h"
 
 namespace remat::nn {
@@ -119,7 +120,15 @@ std::string read_file(const std::string& path, const char* what) {
               "' is not a regular file (a folder, FIFO or device)");
   std::ifstream in(path, std::ios::binary);
   REMAT_CHECK(in.good(), what, ": cannot open '", path, "' for reading");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The file's size is known: a file larger than memory is refused before anything is read, and a
+  // failed allocation names the bytes (engine/core/out_of_memory.h).
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  const std::string contents = "the contents of '" + path + "' (" + what + ")";
+  check_fits_in_memory(size, contents);
+  std::string bytes;
+  needing_bytes(size, contents, [&] { bytes.reserve(size); });
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) bytes.append(buf, static_cast<size_t>(in.gcount()));
   REMAT_CHECK(!in.bad(), what, ": error while reading '", path, "'");
   return bytes;
 }
@@ -226,7 +235,8 @@ std::string serialize_safetensors(const NamedTensors& tensors, const Metadata& m
   json.append((8 - json.size() % 8) % 8, ' ');
 
   std::string out;
-  out.reserve(8 + json.size() + offset);
+  needing_bytes(8 + json.size() + offset, "a safetensors file of " + std::to_string(data.size()) + " tensors",
+                [&] { out.reserve(8 + json.size() + offset); });
   const uint64_t n = json.size();
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
   out += json;

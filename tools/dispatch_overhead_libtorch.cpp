@@ -16,6 +16,8 @@
 
 #include <cstdio>
 
+// One "error: ..." line for anything thrown (c10::Error included), exit 1 (engine/core/cli.h).
+#include "engine/core/cli.h"
 // The same timing method as remat's side (tools/dispatch_libtorch.sh passes -I<repo root>).
 #include "tools/ns_per_call.h"
 
@@ -28,20 +30,22 @@ using remat::bench::ns_per_call;
 #endif
 
 int main() {
-  // One intra-op thread: a [1] add never parallelises, and remat's bench runs single-threaded.
-  at::set_num_threads(1);
-  at::Tensor a = at::ones({1}), b = at::ones({1});
-  at::Tensor ga = at::ones({1}).requires_grad_(), gb = at::ones({1}).requires_grad_();
+  return remat::run_main([] {
+    // One intra-op thread: a [1] add never parallelises, and remat's bench runs single-threaded.
+    at::set_num_threads(1);
+    at::Tensor a = at::ones({1}), b = at::ones({1});
+    at::Tensor ga = at::ones({1}).requires_grad_(), gb = at::ones({1}).requires_grad_();
 
-  double plain = ns_per_call([&] { at::Tensor c = a + b; });
-  // Grad mode is on by default in C++, so this records an AddBackward0 node per call.
-  double with_grad = ns_per_call([&] { at::Tensor c = ga + gb; });
-  if (!(ga + gb).requires_grad()) {
-    std::fprintf(stderr, "dispatch_overhead_libtorch: ga + gb did not record a node (grad mode off?)\n");
-    return 1;
-  }
-  std::printf("libtorch_version %s\n", REMAT_LIBTORCH_VERSION);
-  std::printf("grad_off_ns %.1f\n", plain);
-  std::printf("requires_grad_ns %.1f\n", with_grad);
-  return 0;
+    double plain = ns_per_call([&] { at::Tensor c = a + b; });
+    // Grad mode is on by default in C++, so this records an AddBackward0 node per call.
+    double with_grad = ns_per_call([&] { at::Tensor c = ga + gb; });
+    if (!(ga + gb).requires_grad()) {
+      std::fprintf(stderr, "dispatch_overhead_libtorch: ga + gb did not record a node (grad mode off?)\n");
+      return 1;
+    }
+    std::printf("libtorch_version %s\n", REMAT_LIBTORCH_VERSION);
+    std::printf("grad_off_ns %.1f\n", plain);
+    std::printf("requires_grad_ns %.1f\n", with_grad);
+    return 0;
+  });
 }

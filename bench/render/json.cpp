@@ -2,6 +2,8 @@
 // file bench/torch_reference.py writes; see render.h).
 #include "bench/render/internal.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 namespace remat::bench {
@@ -79,6 +81,20 @@ nlohmann::json result_json(const StrategyResult& r) {
   return e;
 }
 
+// A number --compare could not read back (nlohmann writes NaN and Inf as null): refused, naming
+// where it is, so that no results.json holds one (issue 45).
+void check_finite(const nlohmann::json& j, const std::string& where) {
+  if (j.is_number_float() && !std::isfinite(j.get<double>())) {
+    const double v = j.get<double>();
+    throw Error("results.json: " + where + " is " + (std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf") +
+                ", which JSON cannot hold; the file is not written (--compare could not read it back)");
+  }
+  if (j.is_object())
+    for (const auto& [key, value] : j.items()) check_finite(value, where.empty() ? key : where + "." + key);
+  if (j.is_array())
+    for (size_t i = 0; i < j.size(); ++i) check_finite(j[i], where + "[" + std::to_string(i) + "]");
+}
+
 }  // namespace
 
 std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& results,
@@ -141,10 +157,13 @@ std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& res
     }
     j["offload"] = o;
   }
+  check_finite(j, "");
   return j.dump(1);
 }
 
-void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResult>* results) {
+namespace {
+
+void read_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResult>* results) {
   nlohmann::json j = nlohmann::json::parse(text);
   cfg->framework = j.value("framework", std::string("?"));
   const auto& c = j.at("config");
@@ -202,6 +221,18 @@ void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResu
     s.plan_host_link_bandwidth = r.value("plan_host_link_bandwidth", 0.0);
     s.planning_seconds = r.value("planning_seconds", 0.0);
     results->push_back(s);
+  }
+}
+
+}  // namespace
+
+void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResult>* results) {
+  try {
+    read_json(text, cfg, results);
+  } catch (const nlohmann::json::exception& e) {  // not JSON, a field missing or of another type
+    std::string what = e.what();
+    if (what.size() > 200) what = what.substr(0, 200) + "...";
+    throw Error("results.json: cannot read it: " + what);
   }
 }
 

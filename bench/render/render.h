@@ -73,9 +73,12 @@ void print_comparison(const RunConfig& ours_cfg, const std::vector<StrategyResul
 // under "offload", the host budget, offload_caveat(cfg), the offload plans' points ("sweep") and
 // one row per budget comparing the two plans ("rows": device budget, each plan's predicted peak,
 // recompute, transfer and modeled cost seconds, host peak and offloaded bytes).
+// A figure that is NaN or Inf, which JSON cannot hold, is refused: Error "results.json:
+// results[0].final_loss is nan, ...", and nothing is written.
 std::string to_json(const RunConfig& cfg, const std::vector<StrategyResult>& results,
                     const std::vector<StrategyResult>& sweep = {}, const std::vector<StrategyResult>& offload = {});
-// Reads a results file (remat's or bench/torch_reference.py's).
+// Reads a results file (remat's or bench/torch_reference.py's). Text that is not JSON, or a field
+// missing or of another type (a null figure): Error "results.json: cannot read it: ...".
 void from_json(const std::string& text, RunConfig* cfg, std::vector<StrategyResult>* results);
 
 // One HTML page with no external resource: the preamble, the table, the Pareto charts (when

@@ -12,6 +12,7 @@
 #include "engine/core/device_caching_allocator.h"
 #include "engine/core/dry_run.h"
 #include "engine/core/error.h"
+#include "engine/core/safe_numerics.h"
 
 namespace remat {
 
@@ -183,6 +184,7 @@ class MetaAllocator final : public Allocator {
   void* allocate(Device device, size_t nbytes) override {
     if (nbytes == 0) return nullptr;
     DryRunState& state = current_dry_run();
+    check_total(state, device, nbytes);
     if (state.accounting.load(std::memory_order_relaxed) == kCUDA) return state.cuda_blocks().malloc(nbytes, nullptr);
     state.stats.on_alloc(counted_bytes(device, nbytes));
     return nullptr;
@@ -203,6 +205,24 @@ class MetaAllocator final : public Allocator {
                                     : nbytes);
   }
   AllocatorStats& stats(Device) override { return current_dry_run().stats; }
+
+ private:
+  // A dry run counts a model of any size, but its running totals stay at most 2^62 bytes (4 EiB):
+  // past that, memory_allocated, or memory_reserved with the caching allocator's rounding and
+  // segments, would overflow int64 and go negative. Refused before anything is counted, naming
+  // the figures (issue 45; engine/core/safe_numerics.h).
+  void check_total(DryRunState& state, Device device, size_t nbytes) const {
+    constexpr int64_t kMaxTotal = int64_t{1} << 62;
+    const int64_t counted = nbytes > static_cast<uint64_t>(kMaxTotal) ? kMaxTotal + 1 : counted_bytes(device, nbytes);
+    for (const auto& [name, total] : {std::pair<const char*, int64_t>{"memory_allocated", state.stats.allocated.load()},
+                                      {"memory_reserved", state.stats.reserved.load()}}) {
+      int64_t sum = 0;
+      if (add_overflows(total, counted, &sum) || sum > kMaxTotal)
+        throw Error("dry run (Meta device): allocating " + std::to_string(nbytes) + " bytes (counted as " +
+                    std::to_string(counted) + ") would bring " + name + " from " + std::to_string(total) +
+                    " past 4611686018427387904 bytes (2^62, the most a dry run counts)");
+    }
+  }
   void empty_cache(Device) override { current_dry_run().empty_cache(); }
   void copy_from_host(void*, const void*, size_t) override {}
   void copy_to_host(void*, const void*, size_t) override {}

@@ -49,6 +49,16 @@ TEST_CASE("memory_vs_recompute refuses bad numbers with one line naming the flag
       {"--steps 1x", "--steps: expected an integer >= 1, got '1x'"},
       {"--warmup -1", "--warmup: expected an integer >= 0, got '-1'"},
       {"--sweep 0", "--sweep expects an integer >= 1 (how many budgets to plan), got '0'"},
+      // A name the run does not know: bad usage, before anything runs (it used to exit 1).
+      {"--strategies none,bogus",
+       "--strategies: unknown strategy 'bogus'; known: none, full, full-reentrant, every2, sac-mm, sac-titan, "
+       "sac-no-fc2, sac-megatron"},
+      {"--strategies ,", "--strategies: no strategy selected"},
+      {"--dtype f16", "--dtype must be f32 or bf16, got 'f16'"},
+      {"--device tpu", "--device must be cpu or cuda, got 'tpu'"},
+      {"--clock sundial", "--clock must be wall or cpu, got 'sundial'"},
+      {"--layers", "missing value for --layers"},
+      {"--bogus 1", "unknown flag --bogus"},
       // An impossible model: refused before anything runs, naming the figure that overflowed.
       {"--dry-run --embd 4000000000 --heads 1",
        "the model is too large to count in bytes: L*12*C*C (the blocks' parameters): 4 * 12 * 4000000000 * 4000000000 "
@@ -63,8 +73,6 @@ TEST_CASE("memory_vs_recompute refuses bad numbers with one line naming the flag
        "embeddings, got 3"},
       {"--model llama --strategies sac-no-fc2", "--strategies: unknown strategy 'sac-no-fc2'; known: none, full, "
        "full-reentrant, every2, sac-mm, sac-titan, sac-no-w2, sac-megatron"},
-      {"--strategies bogus", "--strategies: unknown strategy 'bogus'; known: none, full, full-reentrant, every2, sac-mm, "
-       "sac-titan, sac-no-fc2, sac-megatron"},
       {"--dry-run --seq 4000000000 --batch 4000000000",
        "the model is too large to count in bytes: A = B*T*C*e (one [B, T, C] activation): 4000000000 * 4000000000 * "
        "256 * 4 overflows int64"},
@@ -78,13 +86,19 @@ TEST_CASE("memory_vs_recompute refuses bad numbers with one line naming the flag
   }
 }
 
-TEST_CASE("memory_vs_recompute checks --compare and --out before the run: missing, a folder, a FIFO", "[bench][cli]") {
+TEST_CASE("memory_vs_recompute checks --compare and --out before the run: missing, a folder, a FIFO, unreadable JSON",
+          "[bench][cli]") {
   const std::string dir = test_dir();
   const std::string fifo = dir + "/results.fifo";
   std::remove(fifo.c_str());
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   const std::string file = dir + "/a_file";
   std::ofstream(file) << "x";
+  // What a diverged run used to write (a NaN loss became null), and a file that is not results.json.
+  const std::string null_loss = dir + "/null_loss.json", no_config = dir + "/no_config.json";
+  std::ofstream(null_loss) << R"({"config": {"batch": 1, "seq": 8, "embd": 16, "heads": 1, "vocab": 8, "layers": 1},
+    "results": [{"strategy": "none", "peak_bytes": 1, "final_loss": null}]})";
+  std::ofstream(no_config) << R"({"results": []})";
   struct Case {
     std::string args, error;
   };
@@ -93,6 +107,12 @@ TEST_CASE("memory_vs_recompute checks --compare and --out before the run: missin
       {"--compare " + dir, "--compare: '" + dir + "' is not a regular file (a folder, FIFO or device)"},
       {"--compare " + dir + "/missing.json", "--compare: cannot read '" + dir + "/missing.json': No such file or directory"},
       {"--out " + file, "--out: '" + file + "' is not a folder"},
+      {"--compare " + null_loss, "--compare '" + null_loss +
+                                     "': results.json: cannot read it: [json.exception.type_error.302] type must be "
+                                     "number, but is null"},
+      {"--compare " + no_config, "--compare '" + no_config +
+                                     "': results.json: cannot read it: [json.exception.out_of_range.403] key 'config' "
+                                     "not found"},
       {"--out " + dir + "/no/such/dir", "--out: cannot create the folder '" + dir + "/no/such/dir': No such file or directory"},
   };
   for (const Case& c : cases) {

@@ -33,6 +33,11 @@ TEST_CASE("peer figures: malformed lines and missing figures name the command an
                     "dispatch_overhead --libtorch peer: the value of grad_off_ns is '12x', not a number of nanoseconds");
   CHECK_THROWS_WITH(parse_peer_figures("peer", "grad_off_ns -3\n", kRequired),
                     "dispatch_overhead --libtorch peer: the value of grad_off_ns is '-3', not a number of nanoseconds");
+  // std::stod read these as numbers: infinite or not a number, no figure (issue 45).
+  for (const std::string bad : {"inf", "nan", "1e999", "0x10", "+-1"})
+    CHECK_THROWS_WITH(parse_peer_figures("peer", "grad_off_ns " + bad + "\n", kRequired),
+                      "dispatch_overhead --libtorch peer: the value of grad_off_ns is '" + bad +
+                          "', not a number of nanoseconds");
   CHECK_THROWS_WITH(parse_peer_figures("peer", "requires_grad_ns 3\n", kRequired),
                     "dispatch_overhead --libtorch peer printed no grad_off_ns line (a + b, grad off); it printed:\n"
                     "requires_grad_ns 3\n");

@@ -28,7 +28,7 @@ TEST_CASE("strategies: the GPT's eight and the Llama's, which names its MLP's la
 
 TEST_CASE("strategies: unknown names and models are refused, naming the known ones", "[bench]") {
   CHECK_THROWS_WITH(select_strategies("sac-no-fc2", "llama"),
-                    "unknown strategy 'sac-no-fc2'; known: none, full, full-reentrant, every2, sac-mm, sac-titan, "
+                    "--strategies: unknown strategy 'sac-no-fc2'; known: none, full, full-reentrant, every2, sac-mm, sac-titan, "
                     "sac-no-w2, sac-megatron");
   CHECK_THROWS_WITH(select_strategies(",", "gpt"), "--strategies: no strategy selected");
   CHECK_THROWS_WITH(all_strategies("bert"), "all_strategies: the model must be gpt or llama, got 'bert'");

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <unistd.h>
 
 #include "remat.h"
 
@@ -365,4 +366,27 @@ TEST_CASE("safetensors: a header of more than 1,000,000 entries is refused", "[s
   const auto [what, seconds] = refusal(file_bytes(header, ""));
   CHECK(what == "safetensors: the header holds more than 1000000 entries");
   CHECK(seconds < kSecondsPerFile);
+}
+
+TEST_CASE("safetensors: a file larger than this machine's memory is refused before it is read", "[serialization][fuzz]") {
+  // A sparse file: its size, on no disk blocks.
+  const std::string path = temp_path("larger_than_memory.safetensors");
+  const uint64_t size = 2 * physical_memory_bytes() + 8;
+  {
+    std::ofstream create(path);
+  }
+  REQUIRE(::truncate(path.c_str(), static_cast<off_t>(size)) == 0);
+  std::string what;
+  const double seconds = seconds_of([&] {
+    try {
+      nn::load_safetensors(path);
+    } catch (const Error& e) {
+      what = e.what();
+    }
+  });
+  CHECK(what == "out of memory: needed " + std::to_string(size) + " bytes for the contents of '" + path +
+                    "' (load_safetensors), more than this machine's " + std::to_string(physical_memory_bytes()) +
+                    " bytes of memory");
+  CHECK(seconds < kSecondsPerFile);
+  std::remove(path.c_str());
 }

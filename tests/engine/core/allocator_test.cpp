@@ -131,6 +131,26 @@ TEST_CASE("A Meta run told to imitate CUDA counts the CUDA caching allocator's 5
                       Catch::Contains("set_meta_accounting: a Meta run imitates cpu or cuda, not meta"));
 }
 
+TEST_CASE("A dry run's running totals cannot overflow: past 2^62 bytes an allocation is refused, naming them",
+          "[allocator]") {
+  const int64_t quarter = int64_t{1} << 60;  // f32 elements: 2^62 bytes
+  for (DeviceType like : {kCPU, kCUDA}) {
+    INFO(toString(like));
+    DryRun dry(like);
+    Tensor a = empty({quarter}, Device{kMeta});  // up to the limit: counted
+    REQUIRE(memory_allocated(Device{kMeta}) == int64_t{1} << 62);
+    // One more byte would have wrapped memory_allocated (and memory_reserved) past int64 twice over.
+    REQUIRE_THROWS_WITH(empty({quarter}, Device{kMeta}),
+                        "dry run (Meta device): allocating 4611686018427387904 bytes (counted as 4611686018427387904) "
+                        "would bring memory_allocated from 4611686018427387904 past 4611686018427387904 bytes (2^62, "
+                        "the most a dry run counts)");
+    REQUIRE_THROWS_WITH(empty({1}, TensorOptions().dtype(kBool).device(kMeta)),
+                        Catch::StartsWith("dry run (Meta device): allocating 1 bytes (counted as " +
+                                          std::string(like == kCUDA ? "512" : "1") + ") would bring memory_allocated"));
+    REQUIRE(memory_allocated(Device{kMeta}) == int64_t{1} << 62);  // nothing counted by the refusals
+  }
+}
+
 TEST_CASE("Storage observers see allocations, frees and changes of category with the bytes counted", "[allocator]") {
   std::vector<StorageEvent> events;
   int id = add_storage_observer([&](const StorageEvent& e) { events.push_back(e); });
