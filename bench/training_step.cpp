@@ -52,8 +52,8 @@ namespace {
 // The model of `shape` under the session's options: a module (its parameters) and its loss.
 struct BenchModel {
   std::shared_ptr<nn::Module> module;
-  // (tokens, targets) -> (logits, loss). The step holds both to its end, as a training loop that
-  // keeps the forward's output does (the logits outlive backward).
+  // (tokens, targets) -> (logits, loss). The step holds both to its end: nanoGPT's loop keeps the
+  // GPT's logits through backward; the Llama's are undefined, freed before it as torchtitan does.
   std::function<std::pair<Tensor, Tensor>(const Tensor&, const Tensor&)> forward;
 };
 
@@ -64,10 +64,8 @@ BenchModel make_model(const ModelShape& shape, Device device, const TrainingOpti
     cfg.sdpa_backend = o.attention;
     auto llama = std::make_shared<nn::Llama>(cfg);
     llama->set_checkpointing(checkpointing);
-    return {llama, [llama](const Tensor& x, const Tensor& y) {
-              nn::LlamaOutput out = llama->forward(x, y);
-              return std::make_pair(out.logits, out.loss);
-            }};
+    // torchtitan's train step frees the logits before backward ("del pred ... to avoid peaking memory").
+    return {llama, [llama](const Tensor& x, const Tensor& y) { return std::make_pair(Tensor(), llama->forward(x, y).loss); }};
   }
   REMAT_CHECK(shape.model == "gpt", "the benchmark's model must be gpt or llama, got '", shape.model, "'");
   nn::GPTConfig cfg = gpt_config(shape, o.dtype, device);
@@ -124,12 +122,15 @@ StepRecord TrainingSession::step() {
     r.at_peak = tracker.at_peak();
     if (s.options.keep_timeline) r.timeline = tracker.timeline();
   }
-  // After the tracker: reading a value copies it to the host (and Meta has none).
-  r.loss = device.is_meta() ? std::numeric_limits<double>::quiet_NaN() : loss.item();
-  r.seconds = now_seconds(clock) - t0;
+  // The step's memory before the loss is read: item() may allocate (a CPU scalar converted to
+  // double), which Meta never does, and a step whose peak is its end (the optimizer's states made)
+  // would count it.
   r.peak_bytes = max_memory_allocated(device);
   r.peak_reserved_bytes = max_memory_reserved(device);
   r.segments = memory_segments(device);
+  // After the tracker: reading a value copies it to the host (and Meta has none).
+  r.loss = device.is_meta() ? std::numeric_limits<double>::quiet_NaN() : loss.item();
+  r.seconds = now_seconds(clock) - t0;
   r.checkpoint = checkpoint_stats();
   return r;
 }
