@@ -180,7 +180,11 @@ FeedForward::FeedForward(int64_t dim, int64_t hidden, Generator* g, TensorOption
 
 Tensor FeedForward::forward(const Tensor& x) const {
   auto s = enter();
-  return w2->forward(mul(silu(w1->forward(x)), w3->forward(x)));
+  // torchtitan's w2(F.silu(w1(x)) * w3(x)), in Python's order: w1, silu, then w3 (C++ leaves the
+  // order of a call's arguments unspecified; GCC ran w3 first, so SAC's matmul count differed).
+  Tensor gate = silu(w1->forward(x));
+  Tensor up = w3->forward(x);
+  return w2->forward(mul(gate, up));
 }
 
 TransformerBlock::TransformerBlock(int64_t layer_id, const LlamaConfig& c, Generator* g) : Module("TransformerBlock") {

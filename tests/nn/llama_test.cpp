@@ -240,6 +240,30 @@ TEST_CASE("Llama: SAC policies see torchtitan's scopes", "[llama][checkpoint]") 
   }
 }
 
+TEST_CASE("Llama: the feed-forward runs w1, silu, w3 in torchtitan's order (SAC counts its matmuls alike)",
+          "[llama][checkpoint]") {
+  // w2(F.silu(w1(x)) * w3(x)) evaluates left to right in Python; torchtitan's SAC policy saves every
+  // other mm by its count, so which of w1 and w3 it keeps depends on this order.
+  std::vector<std::string> seen;
+  nn::Llama model(small_config());
+  model.set_checkpointing(nn::ActivationCheckpointing::selective([&](const SelectiveCheckpointContext& ctx,
+                                                                    const OperatorHandle& op,
+                                                                    const std::vector<IValue>&) {
+    if (ctx.scope.rfind("layers.0.feed_forward", 0) == 0) seen.push_back(op.name() + " " + ctx.scope);
+    return CheckpointPolicy::PREFER_RECOMPUTE;
+  }));
+  model.forward(tokens(1, 4, 19, 1), tokens(1, 4, 19, 2)).loss.backward();
+  const std::vector<std::string> mms_and_silu = [&] {
+    std::vector<std::string> v;
+    for (const std::string& s : seen)
+      if (s.rfind("aten::mm ", 0) == 0 || s.rfind("aten::silu ", 0) == 0) v.push_back(s);
+    return v;
+  }();
+  CHECK(mms_and_silu == std::vector<std::string>{"aten::mm layers.0.feed_forward.w1", "aten::silu layers.0.feed_forward",
+                                                  "aten::mm layers.0.feed_forward.w3",
+                                                  "aten::mm layers.0.feed_forward.w2"});
+}
+
 TEST_CASE("Llama: a training step on Meta is an exact dry run of the CPU's", "[llama][dry_run]") {
   for (const nn::ActivationCheckpointing& ac :
        {nn::ActivationCheckpointing::none(), nn::ActivationCheckpointing::full(),
