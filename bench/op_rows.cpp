@@ -65,7 +65,8 @@ void check_output_file(const std::string& flag, const std::string& path) {
                      cli_detail::quoted_path(dir) + " is missing or not writable)");
 }
 
-std::string rows_json(const std::vector<OpRow>& rows, int threads, int reps, double min_sample_s) {
+std::string rows_json(const std::vector<OpRow>& rows, int threads, int reps, double min_sample_s,
+                      const std::string& clock) {
   json list = json::array();
   for (const OpRow& r : rows) {
     list.push_back({{"op", r.op},
@@ -78,7 +79,7 @@ std::string rows_json(const std::vector<OpRow>& rows, int threads, int reps, dou
                     {"torch_out_ms", figure(r.torch_out_ms)},
                     {"ratio", figure(r.ratio())}});
   }
-  json doc = {{"threads", threads}, {"reps", reps}, {"min_sample_s", min_sample_s}, {"rows", list}};
+  json doc = {{"threads", threads}, {"reps", reps}, {"min_sample_s", min_sample_s}, {"clock", clock}, {"rows", list}};
   return doc.dump(1) + "\n";
 }
 
@@ -86,16 +87,18 @@ TorchFigures parse_torch_figures(const std::string& source, const std::string& t
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   REMAT_CHECK(!doc.is_discarded() && doc.is_object(), "ops --compare ", source,
               ": not a JSON object (write it with bench/torch_ops.py --out)");
-  for (const char* key : {"torch_version", "threads", "rows"})
+  for (const char* key : {"torch_version", "threads", "clock", "rows"})
     REMAT_CHECK(doc.contains(key), "ops --compare ", source, ": no '", key, "' key");
   REMAT_CHECK(doc["torch_version"].is_string() && doc["threads"].is_number_integer() && doc["threads"].get<int64_t>() >= 1 &&
-                  doc["rows"].is_array(),
+                  doc["rows"].is_array() && (doc["clock"] == "wall" || doc["clock"] == "cpu"),
               "ops --compare ", source,
-              ": 'torch_version' must be a string, 'threads' an integer >= 1 and 'rows' a list");
+              ": 'torch_version' must be a string, 'threads' an integer >= 1, 'clock' \"wall\" or \"cpu\" and 'rows' a "
+              "list");
   TorchFigures f;
   f.source = source;
   f.version = doc["torch_version"].get<std::string>();
   f.threads = doc["threads"].get<int>();
+  f.clock = doc["clock"].get<std::string>();
   size_t i = 0;
   for (const json& row : doc["rows"]) {
     const std::string where = "row " + std::to_string(i++);
@@ -117,15 +120,18 @@ TorchFigures parse_torch_figures(const std::string& source, const std::string& t
   return f;
 }
 
-void check_torch_threads(const TorchFigures& figures, int threads) {
+void check_torch_timing(const TorchFigures& figures, int threads, const std::string& clock) {
   REMAT_CHECK(figures.threads == threads, "ops --compare ", figures.source, ": PyTorch was timed on ", figures.threads,
               " thread(s), this run has ", threads, " (give bench/torch_ops.py the rows of the same --threads)");
+  REMAT_CHECK(clock.empty() || figures.clock == clock, "ops --compare ", figures.source, ": PyTorch was timed by the ",
+              figures.clock, " clock, this run by the ", clock, " clock (give bench/torch_ops.py the rows of the same "
+              "--clock)");
 }
 
 void attach_torch_figures(std::vector<OpRow>& rows, const TorchFigures& figures) {
   const std::string& source = figures.source;
   for (OpRow& r : rows) {
-    check_torch_threads(figures, r.threads);
+    check_torch_timing(figures, r.threads);
     auto it = figures.rows.find({r.op, r.dtype});
     if (it == figures.rows.end()) continue;
     REMAT_CHECK(it->second.shape == r.shape, "ops --compare ", source, ": row '", r.op, "' ", r.dtype, " has shape ",

@@ -27,16 +27,20 @@ struct OpRow {
   double ratio() const { return remat_ms > 0 && torch_ms > 0 ? remat_ms / torch_ms : -1; }
 };
 
-// The rows as a JSON document: {"threads": N, "reps": R, "min_sample_s": S, "rows": [{"op", "dtype",
+// The rows as a JSON document: {"threads": N, "reps": R, "min_sample_s": S, "clock": "wall" or
+// "cpu", "rows": [{"op", "dtype",
 // "shape", "threads", "remat_ms", "pct_copy", "torch_ms", "torch_out_ms", "ratio"}, ...]}, an
-// absent figure as null. reps and min_sample_s: how `ops` times a row, so that the script does alike.
-std::string rows_json(const std::vector<OpRow>& rows, int threads, int reps, double min_sample_s);
+// absent figure as null. reps, min_sample_s and clock: how `ops` times a row (clock "cpu": the
+// process's CPU time), so that the script does alike.
+std::string rows_json(const std::vector<OpRow>& rows, int threads, int reps, double min_sample_s,
+                      const std::string& clock);
 
 // PyTorch's figures as bench/torch_ops.py writes them, keyed by (op, dtype).
 struct TorchFigures {
   std::string source;   // the file, for messages
   std::string version;  // torch.__version__
   int threads = 0;      // torch.get_num_threads() while timing
+  std::string clock;    // "wall" or "cpu", as the rows it was given
   struct Figure {
     std::vector<int64_t> shape;
     double ms = -1, out_ms = -1;
@@ -44,7 +48,7 @@ struct TorchFigures {
   std::map<std::pair<std::string, std::string>, Figure> rows;
 };
 
-// Parses the script's JSON ({"torch_version", "threads", "rows": [{"op", "dtype", "shape",
+// Parses the script's JSON ({"torch_version", "threads", "clock", "rows": [{"op", "dtype", "shape",
 // "torch_ms", "torch_out_ms"}]}). `source` names the file in messages. Throws remat::Error on bad
 // JSON, a missing or mistyped key and a repeated row.
 TorchFigures parse_torch_figures(const std::string& source, const std::string& text);
@@ -54,8 +58,8 @@ TorchFigures parse_torch_figures(const std::string& source, const std::string& t
 // time the same thing: same --threads, both with or both without --quick).
 void attach_torch_figures(std::vector<OpRow>& rows, const TorchFigures& figures);
 
-// Throws remat::Error unless the figures were taken on `threads` threads.
-void check_torch_threads(const TorchFigures& figures, int threads);
+// Throws remat::Error unless the figures were taken on `threads` threads (and, given, by `clock`).
+void check_torch_timing(const TorchFigures& figures, int threads, const std::string& clock = "");
 
 // The columns `ops --compare` adds to a table: PyTorch's ms, the ratio, PyTorch's ms without the
 // allocation ("n/a" for an absent figure), each with a leading space.

@@ -564,7 +564,7 @@ int run(int argc, char** argv) {
   bench::TorchFigures torch;
   if (!compare_path.empty()) {
     torch = bench::parse_torch_figures(compare_path, read_input_file(compare_path, "--compare", 64 << 20));
-    bench::check_torch_threads(torch, threads);
+    bench::check_torch_timing(torch, threads, g_cpu_clock ? "cpu" : "wall");
     g_torch = &torch;
   }
   if (!json_path.empty()) bench::check_output_file("--json", json_path);
@@ -577,7 +577,7 @@ int run(int argc, char** argv) {
   pointwise_section(s, copy_gbs);
   transformer_section(s, copy_gbs);
   gpt_elementwise_section(s, copy_gbs);
-  const std::string rows = bench::rows_json(g_rows, threads, s.reps, s.min_sample_s);
+  const std::string rows = bench::rows_json(g_rows, threads, s.reps, s.min_sample_s, g_cpu_clock ? "cpu" : "wall");
   if (g_list_only) return std::printf("%s", rows.c_str()) < 0 ? 1 : 0;
 
   // On a shared machine the load can change during the run: a reference far from the first one

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The PyTorch side of bench/ops: every bandwidth row of `ops` timed in PyTorch, same op, shape, dtype
 and thread count, timed as `ops` times it (one warm-up call, then the median of `reps` samples, each
-repeating the call until it lasts `min_sample_s`).
+repeating the call until it lasts `min_sample_s`, by the wall clock or, as `ops --clock cpu`, by the
+process's CPU time: on a busy machine only that is steady, and only with one thread).
 
 `ops --list-rows` writes the rows (and reps, min_sample_s, threads) as JSON; this script times each
 one and writes its figures as JSON; `ops --compare FILE` prints them beside remat's:
@@ -237,24 +238,26 @@ OPS = {
 
 
 
-def median_seconds(f, reps, min_sample_s):
+def median_seconds(f, reps, min_sample_s, now=time.perf_counter):
     """As bench/ops.cpp's median_seconds: a warm-up call, then reps samples of a fixed call count."""
-    t0 = time.perf_counter()
+    t0 = now()
     f()
-    once = max(time.perf_counter() - t0, 1e-9)
+    once = max(now() - t0, 1e-9)
     calls = max(1, int(min_sample_s / once))
     samples = []
     for _ in range(reps):
-        a = time.perf_counter()
+        a = now()
         for _ in range(calls):
             f()
-        samples.append((time.perf_counter() - a) / calls)
+        samples.append((now() - a) / calls)
     return statistics.median(samples)
 
 
 def time_rows(listing, only=None):
     """PyTorch's figures for the rows of `ops --list-rows` (`only`: a subset of op names, for tests)."""
     threads, reps, min_sample_s = listing["threads"], listing["reps"], listing["min_sample_s"]
+    clock = listing.get("clock", "wall")
+    now = {"wall": time.perf_counter, "cpu": time.process_time}[clock]
     torch.set_num_threads(threads)
     unknown = sorted({r["op"] for r in listing["rows"]} - OPS.keys())
     if unknown:
@@ -264,12 +267,12 @@ def time_rows(listing, only=None):
         if only is not None and r["op"] not in only:
             continue
         call, out_call = OPS[r["op"]](tuple(r["shape"]), DTYPES[r["dtype"]])
-        ms = median_seconds(call, reps, min_sample_s) * 1e3
-        out_ms = None if out_call is None else median_seconds(out_call, reps, min_sample_s) * 1e3
+        ms = median_seconds(call, reps, min_sample_s, now) * 1e3
+        out_ms = None if out_call is None else median_seconds(out_call, reps, min_sample_s, now) * 1e3
         out.append({"op": r["op"], "dtype": r["dtype"], "shape": r["shape"], "torch_ms": ms, "torch_out_ms": out_ms})
         print(f"{r['op']:<40} {r['dtype']:<5} {ms:10.3f} ms" + (f" {out_ms:10.3f} ms (out=)" if out_ms else ""),
               file=sys.stderr)
-    return {"torch_version": torch.__version__, "threads": torch.get_num_threads(),
+    return {"torch_version": torch.__version__, "threads": torch.get_num_threads(), "clock": clock,
             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "rows": out}
 
 

@@ -34,7 +34,7 @@ def listing():
         sys.path.pop(0)
     rows = [{"op": op, "dtype": dt, "shape": shape_of(op), "threads": 1} for op in torch_ops.OPS for dt in ("f32", "bf16")
             if not (op == "to(bf16)" and dt == "bf16") and not (op == "to(f32)" and dt == "f32")]
-    return {"threads": 1, "reps": 1, "min_sample_s": 0.0, "rows": rows}
+    return {"threads": 1, "reps": 1, "min_sample_s": 0.0, "clock": "cpu", "rows": rows}
 
 
 def test_every_row_runs_and_the_figures_have_the_shape_ops_reads(tmp_path):
@@ -44,6 +44,7 @@ def test_every_row_runs_and_the_figures_have_the_shape_ops_reads(tmp_path):
     subprocess.run([sys.executable, SCRIPT, "--rows", str(rows_path), "--out", str(out_path)], check=True)
     figures = json.loads(out_path.read_text())
     assert figures["threads"] == 1
+    assert figures["clock"] == "cpu"
     assert isinstance(figures["torch_version"], str)
     assert [(r["op"], r["dtype"], r["shape"]) for r in figures["rows"]] == [
         (r["op"], r["dtype"], r["shape"]) for r in doc["rows"]]

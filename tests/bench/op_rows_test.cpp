@@ -12,12 +12,12 @@ using namespace remat::bench;
 
 namespace {
 
-const char* kFigures = R"j({"torch_version": "2.15.0", "threads": 2, "rows": [
+const char* kFigures = R"j({"torch_version": "2.15.0", "threads": 2, "clock": "wall", "rows": [
   {"op": "add  (a + b)", "dtype": "f32", "shape": [4, 8], "torch_ms": 2.0, "torch_out_ms": 1.0},
   {"op": "sum (all)", "dtype": "bf16", "shape": [4, 8], "torch_ms": 0.5, "torch_out_ms": null}]})j";
 
 std::string figures_with_row(const std::string& row) {
-  return R"j({"torch_version": "2.15.0", "threads": 2, "rows": [)j" + row + "]}";
+  return R"j({"torch_version": "2.15.0", "threads": 2, "clock": "wall", "rows": [)j" + row + "]}";
 }
 
 }  // namespace
@@ -28,10 +28,11 @@ TEST_CASE("op rows: the JSON has every figure, null when absent, and the ratio")
   a.pct_copy = 85.0;
   a.torch_ms = 2.0;
   OpRow b{"sum (all)", "bf16", {4, 8}, 2};
-  const nlohmann::json doc = nlohmann::json::parse(rows_json({a, b}, 2, 7, 0.02));
+  const nlohmann::json doc = nlohmann::json::parse(rows_json({a, b}, 2, 7, 0.02, "cpu"));
   CHECK(doc["threads"] == 2);
   CHECK(doc["reps"] == 7);
   CHECK(doc["min_sample_s"] == 0.02);
+  CHECK(doc["clock"] == "cpu");
   REQUIRE(doc["rows"].size() == 2);
   const nlohmann::json& r = doc["rows"][0];
   CHECK(r["op"] == "add  (a + b)");
@@ -50,6 +51,7 @@ TEST_CASE("op rows: PyTorch's figures are read and put beside the rows they name
   const TorchFigures f = parse_torch_figures("torch.json", kFigures);
   CHECK(f.version == "2.15.0");
   CHECK(f.threads == 2);
+  CHECK(f.clock == "wall");
   CHECK(f.source == "torch.json");
   std::vector<OpRow> rows = {{"add  (a + b)", "f32", {4, 8}, 2}, {"sum (all)", "bf16", {4, 8}, 2},
                              {"add  (a + b)", "bf16", {4, 8}, 2}};
@@ -70,10 +72,16 @@ TEST_CASE("op rows: PyTorch's figures are read and put beside the rows they name
 TEST_CASE("op rows: a broken figures file is refused naming the file, the row and the key") {
   CHECK_THROWS_WITH(parse_torch_figures("t.json", "[1, 2"),
                     "ops --compare t.json: not a JSON object (write it with bench/torch_ops.py --out)");
-  CHECK_THROWS_WITH(parse_torch_figures("t.json", R"j({"threads": 2, "rows": []})j"),
+  CHECK_THROWS_WITH(parse_torch_figures("t.json", R"j({"threads": 2, "clock": "wall", "rows": []})j"),
                     "ops --compare t.json: no 'torch_version' key");
-  CHECK_THROWS_WITH(parse_torch_figures("t.json", R"j({"torch_version": "2", "threads": 0, "rows": []})j"),
-                    "ops --compare t.json: 'torch_version' must be a string, 'threads' an integer >= 1 and 'rows' a list");
+  const std::string bad = "ops --compare t.json: 'torch_version' must be a string, 'threads' an integer >= 1, 'clock' "
+                          "\"wall\" or \"cpu\" and 'rows' a list";
+  CHECK_THROWS_WITH(
+      parse_torch_figures("t.json", R"j({"torch_version": "2", "threads": 0, "clock": "wall", "rows": []})j"), bad);
+  CHECK_THROWS_WITH(
+      parse_torch_figures("t.json", R"j({"torch_version": "2", "threads": 1, "clock": "sundial", "rows": []})j"), bad);
+  CHECK_THROWS_WITH(parse_torch_figures("t.json", R"j({"torch_version": "2", "threads": 1, "rows": []})j"),
+                    "ops --compare t.json: no 'clock' key");
   CHECK_THROWS_WITH(parse_torch_figures("t.json", figures_with_row(R"j({"op": "x", "shape": [1]})j")),
                     "ops --compare t.json: row 0 needs 'op' and 'dtype' (strings) and 'shape' (a list)");
   CHECK_THROWS_WITH(
@@ -92,7 +100,11 @@ TEST_CASE("op rows: a broken figures file is refused naming the file, the row an
 
 TEST_CASE("op rows: figures of another thread count or shape are refused") {
   const TorchFigures f = parse_torch_figures("torch.json", kFigures);
-  CHECK_THROWS_WITH(check_torch_threads(f, 1),
+  CHECK_NOTHROW(check_torch_timing(f, 2, "wall"));
+  CHECK_THROWS_WITH(check_torch_timing(f, 2, "cpu"),
+                    "ops --compare torch.json: PyTorch was timed by the wall clock, this run by the cpu clock (give "
+                    "bench/torch_ops.py the rows of the same --clock)");
+  CHECK_THROWS_WITH(check_torch_timing(f, 1),
                     "ops --compare torch.json: PyTorch was timed on 2 thread(s), this run has 1 (give "
                     "bench/torch_ops.py the rows of the same --threads)");
   std::vector<OpRow> rows = {{"add  (a + b)", "f32", {4096, 4096}, 2}};

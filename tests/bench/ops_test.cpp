@@ -53,15 +53,20 @@ TEST_CASE("bench/ops --help prints the flags, exit 0", "[bench][cli]") {
   CHECK_THAT(r.out, Contains("--compare FILE"));
 }
 
-TEST_CASE("bench/ops --compare refuses PyTorch's figures of another thread count before the run, exit 1",
+TEST_CASE("bench/ops --compare refuses PyTorch's figures of another thread count or clock before the run, exit 1",
           "[bench][cli]") {
-  std::ofstream(test_dir() + "/torch3.json") << R"({"torch_version": "2.15.0", "threads": 3, "rows": []})";
+  std::ofstream(test_dir() + "/torch3.json") << R"({"torch_version": "2.15.0", "threads": 3, "clock": "wall", "rows": []})";
   const auto r = run_binary("bench/ops", "--quick --threads 1 --compare torch3.json", 30);
   CHECK(r.status == 1);
   CHECK(r.err ==
         "error: ops --compare torch3.json: PyTorch was timed on 3 thread(s), this run has 1 (give bench/torch_ops.py "
         "the rows of the same --threads)\n");
   CHECK(r.out.empty());
+  std::ofstream(test_dir() + "/torch_wall.json") << R"({"torch_version": "2.15.0", "threads": 1, "clock": "wall", "rows": []})";
+  const auto cpu = run_binary("bench/ops", "--quick --threads 1 --clock cpu --compare torch_wall.json", 30);
+  CHECK(cpu.status == 1);
+  CHECK(cpu.err == "error: ops --compare torch_wall.json: PyTorch was timed by the wall clock, this run by the cpu clock "
+                   "(give bench/torch_ops.py the rows of the same --clock)\n");
 }
 
 TEST_CASE("bench/ops --list-rows, then --compare and --json: every row with remat's and PyTorch's figures",
@@ -72,6 +77,7 @@ TEST_CASE("bench/ops --list-rows, then --compare and --json: every row with rema
   CHECK(rows["threads"] == 1);
   CHECK(rows["reps"].get<int>() >= 1);
   CHECK(rows["min_sample_s"].get<double>() > 0);
+  CHECK(rows["clock"] == "wall");
   std::set<std::pair<std::string, std::string>> keys;
   nlohmann::json torch_rows = nlohmann::json::array();
   for (const auto& row : rows["rows"]) {
@@ -89,7 +95,7 @@ TEST_CASE("bench/ops --list-rows, then --compare and --json: every row with rema
   }
 
   // PyTorch's figures as bench/torch_ops.py writes them (every row: 1000 ms, so every ratio < 1).
-  const nlohmann::json torch = {{"torch_version", "test"}, {"threads", 1}, {"rows", torch_rows}};
+  const nlohmann::json torch = {{"torch_version", "test"}, {"threads", 1}, {"clock", "wall"}, {"rows", torch_rows}};
   std::ofstream(test_dir() + "/torch.json") << torch.dump();
   const auto run = run_binary("bench/ops", "--quick --threads 1 --compare torch.json --json ops.json", 300);
   REQUIRE(run.status == 0);
