@@ -5,12 +5,13 @@
 // reductions as GB/s against copy bandwidth, and the transformer ops (softmax, layer_norm,
 // cross_entropy, dropout, AdamW) forward and forward+backward through autograd, each in f32 and bf16.
 //
-//   ops [--quick] [--threads N] [--clock wall|cpu]
+//   ops [--quick] [--threads N] [--clock wall|cpu] [--list-rows] [--compare FILE] [--json FILE]
 //
 // --quick: small sizes and few repetitions (a CI smoke run, seconds). --threads N: the thread count
 // of remat's loops (OpenMP), of Eigen's GEMM and of OpenBLAS (default: OpenMP's, the core count).
 // --clock cpu: time by the process's CPU time instead of the wall clock, so that time slices given
 // to other processes on a busy machine do not count (meaningful with --threads 1 only).
+// PyTorch side by side: --list-rows, --compare FILE and --json FILE (bench/op_rows.h, bench/torch_ops.py).
 // Figures are medians over repetitions after a warm-up; a sample is one or more calls (enough to
 // last a few milliseconds). GB = 1e9 bytes; bytes are the minimum an op must move (every input
 // read once, every output written once), so 100% of copy bandwidth is the best a memory-bound op
@@ -24,12 +25,11 @@
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "bench/machine_peaks.h"
+#include "bench/op_rows.h"
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_matmul.h"
@@ -65,12 +65,19 @@ const Sizes kQuick = {1 << 20, 2'000'000, 5, {64, 128, 256}, 4, 1024, 1024, 128,
 // ---------------------------------------------------------------------------------------------
 
 bool g_cpu_clock = false;  // --clock cpu
+bool g_list_only = false;  // --list-rows: the rows are recorded, nothing is timed or printed
+
+// The bandwidth rows of this run, and PyTorch's figures for them (--compare).
+std::vector<bench::OpRow> g_rows;
+int g_threads = 1;
+const bench::TorchFigures* g_torch = nullptr;
 
 double now_s() { return now_seconds(g_cpu_clock ? Clock::kProcessCpu : Clock::kWall); }
 
 // Median seconds per call of f: one warm-up call, then `reps` samples, each repeating f until it
 // lasts min_sample_s (the repeat count is fixed from the warm-up).
 double median_seconds(const std::function<void()>& f, const Sizes& s) {
+  if (g_list_only) return 1.0;
   double t0 = now_s();
   f();
   double once = std::max(now_s() - t0, 1e-9);
@@ -141,11 +148,7 @@ double measure_fma_peak(const Sizes& s, int threads) {
 // tables
 // ---------------------------------------------------------------------------------------------
 
-std::string shape_str(const Shape& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
+std::string shape_str(const Shape& s) { return bench::shape_text(s); }
 
 // Standard normal values of `dtype` (drawn in f32, then rounded once).
 Tensor seeded(const Shape& shape, uint64_t seed, bool requires_grad = false, ScalarType dtype = kFloat) {
@@ -162,15 +165,27 @@ constexpr ScalarType kBandwidthDtypes[] = {kFloat, kBFloat16};
 const char* dtype_name(ScalarType t) { return t == kBFloat16 ? "bf16" : "f32"; }
 
 void print_bandwidth_header(const char* title) {
+  if (g_list_only) return;
   std::printf("\n%s\n", title);
-  std::printf("%-34s %-5s %-16s %10s %10s %8s\n", "op", "dtype", "shape", "ms", "GB/s", "% copy");
+  std::printf("%-34s %-5s %-16s %10s %10s %8s", "op", "dtype", "shape", "ms", "GB/s", "% copy");
+  std::printf("%s\n", g_torch != nullptr ? bench::compare_header().c_str() : "");
 }
 
 void print_bandwidth_row(const std::string& op, ScalarType dtype, const Shape& shape, double seconds, double bytes,
                          double copy_gbs) {
   double gbs = bytes / seconds / 1e9;
-  std::printf("%-34s %-5s %-16s %10.3f %10.1f %7.0f%%\n", op.c_str(), dtype_name(dtype), shape_str(shape).c_str(),
-              seconds * 1e3, gbs, 100.0 * gbs / copy_gbs);
+  bench::OpRow row{op, dtype_name(dtype), shape, g_threads};
+  if (!g_list_only) {
+    row.remat_ms = seconds * 1e3;
+    row.pct_copy = 100.0 * gbs / copy_gbs;
+  }
+  std::vector<bench::OpRow> one = {row};
+  if (g_torch != nullptr) bench::attach_torch_figures(one, *g_torch);
+  g_rows.push_back(one[0]);
+  if (g_list_only) return;
+  std::printf("%-34s %-5s %-16s %10.3f %10.1f %7.0f%%", op.c_str(), dtype_name(dtype), shape_str(shape).c_str(),
+              seconds * 1e3, gbs, row.pct_copy);
+  std::printf("%s\n", g_torch != nullptr ? bench::compare_columns(one[0]).c_str() : "");
 }
 
 void mm_section(const Sizes& s, double peak_gflops) {
@@ -481,41 +496,14 @@ void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
 constexpr int64_t kMaxThreads = 4096;
 
 [[noreturn]] void usage_error(const std::string& what) {
-  throw UsageError(what + " (usage: ops [--quick] [--threads N] [--clock wall|cpu])");
+  throw UsageError(what + " (usage: ops [--quick] [--threads N] [--clock wall|cpu] [--list-rows] [--compare FILE] "
+                          "[--json FILE])");
 }
 
-// The benchmark; main() below reports what it throws.
-int run(int argc, char** argv) {
-  bool quick = false;
-  int threads = omp_get_max_threads();
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::printf("usage: ops [--quick] [--threads N (1 to %lld)] [--clock wall|cpu]\n", static_cast<long long>(kMaxThreads));
-      return 0;
-    } else if (arg == "--quick") {
-      quick = true;
-    } else if (arg == "--clock" || arg == "--threads") {
-      if (i + 1 >= argc) usage_error("missing value for " + arg);
-      const std::string v = argv[++i];
-      if (arg == "--threads") {
-        threads = static_cast<int>(parse_int("--threads", v, 1, kMaxThreads));
-      } else {
-        if (v != "wall" && v != "cpu") usage_error("--clock must be wall or cpu, got '" + v + "'");
-        g_cpu_clock = v == "cpu";
-      }
-    } else {
-      usage_error("unknown flag '" + arg + "'");
-    }
-  }
-  const Sizes& s = quick ? kQuick : kFull;
-  omp_set_num_threads(threads);  // remat's parallel_for and OpenBLAS (OpenMP build) read this
-  openblas_set_num_threads(threads);
-  Eigen::setNbThreads(threads);
-
+// Prints the machine's copy bandwidth and FMA peak, then the GEMMs; returns the "% copy" reference.
+double machine_and_gemm_sections(const Sizes& s, int threads, bool quick) {
   std::printf("ops benchmark%s: %d thread(s), median of %d samples after a warm-up, %s time\n",
               quick ? " (--quick)" : "", threads, s.reps, g_cpu_clock ? "CPU" : "wall-clock");
-
   Bandwidth bw = measure_copy(s, threads);
   double peak = measure_fma_peak(s, threads);
   std::printf("\nmachine (measured in this run)\n");
@@ -531,17 +519,75 @@ int run(int argc, char** argv) {
 #else
   std::printf("FP32 FMA peak (%s, %d thread(s) at once): %.1f GFLOP/s\n", bench::fma_isa(), threads, peak);
 #endif
-
   mm_section(s, peak);
   gpt_gemm_section(s, peak, threads);
-  pointwise_section(s, bw.reference());
-  transformer_section(s, bw.reference());
-  gpt_elementwise_section(s, bw.reference());
+  return bw.reference();
+}
+
+// The benchmark; main() below reports what it throws.
+int run(int argc, char** argv) {
+  bool quick = false;
+  int threads = omp_get_max_threads();
+  std::string compare_path, json_path;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::printf("usage: ops [--quick] [--threads N (1 to %lld)] [--clock wall|cpu] [--list-rows] [--compare FILE] "
+                  "[--json FILE]\n",
+                  static_cast<long long>(kMaxThreads));
+      return 0;
+    } else if (arg == "--quick") {
+      quick = true;
+    } else if (arg == "--list-rows") {
+      g_list_only = true;
+    } else if (arg == "--clock" || arg == "--threads" || arg == "--compare" || arg == "--json") {
+      if (i + 1 >= argc) usage_error("missing value for " + arg);
+      const std::string v = argv[++i];
+      if (arg == "--threads") {
+        threads = static_cast<int>(parse_int("--threads", v, 1, kMaxThreads));
+      } else if (arg == "--compare") {
+        compare_path = v;
+      } else if (arg == "--json") {
+        json_path = v;
+      } else {
+        if (v != "wall" && v != "cpu") usage_error("--clock must be wall or cpu, got '" + v + "'");
+        g_cpu_clock = v == "cpu";
+      }
+    } else {
+      usage_error("unknown flag '" + arg + "'");
+    }
+  }
+  const Sizes& s = quick ? kQuick : kFull;
+  g_threads = threads;
+  if (g_list_only && (!compare_path.empty() || !json_path.empty()))
+    usage_error("--list-rows times nothing: it takes neither --compare nor --json");
+  bench::TorchFigures torch;
+  if (!compare_path.empty()) {
+    torch = bench::parse_torch_figures(compare_path, read_input_file(compare_path, "--compare", 64 << 20));
+    bench::check_torch_timing(torch, threads, g_cpu_clock ? "cpu" : "wall");
+    g_torch = &torch;
+  }
+  if (!json_path.empty()) bench::check_output_file("--json", json_path);
+  omp_set_num_threads(threads);  // remat's parallel_for and OpenBLAS (OpenMP build) read this
+  openblas_set_num_threads(threads);
+  Eigen::setNbThreads(threads);
+
+  // The machine's limits and the GEMMs (not with --list-rows: only the bandwidth rows are listed).
+  const double copy_gbs = g_list_only ? 1.0 : machine_and_gemm_sections(s, threads, quick);
+  pointwise_section(s, copy_gbs);
+  transformer_section(s, copy_gbs);
+  gpt_elementwise_section(s, copy_gbs);
+  const std::string rows = bench::rows_json(g_rows, threads, s.reps, s.min_sample_s, g_cpu_clock ? "cpu" : "wall");
+  if (g_list_only) return std::printf("%s", rows.c_str()) < 0 ? 1 : 0;
 
   // On a shared machine the load can change during the run: a reference far from the first one
   // means the "% copy" columns are only rough.
   std::printf("\ncopy bandwidth re-measured at the end: %.1f GB/s (reference: %.1f GB/s)\n",
-              measure_copy(s, threads).reference(), bw.reference());
+              measure_copy(s, threads).reference(), copy_gbs);
+  if (g_torch != nullptr)
+    std::printf("PyTorch %s (%s): ratio = remat ms / torch ms; torch out ms: into an existing output (out=, copy_)\n",
+                torch.version.c_str(), compare_path.c_str());
+  if (!json_path.empty()) write_file_atomically(json_path, rows);
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "kernels/cpu/bfloat16_blocks.h"
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/loops.h"
+#include "kernels/cpu/x86_intrinsics.h"
 
 namespace remat::kernels::cpu {
 
@@ -119,6 +120,26 @@ void binary_float_block(float* o, const float* const* x, int64_t len) {
   ArrayMap<float>(o, len) = Op::array(ConstArrayMap<float>(x[0], len), ConstArrayMap<float>(x[1], len));
 }
 
+#if defined(__AVX512F__)
+// A bfloat16 binary op over one run, 16 lanes at a time, with no buffer: each input contiguous
+// (stride 1) or one value broadcast (stride 0), widened exactly, Op in float (GCC's vector
+// arithmetic on __m512), rounded as BFloat16's conversion: the bits of the widened-block path.
+template <class Op>
+void binary_bf16_run_avx512(BFloat16* o, const BFloat16* x, const BFloat16* y, int64_t sx, int64_t sy, int64_t n) {
+  const __m512 xb = _mm512_set1_ps(float(*x)), yb = _mm512_set1_ps(float(*y));
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 r = Op::scalar(sx ? bf16x16_to_float(x + i) : xb, sy ? bf16x16_to_float(y + i) : yb);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), float_to_bf16x16(r));
+  }
+  if (i == n) return;
+  BFloat16 tx[16] = {}, ty[16] = {}, to[16];
+  for (int64_t k = i; k < n; ++k) tx[k - i] = x[k * sx], ty[k - i] = y[k * sy];
+  binary_bf16_run_avx512<Op>(to, tx, ty, 1, 1, 16);
+  for (int64_t k = i; k < n; ++k) o[k] = to[k - i];
+}
+#endif
+
 template <class Op, class T>
 void binary_kernel(const LoopShape& s, T* out, const T* a, const T* b) {
   if constexpr (kEigenVectorizable<T>) {
@@ -131,6 +152,14 @@ void binary_kernel(const LoopShape& s, T* out, const T* a, const T* b) {
     }
   } else if constexpr (kFloatBlocks<T>) {
     if (s.is_contiguous()) {
+#if defined(__AVX512F__)
+      if constexpr (std::is_same_v<T, BFloat16>) {
+        parallel_for(0, s.numel(), kGrainSize, [&](int64_t lo, int64_t hi) {
+          binary_bf16_run_avx512<Op>(out + lo, a + lo, b + lo, 1, 1, hi - lo);
+        });
+        return;
+      }
+#endif
       map_bf16_blocks<2>(out, {a, b}, s.numel(), binary_float_block<Op>);
       return;
     }
@@ -156,6 +185,12 @@ void binary_kernel(const LoopShape& s, T* out, const T* a, const T* b) {
     if constexpr (kFloatBlocks<T>) {
       // Each input contiguous or broadcast over the run (a bias row, a scalar).
       if (st[0] == 1 && (st[1] == 0 || st[1] == 1) && (st[2] == 0 || st[2] == 1)) {
+#if defined(__AVX512F__)
+        if constexpr (std::is_same_v<T, BFloat16>) {
+          binary_bf16_run_avx512<Op>(o, x, y, st[1], st[2], n);
+          return;
+        }
+#endif
         map_bf16_run<2>(o, {x, y}, {st[1], st[2]}, n, binary_float_block<Op>);
         return;
       }

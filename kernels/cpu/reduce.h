@@ -16,6 +16,7 @@
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/pointwise.h"
 #include "kernels/cpu/vectorized_rows.h"
+#include "kernels/cpu/x86_intrinsics.h"
 
 namespace remat::kernels::cpu {
 
@@ -51,12 +52,51 @@ struct MaxReducer {
   template <class M> static auto eigen(const M& m) { return m.template maxCoeff<Eigen::PropagateNaN>(); }
 };
 
+#if defined(__AVX512F__)
+// The sum of n contiguous floats, or bfloat16 widened exactly: four 16-lane accumulators over 64
+// elements a step, 16 a step after, the tail (zero-padded) into the second, then the lanes
+// combined in a fixed order. One pass over the input, no buffer.
+template <class T>
+float sum_run_avx512(const T* p, int64_t n) {
+  auto load = [](const T* q) {
+    if constexpr (std::is_same_v<T, float>) {
+      return _mm512_loadu_ps(q);
+    } else {
+      return _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q))), 16));
+    }
+  };
+  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    a0 = _mm512_add_ps(a0, load(p + i));
+    a1 = _mm512_add_ps(a1, load(p + i + 16));
+    a2 = _mm512_add_ps(a2, load(p + i + 32));
+    a3 = _mm512_add_ps(a3, load(p + i + 48));
+  }
+  for (; i + 16 <= n; i += 16) a0 = _mm512_add_ps(a0, load(p + i));
+  if (i < n) {
+    T tail[16] = {};
+    for (int64_t j = i; j < n; ++j) tail[j - i] = p[j];
+    a1 = _mm512_add_ps(a1, load(tail));
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+#endif
+
 // R over one contiguous run of a float or double type (Eigen's packets), or of bfloat16 (widened
-// a block at a time, the blocks combined in order: kernels/cpu/vectorized_rows.h).
+// a block at a time, the blocks combined in order: kernels/cpu/vectorized_rows.h); float and
+// bfloat16 sums with AVX-512: sum_run_avx512.
 template <class R, class T, class A>
 constexpr bool kVectorRun = (kEigenVectorizable<T> && std::is_same_v<T, A>) || kFloatBlocks<T>;
 template <class R, class T, class A>
 A reduce_run(const T* p, int64_t len) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<R, SumReducer> && std::is_same_v<A, float> &&
+                (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>)) {
+    return sum_run_avx512(p, len);
+  }
+#endif
   if constexpr (kFloatBlocks<T>) {
     return rows::over_float_blocks(
         p, nullptr, len, R::template identity<float>(), [](const auto& r, const auto&) { return R::eigen(r); },
@@ -222,20 +262,22 @@ void reduce_kernel(const ReduceShape& s, T* out, const T* in, double scale) {
     return;
   }
   if (n_out == 1) {
-    // One output: split the reduction across threads in fixed chunks, combine in order.
-    if (s.red_sizes.size() == 1 && s.red_strides[0] == 1) {
-      const int64_t n = s.red_sizes[0];
-      const int nthreads = num_threads();
-      std::vector<A> partial(static_cast<size_t>(nthreads), R::template identity<A>());
-      int64_t chunk = (n + nthreads - 1) / nthreads;
-      parallel_for(0, nthreads, 1, [&](int64_t tb, int64_t te) {
-        for (int64_t t = tb; t < te; ++t) {
-          int64_t b = t * chunk, e = std::min(n, b + chunk);
-          if (b >= e) continue;
-          ReduceShape part;
-          part.red_sizes = {e - b};
-          part.red_strides = {1};
-          partial[static_cast<size_t>(t)] = reduce_one<R, T, A>(part, in + b);
+    // One output over reduced dims that make one contiguous run (sum(x) of a contiguous x): the
+    // run cut into chunks of kGrainSize elements whatever the thread count, each chunk reduced on
+    // one thread, the chunks' results combined in order: the same bits for any thread count.
+    bool one_run = !s.red_sizes.empty() && s.red_strides.back() == 1;
+    for (size_t d = 0; one_run && d + 1 < s.red_sizes.size(); ++d)
+      one_run = s.red_strides[d] == s.red_strides[d + 1] * s.red_sizes[d + 1];
+    if (one_run) {
+      const int64_t n = s.red_numel(), chunks = (n + kGrainSize - 1) / kGrainSize;
+      std::vector<A> partial(static_cast<size_t>(chunks), R::template identity<A>());
+      ReduceShape part;
+      part.red_strides = {1};
+      parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+        ReduceShape mine = part;
+        for (int64_t c = cb; c < ce; ++c) {
+          mine.red_sizes = {std::min(n, (c + 1) * kGrainSize) - c * kGrainSize};
+          partial[static_cast<size_t>(c)] = reduce_one<R, T, A>(mine, in + c * kGrainSize);
         }
       });
       A acc = R::template identity<A>();

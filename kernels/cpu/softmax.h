@@ -3,7 +3,7 @@
 //
 // A contiguous tensor is seen as [outer, dim_size, inner]: the softmax dim has stride inner.
 // inner == 1 (the last dim, the common case) walks one row at a time (a bfloat16 row is widened
-// to float and runs the float code); inner > 1 processes a whole [dim_size, inner] slab with
+// to float and runs the float code; softmax's backward reads bf16 directly with AVX-512); inner > 1 processes a whole [dim_size, inner] slab with
 // per-column running values, so every pass reads memory in order.
 #pragma once
 
@@ -17,6 +17,7 @@
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/pointwise.h"
 #include "kernels/cpu/vectorized_rows.h"
+#include "kernels/cpu/x86_intrinsics.h"
 
 namespace remat::kernels::cpu {
 
@@ -94,6 +95,31 @@ void softmax_forward(T* out, const T* in, int64_t outer, int64_t dim_size, int64
   });
 }
 
+#if defined(__AVX512F__)
+// dx = y * (dy - sum(dy * y)) over one bfloat16 row straight from the bf16 data (no widened
+// rows), 0 where mask (when given) is true: the dot in 16 float lanes, combined in a fixed order,
+// then the tail; each dx computed in float and rounded once.
+inline void softmax_backward_bf16_row(BFloat16* dx, const BFloat16* dy, const BFloat16* y, const bool* mask,
+                                      int64_t n) {
+  __m512 acc = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(bf16x16_to_float(dy + i), bf16x16_to_float(y + i), acc);
+  float dot = _mm512_reduce_add_ps(acc);
+  for (int64_t k = i; k < n; ++k) dot += float(dy[k]) * float(y[k]);
+  const __m512 d = _mm512_set1_ps(dot);
+  for (i = 0; i + 16 <= n; i += 16) {
+    __m512 r = _mm512_mul_ps(bf16x16_to_float(y + i), _mm512_sub_ps(bf16x16_to_float(dy + i), d));
+    if (mask != nullptr) {
+      const __m128i mb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(mask + i));
+      r = _mm512_maskz_mov_ps(_mm512_testn_epi32_mask(_mm512_cvtepu8_epi32(mb), _mm512_cvtepu8_epi32(mb)), r);
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dx + i), float_to_bf16x16(r));
+  }
+  for (int64_t k = i; k < n; ++k)
+    dx[k] = mask != nullptr && mask[k] ? BFloat16(0.0f) : BFloat16(float(y[k]) * (float(dy[k]) - dot));
+}
+#endif
+
 // forward: y = softmax(x)      backward: dx = y * (dy - sum(dy * y))
 // forward: y = log_softmax(x)  backward: dx = dy - exp(y) * sum(dy)
 template <class T>
@@ -101,6 +127,16 @@ void softmax_backward(T* grad_in, const T* grad_out, const T* out, int64_t outer
                       bool log) {
   using A = acc_t<T>;
   if constexpr (kFloatBlocks<T>) {
+#if defined(__AVX512F__)
+    if (inner == 1 && !log && std::is_same_v<T, BFloat16>) {
+      parallel_for(0, outer, rows_grain(dim_size), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r)
+          softmax_backward_bf16_row(grad_in + r * dim_size, grad_out + r * dim_size, out + r * dim_size, nullptr,
+                                    dim_size);
+      });
+      return;
+    }
+#endif
     if (inner == 1) {
       parallel_for(0, outer, rows_grain(dim_size), [&](int64_t b, int64_t e) {
         bf16_rows<2>(grad_in, {grad_out, out}, b, e, dim_size,
@@ -235,6 +271,16 @@ template <class T>
 void masked_softmax_backward(T* grad_in, const T* grad_out, const T* out, const bool* mask, int64_t rows,
                              int64_t dim_size, int64_t mask_rows) {
   if constexpr (kFloatBlocks<T>) {
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<T, BFloat16>) {
+      parallel_for(0, rows, rows_grain(dim_size), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r)
+          softmax_backward_bf16_row(grad_in + r * dim_size, grad_out + r * dim_size, out + r * dim_size,
+                                    mask + (r % mask_rows) * dim_size, dim_size);
+      });
+      return;
+    }
+#endif
     parallel_for(0, rows, rows_grain(dim_size), [&](int64_t b, int64_t e) {
       bf16_rows<2>(grad_in, {grad_out, out}, b, e, dim_size,
                    [&](int64_t r, float* dx, const std::array<const float*, 2>& x) {

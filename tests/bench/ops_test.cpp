@@ -1,11 +1,19 @@
 // Tests bench/ops.cpp's main (no PyTorch counterpart): bad flags are refused with one line naming
-// the flag and the value, exit 2, at once (a huge --threads used to hang starting threads).
+// the flag and the value, exit 2, at once (a huge --threads used to hang starting threads); the
+// rows listed for bench/torch_ops.py and PyTorch's figures put beside remat's (--compare, --json).
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "tests/tools/tool_runner.h"
 
+using remat::testing::read_text;
 using remat::testing::run_binary;
+using remat::testing::test_dir;
 using Catch::Matchers::Contains;
+
+#define USAGE " (usage: ops [--quick] [--threads N] [--clock wall|cpu] [--list-rows] [--compare FILE] [--json FILE])\n"
 
 TEST_CASE("bench/ops refuses bad numbers and flags with one line, exit 2", "[bench][cli]") {
   struct Case {
@@ -17,10 +25,17 @@ TEST_CASE("bench/ops refuses bad numbers and flags with one line, exit 2", "[ben
       {"--threads 0", "error: --threads: expected an integer from 1 to 4096, got '0'\n"},
       {"--threads 4x", "error: --threads: expected an integer from 1 to 4096, got '4x'\n"},
       {"--threads ''", "error: --threads: expected an integer from 1 to 4096, got ''\n"},
-      {"--threads", "error: missing value for --threads (usage: ops [--quick] [--threads N] [--clock wall|cpu])\n"},
-      {"--clock sundial", "error: --clock must be wall or cpu, got 'sundial' (usage: ops [--quick] [--threads N] "
-                          "[--clock wall|cpu])\n"},
-      {"--fast", "error: unknown flag '--fast' (usage: ops [--quick] [--threads N] [--clock wall|cpu])\n"},
+      {"--threads", "error: missing value for --threads" USAGE},
+      {"--clock sundial", "error: --clock must be wall or cpu, got 'sundial'" USAGE},
+      {"--fast", "error: unknown flag '--fast'" USAGE},
+      {"--compare", "error: missing value for --compare" USAGE},
+      {"--json", "error: missing value for --json" USAGE},
+      {"--list-rows --json x.json", "error: --list-rows times nothing: it takes neither --compare nor --json" USAGE},
+      {"--list-rows --compare x.json", "error: --list-rows times nothing: it takes neither --compare nor --json" USAGE},
+      {"--compare no-such.json", "error: --compare: cannot read 'no-such.json': No such file or directory\n"},
+      {"--json /no-such-folder/o.json",
+       "error: --json: cannot write '/no-such-folder/o.json' (its folder '/no-such-folder' is missing or not "
+       "writable)\n"},
   };
   for (const Case& c : cases) {
     INFO(c.args);
@@ -35,4 +50,66 @@ TEST_CASE("bench/ops --help prints the flags, exit 0", "[bench][cli]") {
   const auto r = run_binary("bench/ops", "--help", 30);
   CHECK(r.status == 0);
   CHECK_THAT(r.out, Contains("--threads N (1 to 4096)"));
+  CHECK_THAT(r.out, Contains("--compare FILE"));
+}
+
+TEST_CASE("bench/ops --compare refuses PyTorch's figures of another thread count or clock before the run, exit 1",
+          "[bench][cli]") {
+  std::ofstream(test_dir() + "/torch3.json") << R"({"torch_version": "2.15.0", "threads": 3, "clock": "wall", "rows": []})";
+  const auto r = run_binary("bench/ops", "--quick --threads 1 --compare torch3.json", 30);
+  CHECK(r.status == 1);
+  CHECK(r.err ==
+        "error: ops --compare torch3.json: PyTorch was timed on 3 thread(s), this run has 1 (give bench/torch_ops.py "
+        "the rows of the same --threads)\n");
+  CHECK(r.out.empty());
+  std::ofstream(test_dir() + "/torch_wall.json") << R"({"torch_version": "2.15.0", "threads": 1, "clock": "wall", "rows": []})";
+  const auto cpu = run_binary("bench/ops", "--quick --threads 1 --clock cpu --compare torch_wall.json", 30);
+  CHECK(cpu.status == 1);
+  CHECK(cpu.err == "error: ops --compare torch_wall.json: PyTorch was timed by the wall clock, this run by the cpu clock "
+                   "(give bench/torch_ops.py the rows of the same --clock)\n");
+}
+
+TEST_CASE("bench/ops --list-rows, then --compare and --json: every row with remat's and PyTorch's figures",
+          "[bench][cli]") {
+  const auto listed = run_binary("bench/ops", "--quick --threads 1 --list-rows", 120);
+  REQUIRE(listed.status == 0);
+  const nlohmann::json rows = nlohmann::json::parse(listed.out);
+  CHECK(rows["threads"] == 1);
+  CHECK(rows["reps"].get<int>() >= 1);
+  CHECK(rows["min_sample_s"].get<double>() > 0);
+  CHECK(rows["clock"] == "wall");
+  std::set<std::pair<std::string, std::string>> keys;
+  nlohmann::json torch_rows = nlohmann::json::array();
+  for (const auto& row : rows["rows"]) {
+    CHECK(row["remat_ms"].is_null());  // nothing is timed
+    CHECK(row["threads"] == 1);
+    const bool new_key = keys.insert({row["op"].get<std::string>(), row["dtype"].get<std::string>()}).second;
+    CHECK(new_key);  // (op, dtype) names one row
+    torch_rows.push_back({{"op", row["op"]}, {"dtype", row["dtype"]}, {"shape", row["shape"]}, {"torch_ms", 1000.0},
+                          {"torch_out_ms", nullptr}});
+  }
+  for (const char* dtype : {"f32", "bf16"}) {
+    CHECK(keys.count({"_fused_adamw_ (one parameter)", dtype}) == 1);
+    CHECK(keys.count({"sum (all)", dtype}) == 1);
+    CHECK(keys.count({"gelu (tanh)", dtype}) == 1);
+  }
+
+  // PyTorch's figures as bench/torch_ops.py writes them (every row: 1000 ms, so every ratio < 1).
+  const nlohmann::json torch = {{"torch_version", "test"}, {"threads", 1}, {"clock", "wall"}, {"rows", torch_rows}};
+  std::ofstream(test_dir() + "/torch.json") << torch.dump();
+  const auto run = run_binary("bench/ops", "--quick --threads 1 --compare torch.json --json ops.json", 300);
+  REQUIRE(run.status == 0);
+  CHECK_THAT(run.out, Contains("torch ms   ratio torch out ms"));
+  CHECK_THAT(run.out, Contains("PyTorch test (torch.json)"));
+  const nlohmann::json out = nlohmann::json::parse(read_text(test_dir() + "/ops.json"));
+  CHECK(out["threads"] == 1);
+  REQUIRE(out["rows"].size() == rows["rows"].size());
+  for (const auto& row : out["rows"]) {
+    INFO(row.dump());
+    CHECK(row["remat_ms"].get<double>() > 0);
+    CHECK(row["pct_copy"].get<double>() > 0);
+    CHECK(row["torch_ms"] == 1000.0);
+    CHECK(row["torch_out_ms"].is_null());
+    CHECK(row["ratio"].get<double>() == Approx(row["remat_ms"].get<double>() / 1000.0));
+  }
 }

@@ -1,6 +1,7 @@
 // Tests kernels/cpu/pointwise.h (ATen/native/cpu/CopyKernel.cpp's paths): copy_kernel's fast
 // paths give what the plain strided walk gives: a transposing copy (tiled) at sizes around the
-// tile and block, with outer dims, in f32 and bf16; float <-> bfloat16 conversions bit for bit.
+// tile and block, with outer dims, in f32 and bf16; float <-> bfloat16 conversions bit for bit;
+// bfloat16 binary ops (contiguous, a broadcast row, a scalar) as the op in float rounded once.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -111,5 +112,56 @@ TEST_CASE("copy_kernel converts float <-> bfloat16 as BFloat16's scalar conversi
     const BFloat16 want(f[k]);
     CHECK(b[k].bits == want.bits);
     CHECK((std::isnan(back[k]) ? std::isnan(float(want)) : back[k] == float(want)));
+  }
+}
+
+namespace {
+
+// out[i, j] = a[i, j] op b[i or 0, j or 0]: the loop binary_kernel gets for [rows, cols] with b
+// contiguous, a row broadcast over the rows (a bias), or one value (a scalar).
+enum class Operand { kTensor, kRow, kScalar };
+
+template <class Op>
+void check_bf16_binary(int64_t rows, int64_t cols, Operand kind, bool scalar_first) {
+  INFO("rows " << rows << ", cols " << cols << ", kind " << int(kind) << ", scalar first " << scalar_first);
+  std::vector<BFloat16> a(static_cast<size_t>(rows * cols)), b(a.size()), out(a.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    a[k] = BFloat16(std::sin(0.37f * float(k)) * 5.0f);
+    b[k] = BFloat16(std::cos(0.21f * float(k)) * 3.0f + 0.03125f);
+  }
+  const int64_t row_stride = kind == Operand::kTensor ? cols : 0, col_stride = kind == Operand::kScalar ? 0 : 1;
+  cpu::LoopShape s;
+  s.ndim = 2;
+  s.noperands = 3;
+  s.sizes = {rows, cols};
+  s.strides[0] = {cols, 1};
+  s.strides[scalar_first ? 2 : 1] = {cols, 1};
+  s.strides[scalar_first ? 1 : 2] = {row_stride, col_stride};
+  s.coalesce();
+  const BFloat16* x = scalar_first ? b.data() : a.data();
+  const BFloat16* y = scalar_first ? a.data() : b.data();
+  cpu::binary_kernel<Op>(s, out.data(), x, y);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const float t = float(a[i * cols + j]), u = float(b[i * row_stride + j * col_stride]);
+      const BFloat16 want(scalar_first ? Op::scalar(u, t) : Op::scalar(t, u));
+      wrong += std::memcmp(&out[i * cols + j], &want, sizeof want) != 0;
+    }
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("bfloat16 binary ops give the bits of the op in float, rounded once", "[pointwise]", cpu::AddOp,
+                   cpu::SubOp, cpu::MulOp, cpu::DivOp) {
+  // runs with whole 16-lane vectors, a tail, and only a tail; more than one thread's chunk
+  for (int64_t cols : {int64_t(5), int64_t(16), int64_t(77), int64_t(4096)}) {
+    for (int64_t rows : {int64_t(1), int64_t(3), int64_t(20)}) {
+      for (Operand kind : {Operand::kTensor, Operand::kRow, Operand::kScalar}) {
+        check_bf16_binary<TestType>(rows, cols, kind, false);
+        check_bf16_binary<TestType>(rows, cols, kind, true);
+      }
+    }
   }
 }

@@ -170,3 +170,42 @@ TEMPLATE_TEST_CASE("the hand-vectorised column strip equals the portable loop, b
     CHECK(wrong == 0);
   }
 }
+
+namespace {
+
+// sum(x) of x seen as [rows, cols] (two reduced dims, one contiguous run) on `threads` threads.
+template <class T>
+T sum_all(const std::vector<T>& x, int64_t rows, int64_t cols, int threads, double scale = 1.0) {
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  cpu::ReduceShape s;
+  s.red_sizes = {rows, cols}, s.red_strides = {cols, 1};
+  std::vector<T> out(1);
+  cpu::reduce_kernel<cpu::SumReducer>(s, out.data(), x.data(), scale);
+  omp_set_num_threads(before);
+  return out[0];
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("a whole-tensor sum runs in fixed chunks: the same bits on any thread count and shape", "[reduce]",
+                   float, BFloat16) {
+  // several chunks of kGrainSize elements and a partial one, with a tail that is no whole vector
+  const int64_t rows = 7, cols = (3 * cpu::kGrainSize + 4001) / 7;
+  std::vector<TestType> x(static_cast<size_t>(rows * cols));
+  double ref = 0;
+  for (int64_t k = 0; k < rows * cols; ++k) {
+    x[k] = TestType(std::sin(0.0123f * float(k)) * 2.0f + 0.125f);
+    ref += double(float(x[k]));
+  }
+  const TestType one = sum_all(x, rows, cols, 1), two = sum_all(x, rows, cols, 2);
+  CHECK(float(two) == float(one));
+  CHECK(float(sum_all(x, 1, rows * cols, 2)) == float(one));  // one reduced dim, the same run
+  CHECK(float(sum_all(x, rows * cols, 1, 2)) == float(one));
+  CHECK(float(one) == Approx(ref).epsilon(std::is_same_v<TestType, float> ? 1e-5 : 8e-3));
+  // the mean: the same sum, scaled once
+  CHECK(float(sum_all(x, rows, cols, 2, 0.5)) == float(TestType(float(one) * 0.5f)));
+  // a short run (one chunk, a tail only) sums every element
+  std::vector<TestType> few = {TestType(1.0f), TestType(2.0f), TestType(4.0f)};
+  CHECK(float(sum_all(few, 1, 3, 2)) == 7.0f);
+}

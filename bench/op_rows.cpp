@@ -1,0 +1,145 @@
+// The rows of bench/ops as JSON, and PyTorch's figures for them (see op_rows.h).
+#include "bench/op_rows.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "remat.h"
+
+namespace remat::bench {
+
+namespace {
+
+using nlohmann::json;
+
+json figure(double v) { return v < 0 ? json(nullptr) : json(v); }
+
+// A figure as `format` prints it, "n/a" when absent (< 0).
+std::string figure_text(const char* format, double v) {
+  char b[32] = "n/a";
+  if (v >= 0) std::snprintf(b, sizeof b, format, v);
+  return b;
+}
+
+// A non-negative number or null (-1) under `key` of a row of `source`.
+double optional_ms(const json& row, const char* key, const std::string& source, const std::string& where) {
+  REMAT_CHECK(row.contains(key), "ops --compare ", source, ": ", where, " has no '", key, "'");
+  const json& v = row.at(key);
+  if (v.is_null()) return -1;
+  REMAT_CHECK(v.is_number() && v.get<double>() >= 0, "ops --compare ", source, ": ", where, ": '", key,
+              "' must be a number >= 0 or null, got ", v.dump());
+  return v.get<double>();
+}
+
+}  // namespace
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string r = "[";
+  for (size_t i = 0; i < shape.size(); ++i) r += (i ? ", " : "") + std::to_string(shape[i]);
+  return r + "]";
+}
+
+std::string compare_header() {
+  char b[64];
+  std::snprintf(b, sizeof b, " %10s %7s %12s", "torch ms", "ratio", "torch out ms");
+  return b;
+}
+
+std::string compare_columns(const OpRow& row) {
+  char b[96];
+  std::snprintf(b, sizeof b, " %10s %7s %12s", figure_text("%.3f", row.torch_ms).c_str(),
+                figure_text("%.2f", row.ratio()).c_str(), figure_text("%.3f", row.torch_out_ms).c_str());
+  return b;
+}
+
+void check_output_file(const std::string& flag, const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st {};
+  if (path.empty() || path.back() == '/' || ::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+      ::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw UsageError(flag + ": cannot write " + cli_detail::quoted_path(path) + " (its folder " +
+                     cli_detail::quoted_path(dir) + " is missing or not writable)");
+}
+
+std::string rows_json(const std::vector<OpRow>& rows, int threads, int reps, double min_sample_s,
+                      const std::string& clock) {
+  json list = json::array();
+  for (const OpRow& r : rows) {
+    list.push_back({{"op", r.op},
+                    {"dtype", r.dtype},
+                    {"shape", r.shape},
+                    {"threads", r.threads},
+                    {"remat_ms", figure(r.remat_ms)},
+                    {"pct_copy", figure(r.pct_copy)},
+                    {"torch_ms", figure(r.torch_ms)},
+                    {"torch_out_ms", figure(r.torch_out_ms)},
+                    {"ratio", figure(r.ratio())}});
+  }
+  json doc = {{"threads", threads}, {"reps", reps}, {"min_sample_s", min_sample_s}, {"clock", clock}, {"rows", list}};
+  return doc.dump(1) + "\n";
+}
+
+TorchFigures parse_torch_figures(const std::string& source, const std::string& text) {
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  REMAT_CHECK(!doc.is_discarded() && doc.is_object(), "ops --compare ", source,
+              ": not a JSON object (write it with bench/torch_ops.py --out)");
+  for (const char* key : {"torch_version", "threads", "clock", "rows"})
+    REMAT_CHECK(doc.contains(key), "ops --compare ", source, ": no '", key, "' key");
+  REMAT_CHECK(doc["torch_version"].is_string() && doc["threads"].is_number_integer() && doc["threads"].get<int64_t>() >= 1 &&
+                  doc["rows"].is_array() && (doc["clock"] == "wall" || doc["clock"] == "cpu"),
+              "ops --compare ", source,
+              ": 'torch_version' must be a string, 'threads' an integer >= 1, 'clock' \"wall\" or \"cpu\" and 'rows' a "
+              "list");
+  TorchFigures f;
+  f.source = source;
+  f.version = doc["torch_version"].get<std::string>();
+  f.threads = doc["threads"].get<int>();
+  f.clock = doc["clock"].get<std::string>();
+  size_t i = 0;
+  for (const json& row : doc["rows"]) {
+    const std::string where = "row " + std::to_string(i++);
+    REMAT_CHECK(row.is_object() && row.contains("op") && row["op"].is_string() && row.contains("dtype") &&
+                    row["dtype"].is_string() && row.contains("shape") && row["shape"].is_array(),
+                "ops --compare ", source, ": ", where, " needs 'op' and 'dtype' (strings) and 'shape' (a list)");
+    TorchFigures::Figure fig;
+    for (const json& d : row["shape"]) {
+      REMAT_CHECK(d.is_number_integer(), "ops --compare ", source, ": ", where, ": 'shape' must hold integers, got ",
+                  row["shape"].dump());
+      fig.shape.push_back(d.get<int64_t>());
+    }
+    fig.ms = optional_ms(row, "torch_ms", source, where);
+    fig.out_ms = optional_ms(row, "torch_out_ms", source, where);
+    auto key = std::make_pair(row["op"].get<std::string>(), row["dtype"].get<std::string>());
+    REMAT_CHECK(f.rows.emplace(key, fig).second, "ops --compare ", source, ": row '", key.first, "' ", key.second,
+                " appears twice");
+  }
+  return f;
+}
+
+void check_torch_timing(const TorchFigures& figures, int threads, const std::string& clock) {
+  REMAT_CHECK(figures.threads == threads, "ops --compare ", figures.source, ": PyTorch was timed on ", figures.threads,
+              " thread(s), this run has ", threads, " (give bench/torch_ops.py the rows of the same --threads)");
+  REMAT_CHECK(clock.empty() || figures.clock == clock, "ops --compare ", figures.source, ": PyTorch was timed by the ",
+              figures.clock, " clock, this run by the ", clock, " clock (give bench/torch_ops.py the rows of the same "
+              "--clock)");
+}
+
+void attach_torch_figures(std::vector<OpRow>& rows, const TorchFigures& figures) {
+  const std::string& source = figures.source;
+  for (OpRow& r : rows) {
+    check_torch_timing(figures, r.threads);
+    auto it = figures.rows.find({r.op, r.dtype});
+    if (it == figures.rows.end()) continue;
+    REMAT_CHECK(it->second.shape == r.shape, "ops --compare ", source, ": row '", r.op, "' ", r.dtype, " has shape ",
+                shape_text(it->second.shape), " there, ", shape_text(r.shape),
+                " in this run (run both with or both without --quick)");
+    r.torch_ms = it->second.ms;
+    r.torch_out_ms = it->second.out_ms;
+  }
+}
+
+}  // namespace remat::bench

@@ -1,0 +1,76 @@
+// The rows of bench/ops beside PyTorch's same op (no PyTorch counterpart; bench/torch_ops.py times
+// PyTorch's side). `ops --list-rows` writes the rows as JSON (rows_json with no figures), the
+// script times each row in PyTorch and writes its figures as JSON, and `ops --compare FILE` reads
+// them (parse_torch_figures) to print remat's ms, PyTorch's ms and the ratio side by side;
+// `ops --json FILE` writes the rows with every figure (rows_json).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace remat::bench {
+
+// One row of `ops`: an op in one dtype at one shape on `threads` threads. A figure < 0 is absent.
+struct OpRow {
+  std::string op;     // the row's name in the table, e.g. "add  (a + b)": with dtype, its key
+  std::string dtype;  // "f32" or "bf16"
+  std::vector<int64_t> shape;
+  int threads = 1;
+  double remat_ms = -1;
+  double pct_copy = -1;      // remat's GB/s over the copy bandwidth of the same run, in %
+  double torch_ms = -1;      // PyTorch as a user calls it (a fresh output allocated, page faults included)
+  double torch_out_ms = -1;  // PyTorch writing into an existing output (out= or copy_); < 0: no such form
+  // remat_ms / torch_ms, or < 0 when either is absent.
+  double ratio() const { return remat_ms > 0 && torch_ms > 0 ? remat_ms / torch_ms : -1; }
+};
+
+// The rows as a JSON document: {"threads": N, "reps": R, "min_sample_s": S, "clock": "wall" or
+// "cpu", "rows": [{"op", "dtype",
+// "shape", "threads", "remat_ms", "pct_copy", "torch_ms", "torch_out_ms", "ratio"}, ...]}, an
+// absent figure as null. reps, min_sample_s and clock: how `ops` times a row (clock "cpu": the
+// process's CPU time), so that the script does alike.
+std::string rows_json(const std::vector<OpRow>& rows, int threads, int reps, double min_sample_s,
+                      const std::string& clock);
+
+// PyTorch's figures as bench/torch_ops.py writes them, keyed by (op, dtype).
+struct TorchFigures {
+  std::string source;   // the file, for messages
+  std::string version;  // torch.__version__
+  int threads = 0;      // torch.get_num_threads() while timing
+  std::string clock;    // "wall" or "cpu", as the rows it was given
+  struct Figure {
+    std::vector<int64_t> shape;
+    double ms = -1, out_ms = -1;
+  };
+  std::map<std::pair<std::string, std::string>, Figure> rows;
+};
+
+// Parses the script's JSON ({"torch_version", "threads", "clock", "rows": [{"op", "dtype", "shape",
+// "torch_ms", "torch_out_ms"}]}). `source` names the file in messages. Throws remat::Error on bad
+// JSON, a missing or mistyped key and a repeated row.
+TorchFigures parse_torch_figures(const std::string& source, const std::string& text);
+
+// Fills torch_ms and torch_out_ms of every row the figures have. Throws remat::Error when the
+// figures were taken on another thread count or at another shape than the row's (both runs must
+// time the same thing: same --threads, both with or both without --quick).
+void attach_torch_figures(std::vector<OpRow>& rows, const TorchFigures& figures);
+
+// Throws remat::Error unless the figures were taken on `threads` threads (and, given, by `clock`).
+void check_torch_timing(const TorchFigures& figures, int threads, const std::string& clock = "");
+
+// The columns `ops --compare` adds to a table: PyTorch's ms, the ratio, PyTorch's ms without the
+// allocation ("n/a" for an absent figure), each with a leading space.
+std::string compare_header();
+std::string compare_columns(const OpRow& row);
+
+// "[4096, 4096]".
+std::string shape_text(const std::vector<int64_t>& shape);
+
+// Throws UsageError ("--json: cannot write 'PATH': ...") unless PATH's folder exists and can be
+// written into, so that a long run is not lost to a typo in the path.
+void check_output_file(const std::string& flag, const std::string& path);
+
+}  // namespace remat::bench

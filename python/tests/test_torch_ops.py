@@ -1,0 +1,63 @@
+# no PyTorch counterpart: bench/torch_ops.py, the PyTorch side of `ops --compare`, on tiny shapes.
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir)
+SCRIPT = os.path.join(ROOT, "bench", "torch_ops.py")
+
+# One row per op the script knows, at the shapes `ops --quick` gives each kind of row.
+SHAPES = {"softmax": [16, 32], "layer_norm": [16, 32], "cross_entropy": [16, 40], "scores": [8, 4, 8, 8],
+          "hidden": [8, 8, 64], "bias": [64, 64]}
+
+
+def shape_of(op):
+    if op.startswith("softmax(dim=-1) f") or op.startswith("layer_norm"):
+        return SHAPES["softmax"]
+    if op.startswith("cross_entropy"):
+        return SHAPES["cross_entropy"]
+    if op in ("mul (scores * scale)", "masked_fill (causal, -inf)", "softmax(dim=-1) of masked scores",
+              "_masked_softmax (causal [L, S] mask)", "_softmax_backward_data", "masked_fill (its backward, 0)",
+              "_masked_softmax_backward (both above)"):
+        return SHAPES["scores"]
+    if op.startswith("gelu") and "tanh" in op:
+        return SHAPES["hidden"]
+    return SHAPES["bias"]
+
+
+def listing():
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import torch_ops
+    finally:
+        sys.path.pop(0)
+    rows = [{"op": op, "dtype": dt, "shape": shape_of(op), "threads": 1} for op in torch_ops.OPS for dt in ("f32", "bf16")
+            if not (op == "to(bf16)" and dt == "bf16") and not (op == "to(f32)" and dt == "f32")]
+    return {"threads": 1, "reps": 1, "min_sample_s": 0.0, "clock": "cpu", "rows": rows}
+
+
+def test_every_row_runs_and_the_figures_have_the_shape_ops_reads(tmp_path):
+    rows_path, out_path = tmp_path / "rows.json", tmp_path / "torch.json"
+    doc = listing()
+    rows_path.write_text(json.dumps(doc))
+    subprocess.run([sys.executable, SCRIPT, "--rows", str(rows_path), "--out", str(out_path)], check=True)
+    figures = json.loads(out_path.read_text())
+    assert figures["threads"] == 1
+    assert figures["clock"] == "cpu"
+    assert isinstance(figures["torch_version"], str)
+    assert [(r["op"], r["dtype"], r["shape"]) for r in figures["rows"]] == [
+        (r["op"], r["dtype"], r["shape"]) for r in doc["rows"]]
+    for r in figures["rows"]:
+        assert r["torch_ms"] > 0
+        assert r["torch_out_ms"] is None or r["torch_out_ms"] > 0
+
+
+def test_an_unknown_row_is_refused_by_name(tmp_path):
+    rows_path = tmp_path / "rows.json"
+    rows_path.write_text(json.dumps({"threads": 1, "reps": 1, "min_sample_s": 0.0,
+                                     "rows": [{"op": "frobnicate", "dtype": "f32", "shape": [2], "threads": 1}]}))
+    r = subprocess.run([sys.executable, SCRIPT, "--rows", str(rows_path), "--out", str(tmp_path / "o.json")],
+                       capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "no PyTorch form for the row(s) ['frobnicate']" in r.stderr
