@@ -48,6 +48,22 @@ nn::LlamaConfig llama_config(const ModelShape& shape, ScalarType dtype, Device d
   return cfg;
 }
 
+// The matmul FLOPs of one forward (2mnk each).
+double forward_matmul_flops(const ModelShape& m, bool blocks_only) {
+  const double B = static_cast<double>(m.batch), T = static_cast<double>(m.seq), C = static_cast<double>(m.embd);
+  // GPT: qkv (3C), proj (C), fc1 and fc2 (4C each); Llama: wq and wo (C), wk and wv (C * kv/heads),
+  // w1, w3 and w2 (the hidden size F each). Both: q k^T and scores x V (2 T C each).
+  double widths = 3 * C + C + 4 * C + 4 * C;
+  if (m.is_llama()) {
+    const double kv = C * static_cast<double>(m.kv_heads_or_heads()) / static_cast<double>(m.heads);
+    const double F = static_cast<double>(llama_config(m, kFloat, Device{kMeta}).ffn_hidden_dim());
+    widths = 2 * C + 2 * kv + 3 * F;
+  }
+  const double per_layer = 2 * B * T * C * widths + 2 * 2 * B * T * T * C;
+  const double head = 2 * B * T * C * static_cast<double>(m.vocab);
+  return static_cast<double>(m.layers) * per_layer + (blocks_only ? 0 : head);
+}
+
 namespace {
 // The model of `shape` under the session's options: a module (its parameters) and its loss.
 struct BenchModel {

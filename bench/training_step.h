@@ -82,6 +82,9 @@ std::vector<std::vector<double>> interleaved_step_seconds(const std::vector<Stra
 // The model configuration the benchmark uses for `shape` (ModelShape::model "gpt" or "llama").
 nn::GPTConfig gpt_config(const ModelShape& shape, ScalarType dtype, Device device);
 nn::LlamaConfig llama_config(const ModelShape& shape, ScalarType dtype, Device device);
+// The matmul FLOPs of one forward of the model (2mnk per matmul), the blocks' only or with the
+// output projection.
+double forward_matmul_flops(const ModelShape& shape, bool blocks_only);
 // The benchmark's token batch: uniform ids from a fixed seed on the CPU; shape-only on Meta.
 std::pair<Tensor, Tensor> token_batch(const ModelShape& shape, Device device, uint64_t seed = 42);
 

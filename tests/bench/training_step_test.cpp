@@ -151,3 +151,14 @@ TEST_CASE("the benchmark's Llama is torchtitan's, sized by the shape", "[bench]"
   CHECK_THROWS_WITH(run_training_steps(all_strategies().at(0), shape, Device{kMeta}, 1),
                     "the benchmark's model must be gpt or llama, got 'bert'");
 }
+
+TEST_CASE("forward_matmul_flops: 2mnk per matmul, the GPT's and the Llama's", "[bench]") {
+  // B 1, T 2, C 4, one head, vocab 5, one layer: per layer 2BTC * widths + 2 * 2BT^2C; the head 2BTCV.
+  const ModelShape gpt{1, 2, 4, 1, 5, 1};
+  CHECK(forward_matmul_flops(gpt, true) == 2 * 2 * 4 * 48 + 4 * 4 * 4);  // widths 3C + C + 4C + 4C = 48
+  CHECK(forward_matmul_flops(gpt, false) == forward_matmul_flops(gpt, true) + 2 * 2 * 4 * 5);
+  ModelShape llama = gpt;
+  llama.model = "llama";
+  llama.ffn_hidden = 6;
+  CHECK(forward_matmul_flops(llama, true) == 2 * 2 * 4 * 34 + 4 * 4 * 4);  // widths 2C + 2C (kv) + 3F = 34
+}
