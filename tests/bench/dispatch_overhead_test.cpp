@@ -37,3 +37,9 @@ TEST_CASE("bench/dispatch_overhead --count runs the case, exit 0", "[bench][cli]
   CHECK(r.status == 0);
   CHECK(r.err.empty());
 }
+
+TEST_CASE("bench/dispatch_overhead: a full disk for stdout is a failed run, one line, exit 1", "[bench][cli]") {
+  const auto r = run_binary("bench/dispatch_overhead", "", 120, "/dev/full");
+  CHECK(r.status == 1);
+  CHECK(r.err == "error: cannot write standard output: No space left on device\n");
+}

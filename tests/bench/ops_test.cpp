@@ -36,3 +36,9 @@ TEST_CASE("bench/ops --help prints the flags, exit 0", "[bench][cli]") {
   CHECK(r.status == 0);
   CHECK_THAT(r.out, Contains("--threads N (1 to 4096)"));
 }
+
+TEST_CASE("bench/ops: a full disk for stdout is a failed run, one line, exit 1", "[bench][cli]") {
+  const auto r = run_binary("bench/ops", "--help", 30, "/dev/full");
+  CHECK(r.status == 1);
+  CHECK(r.err == "error: cannot write standard output: No space left on device\n");
+}
