@@ -25,7 +25,7 @@ constexpr int kMaxDepth = 32;      // deeper nesting is refused before parsing (
 constexpr size_t kMaxQuoted = 100;  // characters of the file an error message quotes at most
 // Untrusted files, bounded (docs/plan_format.md): a file of more bytes is refused before it is
 // parsed, and a plan of more regions, or more calls in all its regions, before any is read. A
-// plan of 200,000 calls is about 40 MB; a Llama 3 70B step of 80 layers has under 10,000.
+// plan of 200,000 calls is 20 to 50 MB.
 constexpr size_t kMaxBytes = size_t{512} << 20;
 constexpr size_t kMaxRegions = 100'000;
 constexpr size_t kMaxCalls = 2'000'000;
