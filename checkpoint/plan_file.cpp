@@ -3,8 +3,8 @@
 // Reading is checkpoint/plan_file_read.cpp.
 #include "checkpoint/plan_file.h"
 
+#include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -13,6 +13,7 @@
 
 #include "checkpoint/plan_data.h"
 #include "checkpoint/planner.h"
+#include "engine/core/file_io.h"
 
 namespace remat {
 
@@ -125,6 +126,12 @@ std::string CheckpointPlan::to_json() const {
                           {"recompute_all_peak_bytes", recompute_all_peak_bytes},
                           {"keep_all_peak_bytes", keep_all_peak_bytes}};
   top["host_budget_bytes"] = host_budget_bytes;
+  // NaN or Inf, which JSON cannot hold (nlohmann writes null), would make a file no reader reads back.
+  for (const auto& [name, v] : {std::pair<const char*, double>{"recompute_flops", recompute_flops},
+                                {"overhead_seconds", predicted_overhead_seconds}})
+    if (!std::isfinite(v))
+      throw CheckpointError(std::string("CheckpointPlan::to_json: predicted.") + name + " is " + std::to_string(v) +
+                            ", which JSON cannot hold; no file is written (it could not be read back)");
   // One call per line, so that two plans diff call by call.
   std::string text = top.dump(2);
   text.erase(text.rfind('}'));
@@ -149,11 +156,13 @@ std::string CheckpointPlan::to_json() const {
 
 void CheckpointPlan::save(const std::string& path) const {
   const std::string text = to_json();
-  std::ofstream out(path, std::ios::binary);
-  if (!out.good()) throw CheckpointError("CheckpointPlan::save: cannot open '" + path + "' for writing");
-  out << text;
-  out.close();
-  if (!out.good()) throw CheckpointError("CheckpointPlan::save: writing '" + path + "' failed");
+  // To a temporary name, the write and the close checked, then renamed (engine/core/file_io.h): a
+  // failed save (a full disk) leaves no half-written plan.
+  try {
+    write_file_atomically(path, text);
+  } catch (const Error& e) {
+    throw CheckpointError("CheckpointPlan::save: " + std::string(e.what()));
+  }
 }
 
 }  // namespace remat

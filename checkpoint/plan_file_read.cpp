@@ -3,7 +3,6 @@
 // CheckpointError naming what is wrong and its JSON path, quoting at most 100 characters of the
 // file), and the policy of a plan read from a file.
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -13,6 +12,7 @@
 #include "checkpoint/plan_data.h"
 #include "checkpoint/plan_file.h"
 #include "checkpoint/planner.h"
+#include "engine/core/file_io.h"
 
 namespace remat {
 
@@ -23,6 +23,12 @@ namespace {
 
 constexpr int kMaxDepth = 32;      // deeper nesting is refused before parsing (a plan needs 6)
 constexpr size_t kMaxQuoted = 100;  // characters of the file an error message quotes at most
+// Untrusted files, bounded (docs/plan_format.md): a file of more bytes is refused before it is
+// parsed, and a plan of more regions, or more calls in all its regions, before any is read. A
+// plan of 200,000 calls is 20 to 50 MB.
+constexpr size_t kMaxBytes = size_t{512} << 20;
+constexpr size_t kMaxRegions = 100'000;
+constexpr size_t kMaxCalls = 2'000'000;
 
 // `text` in quotes, control bytes and bytes >= 0x7f as \xNN, cut to kMaxQuoted characters.
 std::string quote_input(const std::string& text) {
@@ -140,6 +146,9 @@ std::string parser_message(const std::string& what) {
 }
 
 Json parse(const std::string& text) {
+  if (text.size() > kMaxBytes)
+    fail("", "the file is " + std::to_string(text.size()) + " bytes, more than the limit of " +
+                 std::to_string(kMaxBytes) + " (docs/plan_format.md)");
   check_depth(text);
   try {
     return Json::parse(text);
@@ -264,6 +273,10 @@ CheckpointPlan CheckpointPlan::from_json(const std::string& text) {
   data->options.counter = plan.counter;
   data->options.host_budget_bytes = plan.host_budget_bytes;
   const Json& regions = typed(top, "regions", "", /*array=*/true);
+  if (regions.size() > kMaxRegions)
+    fail("regions", "the plan has " + std::to_string(regions.size()) + " regions, more than the limit of " +
+                        std::to_string(kMaxRegions) + " (docs/plan_format.md)");
+  size_t total_calls = 0;
   std::map<std::string, size_t> names;
   for (size_t i = 0; i < regions.size(); ++i) {
     std::string where = "regions[" + std::to_string(i) + "]";
@@ -277,6 +290,10 @@ CheckpointPlan CheckpointPlan::from_json(const std::string& text) {
     const std::string fingerprint = string_field(r, "fingerprint", where);
     data->regions.push_back(Data::Region{name, {}, 0, 0, 0});
     const Json& calls = typed(r, "calls", where, /*array=*/true);
+    total_calls += calls.size();
+    if (total_calls > kMaxCalls)
+      fail(where + ".calls", "the plan has more than " + std::to_string(kMaxCalls) +
+                                 " calls in all its regions, the limit (docs/plan_format.md)");
     std::map<std::string, int64_t> per_op;
     std::string canonical;
     for (size_t k = 0; k < calls.size(); ++k)
@@ -303,12 +320,15 @@ CheckpointPlan CheckpointPlan::from_json(const std::string& text) {
 }
 
 CheckpointPlan CheckpointPlan::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in.good()) throw CheckpointError("CheckpointPlan::load: cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // A regular file (a FIFO would never end), of at most kMaxBytes (engine/core/file_io.h).
+  std::string text;
   try {
-    return from_json(ss.str());
+    text = read_input_file(path, "CheckpointPlan::load", kMaxBytes);
+  } catch (const Error& e) {
+    throw CheckpointError(e.what());
+  }
+  try {
+    return from_json(text);
   } catch (const CheckpointError& e) {
     throw CheckpointError("CheckpointPlan::load('" + path + "'): " + std::string(e.what()));
   }

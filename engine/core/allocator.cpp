@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -205,14 +206,18 @@ class MetaAllocator final : public Allocator {
                                     : nbytes);
   }
   AllocatorStats& stats(Device) override { return current_dry_run().stats; }
+  void empty_cache(Device) override { current_dry_run().empty_cache(); }
+  void copy_from_host(void*, const void*, size_t) override {}
+  void copy_to_host(void*, const void*, size_t) override {}
+  void copy_within(void*, const void*, size_t) override {}
 
  private:
-  // A dry run counts a model of any size, but its running totals stay at most 2^62 bytes (4 EiB):
-  // past that, memory_allocated, or memory_reserved with the caching allocator's rounding and
-  // segments, would overflow int64 and go negative. Refused before anything is counted, naming
-  // the figures (issue 45; engine/core/safe_numerics.h).
+  // A dry run counts a model of any size, but its running totals stay at most int64's maximum less
+  // 1 GiB (slack for the caching allocator's rounding and segment sizes): past that,
+  // memory_allocated or memory_reserved would overflow int64 and go negative. Refused before
+  // anything is counted, naming the figures (issue 45; engine/core/safe_numerics.h).
   void check_total(DryRunState& state, Device device, size_t nbytes) const {
-    constexpr int64_t kMaxTotal = int64_t{1} << 62;
+    constexpr int64_t kMaxTotal = std::numeric_limits<int64_t>::max() - (int64_t{1} << 30);
     const int64_t counted = nbytes > static_cast<uint64_t>(kMaxTotal) ? kMaxTotal + 1 : counted_bytes(device, nbytes);
     for (const auto& [name, total] : {std::pair<const char*, int64_t>{"memory_allocated", state.stats.allocated.load()},
                                       {"memory_reserved", state.stats.reserved.load()}}) {
@@ -220,13 +225,10 @@ class MetaAllocator final : public Allocator {
       if (add_overflows(total, counted, &sum) || sum > kMaxTotal)
         throw Error("dry run (Meta device): allocating " + std::to_string(nbytes) + " bytes (counted as " +
                     std::to_string(counted) + ") would bring " + name + " from " + std::to_string(total) +
-                    " past 4611686018427387904 bytes (2^62, the most a dry run counts)");
+                    " past " + std::to_string(kMaxTotal) + " bytes (int64's maximum less 1 GiB, the most a dry run "
+                    "counts)");
     }
   }
-  void empty_cache(Device) override { current_dry_run().empty_cache(); }
-  void copy_from_host(void*, const void*, size_t) override {}
-  void copy_to_host(void*, const void*, size_t) override {}
-  void copy_within(void*, const void*, size_t) override {}
 };
 
 void forget_storage_observers_of(uint64_t dry_run_id);

@@ -113,3 +113,9 @@ TEST_CASE("bench/ops --list-rows, then --compare and --json: every row with rema
     CHECK(row["ratio"].get<double>() == Approx(row["remat_ms"].get<double>() / 1000.0));
   }
 }
+
+TEST_CASE("bench/ops: a full disk for stdout is a failed run, one line, exit 1", "[bench][cli]") {
+  const auto r = run_binary("bench/ops", "--help", 30, "/dev/full");
+  CHECK(r.status == 1);
+  CHECK(r.err == "error: cannot write standard output: No space left on device\n");
+}

@@ -1,11 +1,18 @@
 // Tests checkpoint/plan_file_read.cpp: every way a plan file is refused, each with its message
 // (what is wrong, and where: the JSON path), the policy of a plan read from a file on a model it
 // does not match, and a fuzz run of mutated files (each read or refused with a CheckpointError:
-// no crash, no hang, no other exception, no message quoting more than 100 characters of the file).
+// no crash, no hang, no other exception, no message quoting more than 100 characters of the file);
+// deep and wide files, each read or refused within a time bound, and the documented limits.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <random>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -220,4 +227,99 @@ TEST_CASE("plan file: fuzz: mutated files are read or refused with a CheckpointE
   }
   CHECK(refused_count > 0);
   CHECK(read + refused_count == 4000);
+}
+
+// Untrusted files, bounded (issue 45): each read or refused within a time bound, generous for
+// sanitizer builds on a busy machine (the point is linear, not quadratic or unbounded): 200,000
+// calls load in 2 s at -O2 and took 50 s under ASan on 2 cores shared with two other builds.
+namespace {
+
+constexpr double kSecondsPerFile = 120.0;
+
+// What from_json (or load) throws for `read`, "" if nothing, and how long it took.
+std::pair<std::string, double> attempt(const std::function<void()>& read) {
+  std::string what;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    read();
+  } catch (const CheckpointError& e) {
+    what = e.what();
+  }
+  return {what, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+}
+
+// base_plan() with its one region holding `calls` calls of aten::mm, every other one kept.
+std::string wide_plan(int64_t calls) {
+  std::string list, canonical;
+  for (int64_t i = 0; i < calls; ++i) {
+    list += (i ? "," : "") + std::string(R"({"op":"aten::mm","index":)") + std::to_string(i) +
+            R"(,"outputs":[{"dtype":"f32","shape":[4,8]}],"decision":")" + (i % 2 ? "recompute" : "save") + "\"}";
+    canonical += "aten::mm(f32[4x8]);";
+  }
+  Json j = base_plan();
+  j["regions"][0]["calls"] = Json::array();
+  j["regions"][0]["fingerprint"] = plan_fingerprint(canonical);
+  std::string text = j.dump();
+  const std::string empty = "\"calls\":[]";
+  text.replace(text.find(empty), empty.size(), "\"calls\":[" + list + "]");
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("plan file: fuzz: a file nested 100,000 deep is refused before it is parsed, at once", "[plan_file][fuzz]") {
+  for (const std::string& text : {std::string(100000, '[') + std::string(100000, ']'),
+                                  R"({"format": "remat-plan", "regions": )" + std::string(100000, '{')}) {
+    const auto [what, seconds] = attempt([&] { CheckpointPlan::from_json(text); });
+    CHECK_THAT(what, StartsWith("CheckpointPlan::from_json: malformed JSON: nested deeper than 32 levels at byte ") &&
+                         Contains(" (a plan file nests 6)"));
+    CHECK(what.size() < 150);
+    CHECK(seconds < kSecondsPerFile);
+  }
+}
+
+TEST_CASE("plan file: fuzz: a plan of 200,000 calls loads in time linear in the calls", "[plan_file][fuzz]") {
+  const std::string text = wide_plan(200000);
+  CheckpointPlan plan;
+  const auto [what, seconds] = attempt([&] { plan = CheckpointPlan::from_json(text); });
+  REQUIRE(what.empty());
+  CHECK(plan.kept.size() == 100000);
+  CHECK(plan.kept.back() == "layers.0 / aten::mm / #199998");
+  CHECK(seconds < kSecondsPerFile);
+}
+
+TEST_CASE("plan file: more regions or calls than the documented limits are refused before any is read",
+          "[plan_file][fuzz]") {
+  // Zeros, not regions or calls: the count is refused before the first element is looked at.
+  const auto [regions, s1] = attempt([] {
+    CheckpointPlan::from_json(with([](Json& j) { j["regions"] = Json(std::vector<int>(100001, 0)); }));
+  });
+  CHECK(regions == "CheckpointPlan::from_json: regions: the plan has 100001 regions, more than the limit of 100000 "
+                   "(docs/plan_format.md)");
+  CHECK(s1 < kSecondsPerFile);
+  const auto [calls, s2] = attempt([] {
+    CheckpointPlan::from_json(with([](Json& j) { j["regions"][0]["calls"] = Json(std::vector<int>(2000001, 0)); }));
+  });
+  CHECK(calls == "CheckpointPlan::from_json: regions[0] ('layers.0').calls: the plan has more than 2000000 calls in "
+                 "all its regions, the limit (docs/plan_format.md)");
+  CHECK(s2 < kSecondsPerFile);
+}
+
+TEST_CASE("plan file: load refuses a file over the size limit, a folder or a FIFO before reading it", "[plan_file][fuzz]") {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = tmp != nullptr ? tmp : "/tmp";
+  const std::string big = dir + "/big_plan.json", fifo = dir + "/plan.fifo";
+  { std::ofstream create(big); }
+  REQUIRE(::truncate(big.c_str(), off_t{1} << 30) == 0);  // sparse: 1 GiB on no disk blocks
+  std::remove(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const auto [too_big, s1] = attempt([&] { CheckpointPlan::load(big); });
+  CHECK(too_big == "CheckpointPlan::load: '" + big + "' is 1073741824 bytes, more than the limit of 536870912");
+  CHECK(s1 < kSecondsPerFile);
+  const auto [a_fifo, s2] = attempt([&] { CheckpointPlan::load(fifo); });  // never opened: it would block
+  CHECK(a_fifo == "CheckpointPlan::load: '" + fifo + "' is not a regular file (a folder, FIFO or device)");
+  const auto [a_folder, s3] = attempt([&] { CheckpointPlan::load(dir); });
+  CHECK(a_folder == "CheckpointPlan::load: '" + dir + "' is not a regular file (a folder, FIFO or device)");
+  std::remove(big.c_str());
+  std::remove(fifo.c_str());
 }

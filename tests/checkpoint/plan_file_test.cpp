@@ -4,6 +4,8 @@
 // docs/plan_format.md; the fingerprint is the documented FNV-1a of the documented text.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -144,9 +146,17 @@ TEST_CASE("plan file: an empty plan and an unwritable path are refused", "[plan_
   REQUIRE_THROWS_MATCHES(CheckpointPlan().to_json(), CheckpointError,
                          What(Contains("CheckpointPlan::to_json: an empty plan (make one with plan_checkpointing)")));
   REQUIRE_THROWS_MATCHES(middle_plan().save("/nonexistent-dir/plan.json"), CheckpointError,
-                         What(Contains("CheckpointPlan::save: cannot open '/nonexistent-dir/plan.json' for writing")));
+                         What(Contains("CheckpointPlan::save: cannot write '/nonexistent-dir/plan.json': No such file or "
+                                       "directory")));
+  REQUIRE_THROWS_MATCHES(middle_plan().save("/dev/full"), CheckpointError,
+                         What(Contains("CheckpointPlan::save: cannot write '/dev/full': No space left on device")));
+  CheckpointPlan not_finite = middle_plan();
+  not_finite.predicted_overhead_seconds = std::numeric_limits<double>::infinity();
+  REQUIRE_THROWS_MATCHES(not_finite.to_json(), CheckpointError,
+                         What(Contains("CheckpointPlan::to_json: predicted.overhead_seconds is inf, which JSON cannot "
+                                       "hold; no file is written (it could not be read back)")));
   REQUIRE_THROWS_MATCHES(CheckpointPlan::load("/nonexistent-dir/plan.json"), CheckpointError,
-                         What(Contains("CheckpointPlan::load: cannot open '/nonexistent-dir/plan.json'")));
+                         What(Contains("CheckpointPlan::load: cannot read '/nonexistent-dir/plan.json': No such file or directory")));
   REQUIRE_THROWS_MATCHES(CheckpointPlan().device(), Error,
                          What(Contains("CheckpointPlan::device: an empty plan (make one with plan_checkpointing)")));
   CHECK(middle_plan().device() == Device{kCPU});

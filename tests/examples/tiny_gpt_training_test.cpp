@@ -133,3 +133,13 @@ TEST_CASE("--budget trains under a plan: the measured peak is the predicted one,
   o.budget_bytes = full.peak_bytes / 4;
   REQUIRE_THROWS_WITH(train(o, text), Contains("no plan fits a budget of"));
 }
+
+TEST_CASE("train stops a diverging run at the step whose loss is not finite, naming it", "[examples]") {
+  TrainOptions o = small_run("none");
+  o.lr = 1e30;  // past --lr's range (at most 10): what a run that diverges looks like, at once
+  o.steps = 5;
+  std::vector<double> losses;
+  REQUIRE_THROWS_WITH(train(o, generate_corpus(), [&](const StepInfo& s) { losses.push_back(s.loss); }),
+                      Contains("train: the loss became ") && Contains(" at step ") && Contains(" of 5 (diverged; a smaller --lr than 1e+30?)"));
+  for (double l : losses) CHECK(std::isfinite(l));  // every step reported before the stop was finite
+}

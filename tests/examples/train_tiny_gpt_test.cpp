@@ -51,3 +51,13 @@ TEST_CASE("train_tiny_gpt: a full disk for stdout is a failed run, exit 1", "[ex
   CHECK(r.status == 1);
   CHECK_THAT(r.err, Catch::Matchers::EndsWith("error: cannot write standard output: No space left on device\n"));
 }
+
+#if !defined(__SANITIZE_ADDRESS__)  // AddressSanitizer aborts on a request this large instead of failing it
+TEST_CASE("train_tiny_gpt: a model too large for memory is one line naming the bytes, exit 1 (it used to crash)",
+          "[examples][cli]") {
+  const auto r = run_binary("examples/train_tiny_gpt", "--embd 4000000000 --heads 1 --steps 1 --sample 0", 60);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.err, Catch::Matchers::EndsWith("error: CPU allocator: out of memory allocating 656000000000 bytes (0 "
+                                              "bytes already allocated)\n"));
+}
+#endif

@@ -42,3 +42,18 @@ TEST_CASE("api_names: a very long line fails, naming its line, instead of crashi
   CHECK(r.errors == "error: api.md:3: a line of 1000015 characters (at most 10000)\n");
   CHECK(r.output.empty());
 }
+
+TEST_CASE("api_names: a missing input or wrong arguments are bad usage (exit 2); a full disk fails (exit 1)",
+          "[tools][errors]") {
+  using remat::testing::run_binary;
+  const auto missing = run_binary("tools/api_names", "missing.md out.cpp", 30);
+  CHECK(missing.status == 2);
+  CHECK(missing.err == "error: api_names: cannot read 'missing.md': No such file or directory\n");
+  const auto args = run_binary("tools/api_names", "only_one.md", 30);
+  CHECK(args.status == 2);
+  CHECK(args.err == "error: expected two arguments (usage: api_names docs/api.md OUT.cpp)\n");
+  REQUIRE(run_tool("tools/api_names", "api.md", "## `engine/core/tensor.h`\n\n| `Tensor` | a | b |\n").status == 0);
+  const auto full = run_binary("tools/api_names", "api.md /dev/full", 30);
+  CHECK(full.status == 1);
+  CHECK(full.err == "error: cannot write '/dev/full': No space left on device\n");
+}

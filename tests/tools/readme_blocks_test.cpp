@@ -41,3 +41,18 @@ TEST_CASE("readme_blocks: a very long line fails, naming its line, instead of cr
   CHECK(r.errors == "error: doc.md:5: a line of 1000003 characters (at most 10000)\n");
   CHECK(r.output.empty());
 }
+
+TEST_CASE("readme_blocks: a missing input or wrong arguments are bad usage (exit 2); a full disk fails (exit 1)",
+          "[tools][errors]") {
+  using remat::testing::run_binary;
+  const auto missing = run_binary("tools/readme_blocks", "missing.md out.cpp", 30);
+  CHECK(missing.status == 2);
+  CHECK(missing.err == "error: readme_blocks: cannot read 'missing.md': No such file or directory\n");
+  const auto args = run_binary("tools/readme_blocks", "", 30);
+  CHECK(args.status == 2);
+  CHECK(args.err == "error: expected two arguments (usage: readme_blocks README.md OUT.cpp)\n");
+  REQUIRE(run_tool("tools/readme_blocks", "doc.md", "# t\n\n```cpp\nint main() {}\n```\n").status == 0);
+  const auto full = run_binary("tools/readme_blocks", "doc.md /dev/full", 30);
+  CHECK(full.status == 1);
+  CHECK(full.err == "error: cannot write '/dev/full': No space left on device\n");
+}

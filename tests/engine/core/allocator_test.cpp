@@ -131,22 +131,26 @@ TEST_CASE("A Meta run told to imitate CUDA counts the CUDA caching allocator's 5
                       Catch::Contains("set_meta_accounting: a Meta run imitates cpu or cuda, not meta"));
 }
 
-TEST_CASE("A dry run's running totals cannot overflow: past 2^62 bytes an allocation is refused, naming them",
+TEST_CASE("A dry run's running totals cannot overflow: past int64 less 1 GiB an allocation is refused, naming them",
           "[allocator]") {
   const int64_t quarter = int64_t{1} << 60;  // f32 elements: 2^62 bytes
+  const std::string limit = "9223372035781033983";  // int64's maximum less 1 GiB
   for (DeviceType like : {kCPU, kCUDA}) {
     INFO(toString(like));
     DryRun dry(like);
-    Tensor a = empty({quarter}, Device{kMeta});  // up to the limit: counted
+    Tensor a = empty({quarter}, Device{kMeta});  // below the limit: counted
     REQUIRE(memory_allocated(Device{kMeta}) == int64_t{1} << 62);
-    // One more byte would have wrapped memory_allocated (and memory_reserved) past int64 twice over.
+    // Another would have wrapped memory_allocated (and memory_reserved) past int64.
     REQUIRE_THROWS_WITH(empty({quarter}, Device{kMeta}),
                         "dry run (Meta device): allocating 4611686018427387904 bytes (counted as 4611686018427387904) "
-                        "would bring memory_allocated from 4611686018427387904 past 4611686018427387904 bytes (2^62, "
-                        "the most a dry run counts)");
-    REQUIRE_THROWS_WITH(empty({1}, TensorOptions().dtype(kBool).device(kMeta)),
-                        Catch::StartsWith("dry run (Meta device): allocating 1 bytes (counted as " +
-                                          std::string(like == kCUDA ? "512" : "1") + ") would bring memory_allocated"));
+                        "would bring memory_allocated from 4611686018427387904 past " + limit +
+                            " bytes (int64's maximum less 1 GiB, the most a dry run counts)");
+    // One byte past the limit, without overflowing int64.
+    const int64_t rest = (int64_t{1} << 62) - (int64_t{1} << 30);  // a multiple of 512: CUDA counts it as is
+    REQUIRE_THROWS_WITH(empty({rest}, TensorOptions().dtype(kBool).device(kMeta)),
+                        "dry run (Meta device): allocating " + std::to_string(rest) + " bytes (counted as " +
+                            std::to_string(rest) + ") would bring memory_allocated from 4611686018427387904 past " +
+                            limit + " bytes (int64's maximum less 1 GiB, the most a dry run counts)");
     REQUIRE(memory_allocated(Device{kMeta}) == int64_t{1} << 62);  // nothing counted by the refusals
   }
 }
