@@ -25,6 +25,11 @@ if command -v ccache >/dev/null 2>&1; then
   # The clone's absolute path appears only in this flag, which maps it away from __FILE__ (the
   # relative map of CMakeLists.txt, which does the same for base_dir's relative paths, is hashed).
   export CCACHE_IGNOREOPTIONS="-fmacro-prefix-map=/*"
+  # ccache leaves -fmacro-prefix-map out of its hash altogether, so an object compiled under another
+  # map (the "..//" that never matched) would be reused with its old __FILE__: the maps of
+  # CMakeLists.txt name the cache's namespace, and a change of them starts a fresh one.
+  CCACHE_NAMESPACE="remat-$(grep -h 'prefix-map\|REMAT_SOURCE_FROM_BUILD' CMakeLists.txt | cksum | cut -d' ' -f1)"
+  export CCACHE_NAMESPACE
   ccache --zero-stats >/dev/null
   echo "cmake_check: compiling through ccache ($CCACHE_DIR)"
 else
