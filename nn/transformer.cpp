@@ -37,11 +37,12 @@ Tensor CausalSelfAttention::forward(const Tensor& x) const {
               "], got ", x.sizes());
   const int64_t B = x.size(0), T = x.size(1), C = n_embd, H = n_head, D = C / H;
   Tensor qkv_out = qkv->forward(x);  // [B, T, 3C]
-  // q, k, v: strided views [B, H, T, D] of qkv_out (no copies). unbind, not three slices: in
-  // backward their gradients land in one [B, T, 3, H, D] buffer, which is qkv_out's gradient as
-  // it stands (three slice_backwards would each zero-fill a [B, T, 3C] tensor, then be summed).
-  std::vector<Tensor> heads = unbind(qkv_out.view({B, T, 3, H, D}), 2);
-  Tensor q = heads[0].transpose(1, 2), k = heads[1].transpose(1, 2), v = heads[2].transpose(1, 2);
+  // q, k, v: strided views [B, H, T, D] of qkv_out, made as nanoGPT makes them (split, then view
+  // and transpose each), so that every op call is the PyTorch GPT's (a plan applies to both).
+  std::vector<Tensor> parts = split(qkv_out, C, 2);
+  Tensor q = parts[0].view({B, T, H, D}).transpose(1, 2);
+  Tensor k = parts[1].view({B, T, H, D}).transpose(1, 2);
+  Tensor v = parts[2].view({B, T, H, D}).transpose(1, 2);
   Tensor y;
   {
     remat::scope core("core");  // Megatron's "selective" recompute targets exactly this part

@@ -15,18 +15,18 @@
 //
 // The math path:
 //   scores = matmul(q, k^T) * (1 / sqrt(E))
-//   attn   = _masked_softmax(scores, triu(ones(L, S), 1), -1, 0)   (is_causal; top-left aligned)
-//            softmax(scores, -1)                                    (not causal)
-//   attn   = dropout(attn, dropout_p)                               (dropout_p > 0)
+//   attn   = softmax(masked_fill(scores, triu(ones(L, S), 1), -inf), -1)   (is_causal; top-left aligned)
+//            softmax(scores, -1)                                           (not causal)
+//   attn   = dropout(attn, dropout_p)                                      (dropout_p > 0)
 //   out    = matmul(attn, v)
-// (causal 3-D scores take masked_fill(scores, mask, -inf) and softmax: mask_type 0 is 4-D.)
 //
-// Intermediates are kept to the minimum: the scaling is one mul by a scalar (no scale tensor),
-// the causal mask is one [L, S] Bool tensor broadcast over the batch, read by the masked
-// softmax as it goes (one pass over the scores, where masked_fill and softmax took two).
-// PyTorch's math path scales q and k by sqrt(scale) each and adds a float mask in place before
-// aten::_safe_softmax; remat keeps the scale on the scores, since its 4-D bmm saves q and k^T as
-// views of the qkv projection where scaled copies would be two more saved [B, H, T, E] tensors.
+// That is nanoGPT's attention, op for op (and so its PyTorch twin's, bench/torch_reference.py):
+// a plan made here applies to the twin call by call (docs/pytorch.md). The scaling is one mul by
+// a scalar (no scale tensor); the causal mask is one [L, S] Bool tensor broadcast over the batch.
+// PyTorch's own math path scales q and k by sqrt(scale) each and adds a float mask in place before
+// aten::_safe_softmax: two more saved [B, H, T, E] copies. (aten::_masked_softmax would read the
+// mask inside the softmax, one pass where masked_fill and softmax take two, but PyTorch's GPT
+// does not run it, and a plan must name the ops both sides run.)
 #include <cmath>
 #include <limits>
 #include <string>
@@ -101,15 +101,7 @@ Tensor math_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is
   Tensor attn;
   if (is_causal) {
     Tensor future = triu(ones({L, S}, TensorOptions().dtype(kBool).device(q.device())), 1);
-    // The mask and the softmax in one pass over the scores, forward and backward: PyTorch's
-    // aten::_masked_softmax with an [L, S] mask every batch and head shares (mask_type 0), which
-    // saves what masked_fill and softmax saved (the mask, the output). Its mask_type 0 needs 4-D
-    // scores; others take the two ops.
-    if (scores.dim() == 4) {
-      attn = _masked_softmax(scores, future, -1, /*mask_type=*/0);
-    } else {
-      attn = softmax(masked_fill(scores, future, -std::numeric_limits<double>::infinity()), -1);
-    }
+    attn = softmax(masked_fill(scores, future, -std::numeric_limits<double>::infinity()), -1);
   } else {
     attn = softmax(scores, -1);
   }

@@ -1,6 +1,7 @@
-// Mirrors ATen/native/TensorFactories.cpp and ATen/native/Distributions.cpp: factories allocate
-// directly (like at::empty's backend kernels) and fill through ops (fill_, uniform_, normal_),
-// so dispatch modes see the fills and random draws. uniform_ and normal_ are registered from
+// Mirrors ATen/native/TensorFactories.cpp and ATen/native/Distributions.cpp: empty allocates
+// directly (like at::empty's backend kernels); full, zeros and ones are ops (a dispatch mode, a
+// SAC policy, a plan file sees aten::ones, as in PyTorch), dispatched on their Device argument
+// (PyTorch's BackendSelect), whose kernels fill through fill_; the random draws are ops too. uniform_ and normal_ are registered from
 // their Defs (ops/factory_defs.h).
 #include <cmath>
 #include <string>
@@ -29,13 +30,34 @@ Tensor empty(const Shape& size, TensorOptions options) {
 }
 Tensor empty_like(const Tensor& t) { return make_empty(t.sizes(), t.dtype(), t.device()); }
 
-Tensor full(const Shape& size, double value, TensorOptions options) {
-  Tensor t = make_empty(size, options.dtype(), options.device());
+namespace {
+// aten::full, aten::zeros, aten::ones: one kernel for every backend (the fill dispatches on the
+// new tensor's device; it runs below any dispatch mode, which sees the factory alone).
+using FullSig = Tensor(const Shape&, double, ScalarType, Device);
+using FilledSig = Tensor(const Shape&, ScalarType, Device);
+Tensor full_kernel(const Shape& size, double value, ScalarType dtype, Device device) {
+  Tensor t = make_empty(size, dtype, device);
   fill_(t, value);
-  return finish(std::move(t), options);
+  return t;
 }
-Tensor zeros(const Shape& size, TensorOptions options) { return full(size, 0.0, options); }
-Tensor ones(const Shape& size, TensorOptions options) { return full(size, 1.0, options); }
+template <int kValue>
+Tensor filled_kernel(const Shape& size, ScalarType dtype, Device device) {
+  return full_kernel(size, kValue, dtype, device);
+}
+}  // namespace
+
+Tensor full(const Shape& size, double value, TensorOptions options) {
+  static const auto op = find_op("aten::full").typed<FullSig>();
+  return finish(op.call(size, value, options.dtype(), options.device()), options);
+}
+Tensor zeros(const Shape& size, TensorOptions options) {
+  static const auto op = find_op("aten::zeros").typed<FilledSig>();
+  return finish(op.call(size, options.dtype(), options.device()), options);
+}
+Tensor ones(const Shape& size, TensorOptions options) {
+  static const auto op = find_op("aten::ones").typed<FilledSig>();
+  return finish(op.call(size, options.dtype(), options.device()), options);
+}
 Tensor scalar_tensor(double value, TensorOptions options) { return full({}, value, options); }
 
 Tensor from_vector(const std::vector<double>& values, const Shape& size, TensorOptions options) {
@@ -189,6 +211,19 @@ Tensor normal__cpu(const Tensor& self, double mean, double std, Generator* gener
 }
 
 }  // namespace
+
+// The factories' schemas (PyTorch's, less layout and pin_memory; dtype and device always given)
+// and their kernel at every backend.
+REMAT_LIBRARY_FRAGMENT(aten, m) {
+  m.def("aten::full(int[] size, float fill_value, ScalarType dtype, Device device) -> Tensor");
+  m.def("aten::zeros(int[] size, ScalarType dtype, Device device) -> Tensor");
+  m.def("aten::ones(int[] size, ScalarType dtype, Device device) -> Tensor");
+  for (DispatchKey k : {DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::Meta}) {
+    m.impl("aten::full", k, KernelFunction::makeFromUnboxedFunction<&full_kernel>());
+    m.impl("aten::zeros", k, KernelFunction::makeFromUnboxedFunction<&filled_kernel<0>>());
+    m.impl("aten::ones", k, KernelFunction::makeFromUnboxedFunction<&filled_kernel<1>>());
+  }
+}
 
 // The schemas and the Meta kernels (on Meta there are no values; an explicit generator still
 // advances, so that offsets match a real run), from the Defs.

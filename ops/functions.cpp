@@ -176,6 +176,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> _scaled_dot_product_efficient_attenti
 Tensor view(T a, const Shape& s) { return call_def<ops::structured_view>(a, s); }
 Tensor reshape(T a, const Shape& s) { return call_def<ops::structured_reshape>(a, s); }
 Tensor transpose(T a, int64_t d0, int64_t d1) { return call_def<ops::structured_transpose>(a, d0, d1); }
+Tensor t(T a) { return call_def<ops::structured_t>(a); }
 Tensor permute(T a, const Shape& dims) { return call_def<ops::structured_permute>(a, dims); }
 Tensor slice(T a, int64_t dim, int64_t start, int64_t end, int64_t step) {
   return call_def<ops::structured_slice>(a, dim, start, end, step);
@@ -200,6 +201,7 @@ Tensors split_with_sizes(T a, const Shape& sizes, int64_t dim) {
   return call_def<ops::structured_split_with_sizes>(a, sizes, dim);
 }
 Tensors split(T a, int64_t size, int64_t dim) { return call_def<ops::structured_split>(a, size, dim); }
+Tensor _unsafe_view(T a, const Shape& s) { return call_def<ops::structured__unsafe_view>(a, s); }
 Tensors chunk(T a, int64_t chunks, int64_t dim) { return call_def<ops::structured_chunk>(a, chunks, dim); }
 
 Tensor clone(T a) { return call_def<ops::structured_clone>(a); }

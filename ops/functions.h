@@ -158,6 +158,9 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> _scaled_dot_product_efficient_attenti
 Tensor view(const Tensor& a, const Shape& size);
 Tensor reshape(const Tensor& a, const Shape& shape);
 Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1);
+// a with its two dims swapped (a 0-D or 1-D a as it is): aten::t, one op where transpose(a, 0, 1)
+// is another (linear's weight.t(), as PyTorch's linear calls it).
+Tensor t(const Tensor& a);
 Tensor permute(const Tensor& a, const Shape& dims);
 Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
 Tensor slice_backward(const Tensor& grad_output, const Shape& input_sizes, int64_t dim, int64_t start,
@@ -180,6 +183,9 @@ Tensor view_as(const Tensor& a, const Tensor& other);
 std::vector<Tensor> split_with_sizes(const Tensor& a, const Shape& split_sizes, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim = 0);
+// a's data with shape size, as view(a, size), but not a view: autograd treats it as a new tensor
+// (aten::_unsafe_view: what matmul returns its bmm's output as, and reshape its copy as).
+Tensor _unsafe_view(const Tensor& a, const Shape& size);
 
 // ---- copies and conversions ----
 Tensor clone(const Tensor& a);

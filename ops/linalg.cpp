@@ -171,7 +171,13 @@ void addmm_cpu(const char*, const Tensor& out, const Tensor& bias, const Tensor&
   }
 }
 
-// matmul: PyTorch's rules for 1-D, 2-D and batched operands (broadcasting batch dims).
+// matmul: PyTorch's rules for 1-D, 2-D and batched operands (broadcasting batch dims), issuing
+// the ops PyTorch's matmul issues (LinearAlgebra.cpp's _matmul_impl), so that a dispatch mode, a
+// SAC policy or a plan file sees the same calls on both sides: a batched operand folded into rows
+// is reshape, mm, _unsafe_view; batched operands are expand and reshape each (a view, or clone and
+// _unsafe_view for a layout no view expresses: attention's q, k^T and v), bmm, _unsafe_view.
+// (1-D @ 1-D, 2-D @ 1-D and 1-D @ 2-D run mul and sum or mm here, where PyTorch runs dot, mv and
+// mm; a 1-D or 2-D left operand times a batch runs the batched path, where PyTorch folds it too.)
 Tensor matmul_composite(const Tensor& a, const Tensor& b) {
   check_defined("aten::matmul", a, "self");
   check_defined("aten::matmul", b, "other");
@@ -186,7 +192,15 @@ Tensor matmul_composite(const Tensor& a, const Tensor& b) {
   if (da == 2 && db == 1) return squeeze(mm(a, unsqueeze(b, 1)), 1);
   if (da == 1 && db == 2) return squeeze(mm(unsqueeze(a, 0), b), 0);
   if (da == 2 && db == 2) return mm(a, b);
-  if (da >= 3 && db <= 2) {
+  // should_fold: a batch folds into rows when that copies nothing (its batch dims are one
+  // stride-compatible run), or when a requires grad (a copy here saves a larger one in backward).
+  auto foldable = [&] {
+    if (a.requires_grad() || a.numel() == 0) return true;
+    for (int64_t i = 0; i + 2 < da; ++i)
+      if (a.strides()[i] != a.strides()[i + 1] * a.sizes()[i + 1]) return false;
+    return true;
+  };
+  if (da >= 3 && db <= 2 && foldable()) {
     // Fold the batch into rows: [..., m, k] @ [k, n] is one [batch*m, k] @ [k, n].
     Tensor rhs = db == 1 ? unsqueeze(b, 1) : b;
     Shape out_shape(a.sizes().begin(), a.sizes().end() - 1);
@@ -194,45 +208,45 @@ Tensor matmul_composite(const Tensor& a, const Tensor& b) {
     // The folded row count spelled out: a -1 is ambiguous when k is 0.
     Tensor r = mm(reshape(a, {shape_numel(out_shape), k}), rhs);
     if (db == 2) out_shape.push_back(rhs.sizes()[1]);
-    return reshape(r, out_shape);
+    return _unsafe_view(r, out_shape);
   }
-  // Batched: broadcast the batch dims, then bmm.
-  Tensor lhs = da == 1 ? unsqueeze(a, 0) : a;
-  Tensor rhs = db == 1 ? unsqueeze(b, 1) : b;
-  Shape batch_a(lhs.sizes().begin(), lhs.sizes().end() - 2), batch_b(rhs.sizes().begin(), rhs.sizes().end() - 2);
-  Shape batch = broadcast_shapes("aten::matmul", batch_a, batch_b);
-  int64_t m = lhs.sizes()[lhs.dim() - 2], k = lhs.sizes()[lhs.dim() - 1];
-  int64_t k2 = rhs.sizes()[rhs.dim() - 2], n = rhs.sizes()[rhs.dim() - 1];
+  // Batched: broadcast the batch dims (expand), fold them into one (reshape), then bmm.
+  const int64_t m = da > 1 ? a.sizes()[da - 2] : 1, k = a.sizes()[da - 1];
+  const int64_t k2 = db > 1 ? b.sizes()[db - 2] : b.sizes()[0], n = db > 1 ? b.sizes()[db - 1] : 1;
+  const Shape batch_a(a.sizes().begin(), a.sizes().end() - std::min<int64_t>(da, 2));
+  const Shape batch_b(b.sizes().begin(), b.sizes().end() - std::min<int64_t>(db, 2));
+  const Shape batch = broadcast_shapes("aten::matmul", batch_a, batch_b);
   REMAT_CHECK(k == k2, "aten::matmul: mat1 and mat2 shapes cannot be multiplied (", m, "x", k, " and ", k2, "x", n, ")");
-  // The same batch dims on both sides: one bmm on the operands as they are (strided views
-  // included: attention's q, k^T and v are views of one qkv buffer, which a reshape to 3-D would
-  // copy).
-  if (da == db && da <= 2 + kMaxBmmBatchDims && batch_a == batch_b) return bmm(a, b);
-  int64_t nb = shape_numel(batch);
+  const int64_t nb = shape_numel(batch);
   Shape ea = batch, eb = batch;
   ea.insert(ea.end(), {m, k});
-  eb.insert(eb.end(), {k, n});
-  Tensor r = bmm(reshape(expand(lhs, ea), {nb, m, k}), reshape(expand(rhs, eb), {nb, k, n}));
+  eb.push_back(k);
+  if (db > 1) eb.push_back(n);
+  const Tensor lhs = reshape(expand(a, ea), {nb, m, k});
+  const Tensor rhs = db > 1 ? reshape(expand(b, eb), {nb, k, n}) : unsqueeze(reshape(expand(b, eb), {nb, k}), 2);
   Shape out_shape = batch;
   if (da > 1) out_shape.push_back(m);
   if (db > 1) out_shape.push_back(n);
-  return reshape(r, out_shape);
+  return _unsafe_view(bmm(lhs, rhs), out_shape);
 }
 
-// linear: x @ w^T + b. A contiguous N-D input is folded to 2-D so the bias rides in addmm.
+// linear: x @ w^T + b, as PyTorch's linear (Linear.cpp) issues it: a 2-D input with a bias is
+// t and addmm; a contiguous input with a bias is folded to 2-D so that the bias rides in addmm
+// (_flatten_nd_linear: reshape, t, addmm, _unsafe_view); anything else is matmul(x, w.t()) and,
+// with a bias, add.
 Tensor linear_composite(const Tensor& x, const Tensor& w, const Tensor& bias) {
   check_defined("aten::linear", x, "input");
   check_dim("aten::linear", w, 2, "weight");
-  Tensor wt = transpose(w, 0, 1);
-  if (x.dim() == 2) return bias.defined() ? addmm(bias, x, wt) : mm(x, wt);
-  if (x.dim() >= 3 && x.is_contiguous()) {
+  if (x.dim() == 2 && bias.defined()) return addmm(bias, x, t(w));
+  if (bias.defined() && x.is_contiguous() && bias.dim() == 1) {
     Shape out_shape(x.sizes().begin(), x.sizes().end() - 1);
     const int64_t rows = shape_numel(out_shape);  // spelled out: a -1 is ambiguous for 0 input features
-    out_shape.push_back(w.sizes()[0]);
-    Tensor x2 = view(x, {rows, x.sizes()[x.dim() - 1]});
-    return view(bias.defined() ? addmm(bias, x2, wt) : mm(x2, wt), out_shape);
+    Tensor x2 = reshape(x, {rows, x.sizes()[x.dim() - 1]});
+    Tensor r = addmm(bias, x2, t(w));
+    out_shape.push_back(r.sizes()[1]);
+    return _unsafe_view(r, out_shape);
   }
-  Tensor r = matmul(x, wt);
+  Tensor r = matmul(x, t(w));
   return bias.defined() ? add(r, bias) : r;
 }
 

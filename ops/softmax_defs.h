@@ -14,7 +14,7 @@ namespace remat::ops {
 
 struct structured_softmax {
   using Sig = Tensor(const Tensor&, int64_t);
-  static constexpr const char* name = "aten::softmax";
+  static constexpr const char* name = "aten::_softmax";  // softmax.int decomposes to it in PyTorch: what a dispatch mode sees
   static constexpr const char* schema = "(Tensor self, int dim) -> Tensor";
   static constexpr auto meta = &softmax_meta;
   static constexpr CastPolicy autocast_policy = CastPolicy::Float32;  // autocast: fp32
@@ -26,7 +26,7 @@ struct structured_softmax {
 };
 struct structured_log_softmax {
   using Sig = Tensor(const Tensor&, int64_t);
-  static constexpr const char* name = "aten::log_softmax";
+  static constexpr const char* name = "aten::_log_softmax";  // likewise log_softmax.int
   static constexpr const char* schema = "(Tensor self, int dim) -> Tensor";
   static constexpr auto meta = &softmax_meta;
   static constexpr CastPolicy autocast_policy = CastPolicy::Float32;  // autocast: fp32

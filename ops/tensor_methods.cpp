@@ -74,7 +74,7 @@ Tensor Tensor::matmul(const Tensor& other) const { return remat::matmul(*this, o
 Tensor Tensor::view(const Shape& shape) const { return remat::view(*this, shape); }
 Tensor Tensor::reshape(const Shape& shape) const { return remat::reshape(*this, shape); }
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const { return remat::transpose(*this, d0, d1); }
-Tensor Tensor::t() const { return remat::transpose(*this, 0, 1); }
+Tensor Tensor::t() const { return remat::t(*this); }
 Tensor Tensor::permute(const Shape& dims) const { return remat::permute(*this, dims); }
 Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
   return remat::slice(*this, dim, start, end, step);

@@ -1,6 +1,7 @@
 // Mirrors torchgen's generated NativeFunctions.h for TensorShape.cpp's view ops (view, reshape,
-// transpose, permute, slice, unbind.int, unsqueeze, squeeze, expand, detach, as_strided, select,
-// narrow, view_as, split_with_sizes, split, chunk): their Defs, so that each op's name, schema
+// transpose, t, permute, slice, unbind.int, unsqueeze, squeeze, expand, detach, as_strided, select,
+// narrow, view_as, split_with_sizes, split, chunk, and _unsafe_view, which aliases without being a
+// view): their Defs, so that each op's name, schema
 // and kernel exist once. A view changes metadata alone, so one kernel (ops/view_ops.cpp) serves
 // every backend: a Def names it `kernel`, registered at CPU, CUDA and Meta; a composite's Def
 // names it `composite` (CompositeImplicitAutograd: ops/composite.h). A view allocates nothing;
@@ -34,7 +35,9 @@ Tensor select_kernel(const Tensor& self, int64_t dim, int64_t index);
 Tensor narrow_composite(const Tensor& self, int64_t dim, int64_t start, int64_t length);
 Tensor view_as_composite(const Tensor& self, const Tensor& other);
 std::vector<Tensor> split_with_sizes_kernel(const Tensor& self, const Shape& split_sizes, int64_t dim);
-std::vector<Tensor> split_composite(const Tensor& self, int64_t split_size, int64_t dim);
+std::vector<Tensor> split_kernel(const Tensor& self, int64_t split_size, int64_t dim);
+Tensor t_kernel(const Tensor& self);
+Tensor unsafe_view_kernel(const Tensor& self, const Shape& size);
 std::vector<Tensor> chunk_composite(const Tensor& self, int64_t chunks, int64_t dim);
 
 // The table: X(NAME, OP, SCHEMA, KIND, FN) for each view op (NAME: the Def is structured_NAME; OP:
@@ -43,6 +46,7 @@ std::vector<Tensor> chunk_composite(const Tensor& self, int64_t chunks, int64_t 
   X(view, "view", "(Tensor(a) self, int[] size) -> Tensor(a)", kernel, view_kernel) \
   X(reshape, "reshape", "(Tensor(a) self, int[] shape) -> Tensor(a)", composite, reshape_composite) \
   X(transpose, "transpose", "(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", kernel, transpose_kernel) \
+  X(t, "t", "(Tensor(a) self) -> Tensor(a)", kernel, t_kernel) \
   X(permute, "permute", "(Tensor(a) self, int[] dims) -> Tensor(a)", kernel, permute_kernel) \
   X(slice, "slice", "(Tensor(a) self, int dim=0, int start=0, int end=9223372036854775807, int step=1) -> Tensor(a)", kernel, slice_kernel) \
   X(unbind_int, "unbind.int", "(Tensor(a) self, int dim=0) -> Tensor(a)[]", kernel, unbind_kernel) \
@@ -55,8 +59,9 @@ std::vector<Tensor> chunk_composite(const Tensor& self, int64_t chunks, int64_t 
   X(narrow, "narrow", "(Tensor(a) self, int dim, int start, int length) -> Tensor(a)", composite, narrow_composite) \
   X(view_as, "view_as", "(Tensor(a) self, Tensor other) -> Tensor(a)", composite, view_as_composite) \
   X(split_with_sizes, "split_with_sizes", "(Tensor(a) self, int[] split_sizes, int dim=0) -> Tensor(a)[]", kernel, split_with_sizes_kernel) \
-  X(split, "split", "(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]", composite, split_composite) \
-  X(chunk, "chunk", "(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", composite, chunk_composite)
+  X(split, "split", "(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]", kernel, split_kernel) \
+  X(chunk, "chunk", "(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", composite, chunk_composite) \
+  X(_unsafe_view, "_unsafe_view", "(Tensor self, int[] size) -> Tensor", kernel, unsafe_view_kernel)
 
 // A kernel's Def declares its derivative (defined below); a composite has none: its gradient comes
 // from the ops it calls (CompositeImplicitAutograd).
@@ -87,6 +92,11 @@ inline autograd::Derivative structured_view::derivative() {
 inline autograd::Derivative structured_transpose::derivative() {
   using namespace autograd;
   return rule({}, [](C c) -> G { return {transpose(c.grad(), c.integer(1), c.integer(2))}; });
+}
+// out = self transposed (at most 2-D)
+inline autograd::Derivative structured_t::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G { return {remat::t(c.grad())}; });
 }
 // out.dim(i) = self.dim(dims[i]): the gradient takes the inverse permutation
 inline autograd::Derivative structured_permute::derivative() {
@@ -161,6 +171,25 @@ inline autograd::Derivative structured_split_with_sizes::derivative() {
     for (size_t i = 0; i < c.ints(1).size(); ++i) parts.push_back(c.grad(i));
     return {cat(parts, c.integer(2))};
   });
+}
+
+// out[i] = consecutive pieces of self along dim, split_size long (the last one shorter)
+inline autograd::Derivative structured_split::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G {
+    const Shape& in = c.meta(0).shape;
+    const int64_t dim = maybe_wrap_dim(c.integer(2), static_cast<int64_t>(in.size()), "aten::split");
+    const int64_t split_size = c.integer(1);
+    const size_t pieces = split_size == 0 ? 1 : static_cast<size_t>((in[dim] + split_size - 1) / split_size);
+    G parts;
+    for (size_t i = 0; i < pieces; ++i) parts.push_back(c.grad(i));
+    return {cat(parts, dim)};
+  });
+}
+// out = self's data with shape size, not a view (what matmul and reshape return from their copies)
+inline autograd::Derivative structured__unsafe_view::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G { return {reshape(c.grad(), c.meta(0).shape)}; });
 }
 
 // Whether a view's Def names a kernel (else a composite).

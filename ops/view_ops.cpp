@@ -97,10 +97,25 @@ Tensor view_kernel(const Tensor& self, const Shape& size) {
   return make_view(self, sizes, *strides, self.storage_offset());
 }
 
+// PyTorch's reshape: a view where one can express the shape, else a contiguous copy handed back
+// through _unsafe_view (so that a dispatch mode sees clone and _unsafe_view, as in PyTorch).
 Tensor reshape_composite(const Tensor& self, const Shape& shape) {
   Shape sizes = infer_size("aten::reshape", shape, self.numel());
   if (compute_view_strides(self.sizes(), self.strides(), sizes)) return view(self, sizes);
-  return view(clone(self), sizes);
+  return _unsafe_view(clone(self), sizes);
+}
+
+// _unsafe_view: view's geometry, but the result is no view (autograd's _base is unset, as for
+// detach): PyTorch returns copies it has just made through it, which nothing else can see.
+Tensor unsafe_view_kernel(const Tensor& self, const Shape& size) {
+  Shape sizes = infer_size("aten::_unsafe_view", size, self.numel());
+  auto strides = compute_view_strides(self.sizes(), self.strides(), sizes);
+  REMAT_CHECK(strides.has_value(),
+              "aten::_unsafe_view: view size is not compatible with input tensor's size and stride (input ",
+              self.sizes(), " with strides ", self.strides(), ", size ", size, ")");
+  Tensor out = make_alias(self, sizes, *strides, self.storage_offset());
+  out.impl()->set_is_view(false);
+  return out;
 }
 
 Tensor transpose_kernel(const Tensor& self, int64_t d0, int64_t d1) {
@@ -113,6 +128,12 @@ Tensor transpose_kernel(const Tensor& self, int64_t d0, int64_t d1) {
     std::swap(strides[d0], strides[d1]);
   }
   return make_view(self, sizes, strides, self.storage_offset());
+}
+
+Tensor t_kernel(const Tensor& self) {
+  REMAT_CHECK(self.dim() <= 2, "aten::t: t() expects a tensor with <= 2 dimensions, but self is ", self.dim(), "D");
+  if (self.dim() < 2) return make_view(self, self.sizes(), self.strides(), self.storage_offset());
+  return transpose_kernel(self, 0, 1);
 }
 
 Tensor permute_kernel(const Tensor& self, const Shape& dims) {
@@ -279,7 +300,7 @@ std::vector<Tensor> split_with_sizes_kernel(const Tensor& self, const Shape& spl
 }
 
 // The last piece is smaller when split_size does not divide the size.
-std::vector<Tensor> split_composite(const Tensor& self, int64_t split_size, int64_t dim) {
+std::vector<Tensor> split_kernel(const Tensor& self, int64_t split_size, int64_t dim) {
   REMAT_CHECK(self.dim() > 0, "aten::split: split expects at least a 1-dimensional tensor");
   const int64_t size = self.sizes()[maybe_wrap_dim(dim, self.dim(), "aten::split")];
   REMAT_CHECK(split_size > 0 || (split_size == 0 && size == 0), "aten::split: split_size can only be 0 if dimension "
@@ -287,7 +308,7 @@ std::vector<Tensor> split_composite(const Tensor& self, int64_t split_size, int6
   Shape sizes;
   for (int64_t start = 0; start < size; start += split_size) sizes.push_back(std::min(split_size, size - start));
   if (sizes.empty()) sizes.push_back(0);
-  return split_with_sizes(self, sizes, dim);
+  return split_with_sizes_kernel(self, sizes, dim);
 }
 
 std::vector<Tensor> chunk_composite(const Tensor& self, int64_t chunks, int64_t dim) {

@@ -148,6 +148,9 @@ DispatchKeySet keys_of_stack(const Stack& stack, size_t nargs) {
     if (v.isTensor()) ks = ks | keys_of(v.toTensor());
     else if (v.isTensorList()) ks = ks | keys_of(v.toTensorListRef());
   }
+  if (!ks.empty()) return ks;
+  for (size_t i = stack.size() - nargs; i < stack.size(); ++i)  // a factory: its Device (BackendSelect)
+    if (stack[i].isDevice()) ks = ks | device_keys_of(stack[i].toDevice());
   return ks;
 }
 }  // namespace detail

@@ -98,6 +98,11 @@ inline DispatchKeySet keys_of(const std::vector<Tensor>& ts) {
 }
 template <class T>
 DispatchKeySet keys_of(const T&) { return DispatchKeySet(); }
+// A factory (an op with no tensor argument, as ones(size, dtype, device)) dispatches on its
+// Device argument: PyTorch's BackendSelect key, which computes the backend from TensorOptions.
+inline DispatchKeySet device_keys_of(const Device& d) { return DispatchKeySet(backendKey(d.type)); }
+template <class T>
+DispatchKeySet device_keys_of(const T&) { return DispatchKeySet(); }
 
 inline DispatchKeySet apply_tls(DispatchKeySet ks) {
   const LocalDispatchKeySet& tls = tls_local_dispatch_key_set();
@@ -113,7 +118,9 @@ class TypedOperatorHandle<R(Args...)> : public OperatorHandle {
   explicit TypedOperatorHandle(OperatorEntry* e) : OperatorHandle(e) {}
 
   R call(Args... args) const {
-    DispatchKeySet ks = detail::apply_tls((DispatchKeySet() | ... | detail::keys_of(args)));
+    DispatchKeySet tensor_keys = (DispatchKeySet() | ... | detail::keys_of(args));
+    if (tensor_keys.empty()) tensor_keys = (DispatchKeySet() | ... | detail::device_keys_of(args));
+    DispatchKeySet ks = detail::apply_tls(tensor_keys);
     CurrentOpGuard current_op(&name());  // what the memory tracker names an allocation by
     return entry_->lookup(ks).template call<R, Args...>(*this, ks, std::forward<Args>(args)...);
   }

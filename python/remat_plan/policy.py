@@ -10,9 +10,12 @@ forward, a region that ran fewer calls than planned raises it too.
 
 Decisions: save -> MUST_SAVE, recompute -> PREFER_RECOMPUTE, offload -> MUST_SAVE (PyTorch's
 eager SAC does not offload; one warning per plan says so).
+
+An op is compared by its name without the overload (OpOverload._schema.name): remat names a few
+overloads (aten::mul.Scalar, where Python's `x * 0.125` runs aten::mul.Tensor with a wrapped
+number); both compute the same outputs, whose dtypes and shapes are compared too.
 """
 import warnings
-from collections import defaultdict
 
 import torch
 import torch.utils.checkpoint as ckpt
@@ -45,6 +48,12 @@ def _ignored_ops():
     return getattr(ckpt, "SAC_IGNORED_OPS", {torch.ops.aten.detach.default})
 
 
+def base_name(op):
+    """An op's name without its overload: aten::mul.Scalar -> aten::mul (as OpOverload._schema.name)."""
+    ns, sep, name = op.partition("::")
+    return ns + sep + name.split(".", 1)[0] if sep else op
+
+
 def _decision_policy(decision):
     CP = ckpt.CheckpointPolicy
     return CP.PREFER_RECOMPUTE if decision == "recompute" else CP.MUST_SAVE
@@ -55,10 +64,10 @@ class _RegionRun:
 
     def __init__(self, region):
         self.region = region
-        self.decisions = {(c.op, c.index): _decision_policy(c.decision) for c in region.calls}
-        self.position = 0
-        self.forward_counts = defaultdict(int)
-        self.recompute_counts = defaultdict(int)
+        self.decisions = [_decision_policy(c.decision) for c in region.calls]
+        self.position = 0             # calls checked in the forward
+        self.forward_asked = 0        # calls the policy was asked about in the forward
+        self.recompute_asked = 0      # ... in the current recomputation
 
     def mismatch(self, what, seen_op="", seen=()):
         calls = self.region.calls
@@ -76,7 +85,7 @@ class _RegionRun:
         if self.position >= len(calls):
             raise self.mismatch("the region runs more op calls than the plan lists", op, outputs)
         planned = calls[self.position]
-        if planned.op != op:
+        if base_name(planned.op) != op:
             raise self.mismatch("another op", op, outputs)
         if planned.outputs != outputs:
             raise self.mismatch("other output shapes or dtypes", op, outputs)
@@ -87,17 +96,22 @@ class _RegionRun:
             raise self.mismatch(f"the region ended after {self.position} op calls")
 
     def policy(self, ctx, func, *args, **kwargs):
+        # SAC asks about the calls in order, the forward's and each recomputation's (which runs the
+        # forward's calls again, from the first); the plan lists them in that order.
         op = func._schema.name
-        counts = self.recompute_counts if ctx.is_recompute else self.forward_counts
-        n = counts[op]
-        counts[op] += 1
-        decision = self.decisions.get((op, n))
-        if decision is not None:
-            return decision
+        if ctx.is_recompute:
+            k = self.recompute_asked
+            self.recompute_asked += 1
+        else:
+            k = self.forward_asked
+            self.forward_asked += 1
+        calls = self.region.calls
+        if k < len(calls) and base_name(calls[k].op) == op:
+            return self.decisions[k]
         if not ctx.is_recompute:  # the mode above raises PlanMismatchError for this call, with its outputs
             return ckpt.CheckpointPolicy.PREFER_RECOMPUTE
-        raise PlanMismatchError(f"remat_plan: region '{self.region.name}': recomputation calls {op} #{n}, which the "
-                                f"plan does not list (the recomputation runs other ops than the forward did)")
+        raise PlanMismatchError(f"remat_plan: region '{self.region.name}': recomputation call {k} is {op}, which "
+                                f"the plan does not list there (the recomputation runs other ops than the forward did)")
 
 
 class _CheckedForward(TorchDispatchMode):
@@ -138,7 +152,7 @@ class _Recompute:
         self.run, self.sac_mode = run, sac_mode
 
     def __enter__(self):
-        self.run.recompute_counts.clear()
+        self.run.recompute_asked = 0
         return self.sac_mode.__enter__()
 
     def __exit__(self, *exc):

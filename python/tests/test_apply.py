@@ -147,3 +147,35 @@ def test_apply_plan_keeps_the_state_dict_names():
     remat_plan.apply_plan(net, remat_plan.from_dict(net_plan_doc(net, x, save_mm)))
     assert list(net.state_dict()) == names
     assert type(net.layers[0]).__name__ == "CheckpointWrapper"
+
+
+class _Scaled(torch.nn.Module):
+    """x * 0.5 (aten::mul, a wrapped Python number), then a linear: what remat writes as aten::mul.Scalar."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x * 0.5)
+
+
+def test_an_overload_in_the_plan_matches_the_op_without_it():
+    # remat names a few overloads (aten::mul.Scalar where Python's `x * 0.5` runs aten::mul.Tensor): the op is
+    # compared by its name without the overload, its outputs by dtype and shape, and its decision applies.
+    torch.manual_seed(3)
+    model, x = torch.nn.Sequential(_Scaled()), torch.randn(4, 8)
+    region = remat_plan.region_dict("0", remat_plan.record_calls(model[0], x),
+                                    lambda op, n, pos: "save" if op == "aten::mul" else "recompute")
+    for call in region["calls"]:
+        if call["op"] == "aten::mul":
+            call["op"] = "aten::mul.Scalar"
+    region["fingerprint"] = remat_plan.fingerprint([(c["op"], [(o["dtype"], o["shape"]) for o in c["outputs"]])
+                                                    for c in region["calls"]])
+    from conftest import plan_doc
+    expected = torch.autograd.grad(model(x).sum(), list(model.parameters()))
+    remat_plan.apply_plan(model, remat_plan.from_dict(plan_doc([region])))
+    got = torch.autograd.grad(model(x).sum(), list(model.parameters()))
+    assert all(torch.equal(a, b) for a, b in zip(expected, got))
+    assert remat_plan.policy.base_name("aten::mul.Scalar") == "aten::mul"
+    assert remat_plan.policy.base_name("aten::_softmax") == "aten::_softmax"

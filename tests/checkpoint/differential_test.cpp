@@ -211,7 +211,7 @@ Tensor run_step(const Step& s, const std::vector<Tensor>& v, int n) {
 // recomputes them.
 PolicyFn never_save_mutated(PolicyFn p) {
   return [p](const SelectiveCheckpointContext& ctx, const OperatorHandle& op, const std::vector<IValue>& args) {
-    for (const char* mutated : {"aten::clone", "aten::slice", "aten::select", "aten::transpose"})
+    for (const char* mutated : {"aten::clone", "aten::slice", "aten::select", "aten::transpose", "aten::t"})
       if (op.name() == mutated) return CheckpointPolicy::MUST_RECOMPUTE;
     return p(ctx, op, args);
   };

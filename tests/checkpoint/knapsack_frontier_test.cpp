@@ -58,7 +58,7 @@ TEST_CASE("knapsack_frontier: keeping the last needed output spares the rerun, w
   // S (8 bytes, cost 5, not needed: a replay candidate) then P (1 byte, cost 1, needed).
   //   {} cost 6; {S} 8 bytes, cost 1; {P} 1 byte, cost 0 (no needed output left to recompute);
   //   {S,P} 9 bytes, cost 0. The front: {}, {P}.
-  Data d = data_of({call("aten::mm", 8, 5, /*needed=*/false), call("aten::softmax", 1, 1)}, {{0, 1}});
+  Data d = data_of({call("aten::mm", 8, 5, /*needed=*/false), call("aten::_softmax", 1, 1)}, {{0, 1}});
   CHECK(knapsack_frontier(d, {true, true}) == Sets{keeps(2, {}), keeps(2, {1})});
 }
 

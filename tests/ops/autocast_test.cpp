@@ -262,7 +262,7 @@ TEST_CASE("autocast kernels: the Defs' policies and the composites' names give P
     if (name.rfind("aten::", 0) == 0 && find_op(name).entry()->hasKernelForKey(DispatchKey::Autocast))
       with_kernel.insert(name);
   CHECK(with_kernel == std::set<std::string>{"aten::mm", "aten::bmm", "aten::matmul", "aten::addmm", "aten::linear",
-                                             "aten::softmax", "aten::log_softmax", "aten::layer_norm",
+                                             "aten::_softmax", "aten::_log_softmax", "aten::layer_norm",
                                              "aten::rms_norm", "aten::cross_entropy"});
   CHECK(ops::structured_mm::autocast_policy == ops::CastPolicy::LowerPrecision);
   CHECK(ops::structured_cross_entropy::autocast_policy == ops::CastPolicy::Float32);

@@ -54,8 +54,8 @@ TEST_CASE("the raw helpers are not op calls", "[cpu_utils]") {
     DispatchModeGuard g(mode);
     cast_cpu(t, kDouble);
     contiguous_cpu(t);
-    copy_into_cpu(zeros({2, 2}), t);  // zeros() is an op call (fill_)
+    copy_into_cpu(zeros({2, 2}), t);  // zeros() is an op call (aten::zeros)
   }
   CHECK(mode->calls.size() == 1);
-  CHECK(mode->calls["aten::fill_"] == 1);
+  CHECK(mode->calls["aten::zeros"] == 1);
 }

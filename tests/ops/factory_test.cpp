@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "remat.h"
+#include "tests/testing/op_counter.h"
 #include "tests/testing/op_testing.h"
 
 using namespace remat;
@@ -250,6 +251,30 @@ TEST_CASE("uniform_ and normal_: in place, version bump, Meta advances an explic
   normal_(h);
   add(h, x).sum().backward();
   check_values(x.grad(), {1, 1, 1});
+}
+
+TEST_CASE("zeros, ones and full are ops a mode sees (their fill is not), dispatched on their device", "[factory][dispatch]") {
+  for (Device d : {Device{kCPU}, Device{kMeta}}) {
+    INFO(d.str());
+    CountOps ops;
+    Tensor o = ones({2, 3}, TensorOptions().dtype(kBool).device(d));
+    Tensor z = zeros({4}, d);
+    Tensor f = full({2}, 2.5, d);
+    CHECK(ops.counter->order == std::vector<std::string>{"aten::ones", "aten::zeros", "aten::full"});
+    CHECK(o.device() == d);
+    CHECK(o.dtype() == kBool);
+    CHECK(f.device() == d);
+    if (d.is_cpu()) {
+      check_values(o.to(kDouble), {1, 1, 1, 1, 1, 1});
+      check_values(f, {2.5, 2.5});
+    }
+  }
+  // a boxed call dispatches on its Device argument too (PyTorch's BackendSelect)
+  const std::vector<IValue> out =
+      find_op("aten::ones").call({IValue(Shape{3}), IValue(kFloat), IValue(Device{kMeta})});
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].toTensor().device() == Device{kMeta});
+  CHECK(out[0].toTensor().sizes() == Shape{3});
 }
 
 TEST_CASE("factory error paths", "[factory][errors]") {

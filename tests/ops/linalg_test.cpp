@@ -2,6 +2,11 @@
 // strided operands, gradients, bf16, Meta, errors) and their derivative rules.
 #include <catch2/catch.hpp>
 
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "remat.h"
 #include "tests/testing/op_testing.h"
 
@@ -152,6 +157,49 @@ TEST_CASE("linear: x @ w^T + b for 1-D, 2-D, 3-D, strided inputs, with and witho
 // ---------------------------------------------------------------------------------------------
 // gradients
 // ---------------------------------------------------------------------------------------------
+
+// The calls PyTorch 2.15's matmul and linear issue, recorded under a TorchDispatchMode on CPU tensors
+// that require grad (python/remat_plan's record_calls): the same calls here, so that a plan file
+// names the same op calls on both sides (issue 41). Each entry: op, output shape.
+TEST_CASE("matmul and linear issue PyTorch's op calls", "[linalg][dispatch]") {
+  using Calls = std::vector<std::pair<std::string, Shape>>;
+  auto calls_of = [](const std::function<void()>& f) {
+    struct Recorder : DispatchMode {
+      Calls calls;
+      std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
+        std::vector<IValue> out = op.call(args);
+        calls.emplace_back(op.name(), out.at(0).isTensor() ? out[0].toTensor().sizes() : Shape{});
+        return out;
+      }
+    };
+    auto rec = std::make_shared<Recorder>();
+    DispatchModeGuard g(rec);
+    f();
+    return rec->calls;
+  };
+  auto r = [](Shape s) { return leaf(s, 7); };
+  // q @ k^T of attention: 4-D, transposed views; both copied to 3-D, as PyTorch does
+  Tensor q = r({2, 4, 3, 5}).transpose(1, 2), k = r({2, 4, 3, 5}).transpose(1, 2);
+  CHECK(calls_of([&] { matmul(q, k.transpose(-2, -1)); }) ==
+        Calls{{"aten::transpose", {2, 3, 5, 4}}, {"aten::expand", {2, 3, 4, 5}}, {"aten::clone", {2, 3, 4, 5}},
+              {"aten::_unsafe_view", {6, 4, 5}}, {"aten::expand", {2, 3, 5, 4}}, {"aten::clone", {2, 3, 5, 4}},
+              {"aten::_unsafe_view", {6, 5, 4}}, {"aten::bmm", {6, 4, 4}}, {"aten::_unsafe_view", {2, 3, 4, 4}}});
+  Tensor a4 = r({2, 3, 4, 5}), b4 = r({2, 3, 5, 6}), a3 = r({2, 3, 4}), b2 = r({4, 5});
+  CHECK(calls_of([&] { matmul(a4, b4); }) ==
+        Calls{{"aten::expand", {2, 3, 4, 5}}, {"aten::view", {6, 4, 5}}, {"aten::expand", {2, 3, 5, 6}},
+              {"aten::view", {6, 5, 6}}, {"aten::bmm", {6, 4, 6}}, {"aten::_unsafe_view", {2, 3, 4, 6}}});
+  CHECK(calls_of([&] { matmul(a3, b2); }) ==
+        Calls{{"aten::view", {6, 4}}, {"aten::mm", {6, 5}}, {"aten::_unsafe_view", {2, 3, 5}}});
+  Tensor x3 = r({2, 3, 4}), x2 = r({3, 4}), x1 = r({4}), w = r({5, 4}), b = r({5});
+  CHECK(calls_of([&] { linear(x3, w, b); }) ==
+        Calls{{"aten::view", {6, 4}}, {"aten::t", {4, 5}}, {"aten::addmm", {6, 5}}, {"aten::_unsafe_view", {2, 3, 5}}});
+  CHECK(calls_of([&] { linear(x3, w, Tensor()); }) ==
+        Calls{{"aten::t", {4, 5}}, {"aten::view", {6, 4}}, {"aten::mm", {6, 5}}, {"aten::_unsafe_view", {2, 3, 5}}});
+  CHECK(calls_of([&] { linear(x2, w, b); }) == Calls{{"aten::t", {4, 5}}, {"aten::addmm", {3, 5}}});
+  CHECK(calls_of([&] { linear(x2, w, Tensor()); }) == Calls{{"aten::t", {4, 5}}, {"aten::mm", {3, 5}}});
+  CHECK(calls_of([&] { linear(x1, w, b); }) ==
+        Calls{{"aten::view", {1, 4}}, {"aten::t", {4, 5}}, {"aten::addmm", {1, 5}}, {"aten::_unsafe_view", {5}}});
+}
 
 TEST_CASE("mm gradients: values", "[linalg][autograd]") {
   Tensor a = from_vector({1, 2, 3, 4}, {2, 2}, TensorOptions().dtype(kDouble).requires_grad(true));

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "remat.h"
+#include "tests/testing/op_counter.h"
 #include "tests/testing/op_testing.h"
 
 using namespace remat;
@@ -82,6 +83,30 @@ TEST_CASE("reshape: a view when possible, a copy otherwise", "[views]") {
   check_values(reshape(t, {2, -1}), {0, 3, 1, 4, 2, 5});
   CHECK(t.reshape({3, 2}).is_alias_of(a));
   REQUIRE_THROWS_WITH(a.reshape({4, -1}), Contains("aten::reshape") && Contains("[4, -1]") && Contains("invalid for input of size 6"));
+}
+
+TEST_CASE("t and _unsafe_view: one op each, as PyTorch's linear and matmul issue them", "[views]") {
+  Tensor a = iota({2, 3});
+  Tensor t = remat::t(a);
+  CHECK(t.sizes() == Shape{3, 2});
+  CHECK(t.strides() == Shape{1, 3});
+  CHECK(t.is_alias_of(a));
+  CHECK(remat::t(iota({4})).sizes() == Shape{4});  // at most 2-D: a 1-D tensor as it is
+  REQUIRE_THROWS_WITH(remat::t(iota({2, 3, 4})),
+                      Contains("aten::t: t() expects a tensor with <= 2 dimensions, but self is 3D"));
+  // _unsafe_view: view's geometry, sharing storage, but no view autograd tracks
+  Tensor u = _unsafe_view(a, {3, 2});
+  CHECK(u.sizes() == Shape{3, 2});
+  CHECK(u.is_alias_of(a));
+  CHECK_FALSE(u.is_view());
+  check_values(u, {0, 1, 2, 3, 4, 5});
+  REQUIRE_THROWS_WITH(_unsafe_view(t, {6}), Contains("aten::_unsafe_view: view size is not compatible with input "
+                                                     "tensor's size and stride (input [3, 2] with strides [1, 3], size [6])"));
+  // reshape of a layout no view expresses: clone, then _unsafe_view (PyTorch's calls)
+  CountOps ops;
+  Tensor c = t.reshape({6});
+  CHECK(ops.counter->order == std::vector<std::string>{"aten::clone", "aten::_unsafe_view"});
+  CHECK_FALSE(c.is_view());
 }
 
 TEST_CASE("transpose and permute: sizes, strides, values", "[views]") {
@@ -301,7 +326,7 @@ TEST_CASE("views are tracked by autograd: one base, how each was made", "[views]
   REQUIRE(x.select(1, 2).grad_fn()->name() == "SelectBackward0");
   REQUIRE(x.unbind()[1].grad_fn()->name() == "UnbindBackward0");
   REQUIRE(x.unbind()[1].output_nr() == 1);
-  REQUIRE(x.split(1)[0].grad_fn()->name() == "SplitWithSizesBackward0");
+  REQUIRE(x.split(1)[0].grad_fn()->name() == "SplitBackward0");
   REQUIRE(x.as_strided({2}, {3}).grad_fn()->name() == "AsStridedBackward0");
   REQUIRE(x.narrow(1, 0, 1).grad_fn()->name() == "SliceBackward0");
 }
