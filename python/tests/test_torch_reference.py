@@ -155,3 +155,14 @@ def test_several_plans_for_one_budget_or_an_empty_folder_are_refused(write_plan,
     (tmp_path / "empty").mkdir()
     r = run(str(tmp_path / "empty"))
     assert r.returncode != 0 and f"--plan {tmp_path / 'empty'}: the folder holds no *.json plan file" in r.stderr
+    r = run(",")
+    assert r.returncode != 0 and "--plan ',': no plan file named" in r.stderr
+
+
+def test_several_plans_for_other_shapes_stop_naming_the_file(write_plan, tmp_path):
+    (tmp_path / "plans").mkdir()
+    low, _ = write_budget_plans(write_plan, [100, 200], lambda b: 1)
+    r = run(str(tmp_path / "plans"), "--batch", "3")
+    assert r.returncode != 0
+    assert "--plan: remat_plan: region 'layers.0', call 0: other output shapes or dtypes" in r.stderr
+    assert r.stderr.strip().endswith(f"(the plan {low})")  # the lowest budget's, run first
