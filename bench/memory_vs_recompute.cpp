@@ -7,6 +7,7 @@
 // strategy plan_checkpointing makes for that budget (a `planned` row: does it fit?); `--sweep N`
 // plans N budgets across the feasible range, runs each and draws the planned frontier beside the
 // fixed strategies; `--sweep-at-strategies` plans at each strategy's own peak and compares.
+// `--sweep N --export-plan DIR`, torch_reference.py --plan DIR, `--compare`: docs/pytorch.md.
 // `--device cuda --offload SIZE --sweep N` plans each budget twice, without and with SIZE of pinned
 // host memory to offload to, and draws the keep/recompute/offload frontier beside the
 // keep/recompute one with each plan's modeled step cost (recompute plus exposed transfer; with
@@ -83,7 +84,7 @@ constexpr uint64_t kMaxCompareBytes = 64 << 20;
                "                           [--clock wall|cpu] [--optimizer adamw-fused|adamw] [--attention math|sdpa]\n"
                "                           [--budget SIZE] [--sweep N] [--sweep-at-strategies]\n"
                "                           [--estimate benchmark|cost-model] [--offload SIZE]\n"
-               "                           [--export-plan FILE] [--plan FILE]\n"
+               "                           [--export-plan FILE|DIR] [--plan FILE|DIR]\n"
                "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2 (llama: sac-no-w2),\n"
                "  sac-megatron; sac-titan is torchtitan's per-op SAC policy (every other mm and the attention output)\n"
                "--model llama: torchtitan's Llama 3 (RMSNorm, rotary, SwiGLU, grouped-query attention; nn/llama.h), with\n"
@@ -113,9 +114,14 @@ constexpr uint64_t kMaxCompareBytes = 64 << 20;
                "  two frontiers' modeled step costs (recompute + exposed transfer); with --dry-run too. On the\n"
                "  emulated device, or in a dry run, the transfers are modeled, not measured\n"
                "--export-plan FILE (with --budget): write the plan to FILE (docs/plan_format.md); with --dry-run\n"
-               "  --device cuda too: a plan for a GPU made without one\n"
+               "  --device cuda too: a plan for a GPU made without one. With --sweep N (not --budget): a folder\n"
+               "  (made if missing; an earlier run's plan_<digits>.json removed), one keep/recompute plan per sweep\n"
+               "  budget, DIR/plan_<budget bytes>.json, for bench/torch_reference.py --plan DIR\n"
+               "--compare FILE with --sweep N: also a row per sweep budget beside PyTorch's run of the plan\n"
+               "  exported for it (matched by budget bytes): predicted and measured activation bytes, step times\n"
                "--plan FILE: train under a saved plan (the `plan-file` row): checked against this model by a dry\n"
-               "  run (its regions and calls), its predicted peaks beside the measured ones\n"
+               "  run (its regions and calls), its predicted peaks beside the measured ones. With --sweep N: the\n"
+               "  folder --sweep N --export-plan DIR wrote, each sweep budget run under its file, not planned again\n"
                "--out DIR: results.json, report.html, memory_vs_time.svg, memory_vs_flops.svg,\n"
                "  timeline_<strategy>.svg and (--offload) memory_vs_modeled_cost.svg\n");
   std::exit(0);
@@ -419,12 +425,15 @@ std::vector<StrategyResult> run_sweep(const Args& a, const std::vector<StrategyR
   std::printf("\nsweep: %zu budgets between %s (everything recomputed) and %s (everything kept); bounds in %.2f s\n",
               budgets.size(), byte_size_text(lo).c_str(), byte_size_text(hi).c_str(), bounds.planning_seconds);
   std::fflush(stdout);
+  check_sweep_plan_files(a.planning, budgets);  // --plan DIR: a file for every budget, before any runs
   std::vector<StrategyResult> sweep;
   double planning = 0;
   for (size_t i = 0; i < budgets.size(); ++i) {
-    const CheckpointPlan plan = plan_budget(a.shape, o, budgets[i], planning_device(a), "--sweep", a.planning);
+    const CheckpointPlan plan = sweep_plan(a.shape, o, budgets[i], planning_device(a), a.planning, a.meta_accounting);
     planning += plan.planning_seconds;
     sweep.push_back(run_plan(plan, planned_name(budgets[i]), a, i, budgets.size(), device, /*timeline=*/false));
+    if (a.planning.sweep > 0 && !a.planning.export_plan.empty())  // --export-plan DIR: one file per budget
+      export_plan(plan, sweep.back(), sweep_plan_path(a.planning.export_plan, budgets[i]));
     if (a.planning.offload_bytes > 0) {
       const CheckpointPlan with_offload =
           plan_budget(a.shape, o, budgets[i], planning_device(a),
@@ -516,7 +525,7 @@ int run(Args& a) {
     if (plan) results.push_back(run_plan(*plan, "planned", a, 0, 1, device, /*timeline=*/true));
     if (plan && !a.planning.export_plan.empty()) export_plan(*plan, results.back(), a.planning.export_plan);
     std::optional<PlanFile> plan_file;  // --plan FILE: a saved plan, applied to this step and run
-    if (!a.planning.plan_file.empty()) {
+    if (!a.planning.plan_file.empty() && a.planning.sweep == 0) {  // with --sweep: a folder (run_sweep)
       plan_file = load_plan_file(a.planning.plan_file, a.shape, training_options(a), a.meta_accounting);
       results.push_back(run_plan(plan_file->applied, "plan-file", a, 0, 1, device, /*timeline=*/true));
     }
@@ -564,7 +573,10 @@ int run(Args& a) {
                   offload.empty() ? "" : "memory_vs_modeled_cost.svg, ");
     }
     // One comparison per file (e.g. PyTorch 2.x and 1.13 runs of bench/torch_reference.py).
-    for (const auto& [other_cfg, other] : a.compared) print_comparison(cfg, results, other_cfg, other);
+    for (const auto& [other_cfg, other] : a.compared) {
+      print_comparison(cfg, results, other_cfg, other);
+      print_plan_comparison(cfg, sweep, other_cfg, other);
+    }
   }
   return 0;
 }

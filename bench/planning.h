@@ -48,9 +48,11 @@ struct PlanningArgs {
   // sets the datasheet's where no CUDA device is there to measure (a dry run in a CPU build).
   double host_link_bandwidth = 0;
   bool sweeps() const { return sweep > 0 || sweep_at_strategies; }
-  // --export-plan FILE: the plan of --budget written there (docs/plan_format.md); "": none.
+  // --export-plan FILE: the plan of --budget written there (docs/plan_format.md); with --sweep N a
+  // folder, one file per sweep budget (bench/plan_files.h); "": none.
   std::string export_plan;
-  // --plan FILE: a saved plan, checked against this run's step and trained under (a `plan-file` row).
+  // --plan FILE: a saved plan, checked against this run's step and trained under (a `plan-file` row);
+  // with --sweep N the folder an --export-plan wrote, each sweep budget run under its file.
   std::string plan_file;
 };
 

@@ -17,8 +17,12 @@ matmuls (torchtitan's _save_list names the SDPA ops beside mm); compare it with
 --plan FILE trains the twin under a plan that remat's planner wrote
 (`memory_vs_recompute --budget B --export-plan FILE`, docs/plan_format.md), applied with
 python/remat_plan's apply_plan (imported from the installed package, else from python/ beside this
-file): the strategy 'plan', whose row also carries the plan's predicted activation bytes. A plan
-made for other ops than the twin runs stops at the first differing call (PlanMismatchError).
+file): the strategy 'plan', whose row also carries the plan's budget and predicted activation bytes.
+--plan takes several plans too, comma-separated or a folder (every *.json in it, as
+`memory_vs_recompute --sweep N --export-plan DIR` writes them): one row per plan, 'plan@<budget
+bytes>', in order of budget, which `memory_vs_recompute --sweep N --compare` matches with its sweep's
+budgets. A plan made for other ops than the twin runs stops at the first differing call
+(PlanMismatchError).
 
 Writes the JSON that `memory_vs_recompute --compare FILE` reads.
 
@@ -248,8 +252,39 @@ def import_remat_plan():
     return remat_plan
 
 
+def plan_files(arg):
+    """--plan's files: comma-separated, a folder standing for every *.json in it (sorted)."""
+    paths = []
+    for item in (p for p in arg.split(",") if p):
+        if os.path.isdir(item):
+            found = sorted(os.path.join(item, n) for n in os.listdir(item) if n.endswith(".json"))
+            if not found:
+                sys.exit(f"--plan {item}: the folder holds no *.json plan file")
+            paths += found
+        else:
+            paths.append(item)
+    if not paths:
+        sys.exit(f"--plan {arg!r}: no plan file named")
+    return paths
+
+
+def load_plans(arg, a):
+    """The plans of --plan by row name: 'plan' for one file, else 'plan@<budget bytes>' in order of budget (one
+    plan per budget: two files for the same budget are refused)."""
+    plans = [load_plan(path, a) for path in plan_files(arg)]
+    if len(plans) == 1:
+        return {"plan": plans[0]}
+    by_budget = {}
+    for plan in plans:
+        if plan.budget_bytes in by_budget:
+            sys.exit(f"--plan: {by_budget[plan.budget_bytes].path} and {plan.path} are both plans for "
+                     f"{plan.budget_bytes} bytes; one row per budget (give one of them)")
+        by_budget[plan.budget_bytes] = plan
+    return {f"plan@{budget}": by_budget[budget] for budget in sorted(by_budget)}
+
+
 def load_plan(path, a):
-    """The plan of --plan, checked against the run's dtype (its shapes are checked call by call as it runs)."""
+    """A plan of --plan, checked against the run's dtype (its shapes are checked call by call as it runs)."""
     remat_plan = import_remat_plan()
     try:
         plan = remat_plan.load(path)
@@ -310,7 +345,9 @@ def main():
     p.add_argument("--strategies", default=None,
                    help="comma-separated (default: none,full,full-reentrant,every2,sac-mm,sac-titan,sac-no-fc2,"
                         "sac-megatron; with --plan: plan)")
-    p.add_argument("--plan", default="", help="a remat plan file (docs/plan_format.md): the strategy 'plan'")
+    p.add_argument("--plan", default="",
+                   help="a remat plan file (docs/plan_format.md): the strategy 'plan'; or several, comma-separated "
+                        "or a folder (every *.json in it): a row 'plan@<budget bytes>' each")
     p.add_argument("--sdpa", action="store_true", help="use F.scaled_dot_product_attention (PyTorch >= 2.0)")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--optimizer", default="adamw-fused", choices=["adamw-fused", "adamw"],
@@ -350,7 +387,9 @@ def main():
                                               + ("sac-no-w2" if a.model == "llama" else "sac-no-fc2,sac-megatron"))
     if "plan" in a.strategies.split(",") and not a.plan:
         sys.exit("the strategy 'plan' needs --plan FILE")
-    plan = load_plan(a.plan, a) if a.plan else None
+    plans = load_plans(a.plan, a) if a.plan else {}
+    # 'plan' in --strategies: a row per plan of --plan
+    names = [n for s in a.strategies.split(",") for n in (list(plans) if s == "plan" else [s])]
     if a.sdpa and not hasattr(F, "scaled_dot_product_attention"):
         sys.exit(f"--sdpa needs PyTorch >= 2.0 (F.scaled_dot_product_attention); this is {torch.__version__}")
     torch.set_num_threads(a.threads)
@@ -361,9 +400,10 @@ def main():
     idx, targets = tokens[:, :-1].contiguous().to(device), tokens[:, 1:].contiguous().to(device)
 
     results = []
-    for name in a.strategies.split(","):
+    for name in names:
+        plan = plans.get(name)
         try:
-            run, reentrant = strategy_fn(name) if name != "plan" else (None, False)
+            run, reentrant = strategy_fn(name) if plan is None else (None, False)
         except NotImplementedError:
             print(f"{name:15s} skipped: PyTorch {torch.__version__} has no selective checkpointing", file=sys.stderr)
             continue
@@ -374,7 +414,7 @@ def main():
         else:
             model = GPT(a).to(device=device, dtype=dtype)
         model.strategy = run
-        if name == "plan":
+        if plan is not None:
             import_remat_plan().apply_plan(model, plan)
         opt = make_optimizer(model, a)
         times, loss = [], float("nan")
@@ -384,7 +424,12 @@ def main():
             if device.type == "cuda":
                 torch.cuda.synchronize()
             t0 = now()
-            out = model(idx, targets)
+            try:
+                out = model(idx, targets)
+            except RuntimeError as e:  # remat_plan's PlanMismatchError: name the file of several
+                if plan is not None and len(plans) > 1 and type(e).__name__ == "PlanMismatchError":
+                    sys.exit(f"--plan: {e} (the plan {plan.path})")
+                raise
             out.backward()
             opt.step()
             loss = out.item()
@@ -396,8 +441,9 @@ def main():
         results.append({"strategy": name, "reentrant": reentrant, "activation_bytes": int(act), "peak_bytes": int(peak),
                         "step_ms": times, "median_ms": statistics.median(times), "final_loss": loss})
         predicted = ""
-        if name == "plan":
-            results[-1].update({"plan": a.plan, "predicted_activation_bytes": plan.predicted["activation_bytes"],
+        if plan is not None:
+            results[-1].update({"plan": plan.path, "budget_bytes": plan.budget_bytes,
+                                "predicted_activation_bytes": plan.predicted["activation_bytes"],
                                 "predicted_peak_bytes": plan.predicted["peak_bytes"]})
             if plan.predicted["activation_bytes"] > 0:
                 predicted = (f"  (remat predicted {plan.predicted['activation_bytes'] / 2**20:.1f} MiB, measured/predicted "

@@ -37,7 +37,7 @@ std::string modeled_cost_svg(const RunConfig& cfg, const std::vector<StrategyRes
 std::string timeline_svg(const RunConfig& cfg, const StrategyResult& r);
 
 // ---- tables, JSON and the report (table.cpp, results_table.cpp, sweep_tables.cpp, offload_tables.cpp,
-// json.cpp, report.cpp) ----
+// plan_comparison.cpp, json.cpp, report.cpp) ----
 
 // A table as cells, rendered as aligned text (the terminal) or as HTML (the report).
 struct Table {
@@ -68,6 +68,29 @@ std::string offload_caveat(const RunConfig& cfg);
 // Side by side with another framework's results, with ratios.
 void print_comparison(const RunConfig& ours_cfg, const std::vector<StrategyResult>& ours, const RunConfig& theirs_cfg,
                       const std::vector<StrategyResult>& theirs);
+
+// --compare with --sweep: each sweep point (`ours`, a keep/recompute plan) beside the row of
+// another framework's results that ran the plan exported for its budget (`theirs`,
+// bench/torch_reference.py --plan: a row with budget_bytes), matched by budget bytes; null:
+// not run there. `notes`: one line for each of their plan rows whose budget is not a sweep
+// budget, and for each budget they ran twice (the first row is compared).
+struct PlanMatch {
+  const StrategyResult* ours = nullptr;
+  const StrategyResult* theirs = nullptr;
+};
+struct PlanMatches {
+  std::vector<PlanMatch> rows;  // in the sweep's order
+  std::vector<std::string> notes;
+};
+PlanMatches match_plans(const std::vector<StrategyResult>& sweep, const std::vector<StrategyResult>& theirs);
+// A row per sweep budget: budget, remat's predicted and measured activation bytes, theirs measured,
+// theirs / remat's prediction, both median step times, and whether their plan file predicted the
+// same bytes ("same"; else its predicted activation bytes). "not run" where they have no row.
+Table plan_comparison_table(const std::vector<StrategyResult>& sweep, const std::vector<StrategyResult>& theirs);
+// The table, its notes and match_plans' notes, as printed; with no sweep, one line when they ran
+// plans (to be compared with --sweep), else nothing.
+void print_plan_comparison(const RunConfig& ours_cfg, const std::vector<StrategyResult>& sweep,
+                           const RunConfig& theirs_cfg, const std::vector<StrategyResult>& theirs);
 
 // `sweep`: the planned frontier's points, written under "sweep" (none: no key). `offload` (--offload):
 // under "offload", the host budget, offload_caveat(cfg), the offload plans' points ("sweep") and

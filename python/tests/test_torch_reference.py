@@ -43,6 +43,7 @@ def test_plan_trains_the_twin_and_reports_the_prediction(write_plan, tmp_path):
     assert r.returncode == 0, r.stderr
     [row] = json.loads(out.read_text())["results"]
     assert row["strategy"] == "plan" and row["predicted_activation_bytes"] == 12345
+    assert row["budget_bytes"] == doc["budget_bytes"]
     assert row["activation_bytes"] > 0 and row["final_loss"] == row["final_loss"]
 
 
@@ -111,3 +112,57 @@ def test_plan_to_twin_recomputes_what_remat_releases(write_plan, tmp_path):
         assert decision[("aten::addmm", 3)] == "recompute" and decision[("aten::addmm", 2)] == "save"
         assert decision[("aten::add", 1)] == "save"  # the region's output: alive anyway
     assert "aten::addmm at call" in r.stderr and "recomputed (remat releases it)" in r.stderr
+
+
+def write_budget_plans(write_plan, budgets, predicted):
+    """Plan files for the twin, one per budget, its predicted activation bytes predicted(budget)."""
+    paths = []
+    for budget in budgets:
+        doc = twin_plan_doc(lambda op, n: "save" if op == "aten::addmm" else "recompute")
+        doc["budget_bytes"] = budget
+        doc["predicted"]["activation_bytes"] = predicted(budget)
+        paths.append(write_plan(doc, f"plans/plan_{budget}.json"))
+    return paths
+
+
+def test_several_plans_a_row_each_by_budget_from_a_folder_or_a_list(write_plan, tmp_path):
+    (tmp_path / "plans").mkdir()
+    paths = write_budget_plans(write_plan, [300000, 200000], lambda b: b // 10)
+    (tmp_path / "plans" / "notes.txt").write_text("not a plan")  # only *.json is read
+    for given in (str(tmp_path / "plans"), ",".join(paths)):
+        out = tmp_path / "torch.json"
+        r = run(given, "--out", str(out))
+        assert r.returncode == 0, r.stderr
+        rows = json.loads(out.read_text())["results"]
+        assert [row["strategy"] for row in rows] == ["plan@200000", "plan@300000"]
+        for row, budget in zip(rows, (200000, 300000)):
+            assert row["budget_bytes"] == budget and row["predicted_activation_bytes"] == budget // 10
+            assert row["plan"].endswith(f"plan_{budget}.json")
+            assert row["activation_bytes"] > 0 and row["median_ms"] > 0
+        # the same plan's decisions, so the same bytes under each
+        assert rows[0]["activation_bytes"] == rows[1]["activation_bytes"]
+
+
+def test_several_plans_for_one_budget_or_an_empty_folder_are_refused(write_plan, tmp_path):
+    (tmp_path / "plans").mkdir()
+    first, second = write_budget_plans(write_plan, [5000, 7000], lambda b: 1)
+    doc = json.loads(open(second).read())
+    doc["budget_bytes"] = 5000
+    second = write_plan(doc, "plans/plan_7000.json")
+    r = run(f"{first},{second}")
+    assert r.returncode != 0
+    assert f"--plan: {first} and {second} are both plans for 5000 bytes; one row per budget" in r.stderr
+    (tmp_path / "empty").mkdir()
+    r = run(str(tmp_path / "empty"))
+    assert r.returncode != 0 and f"--plan {tmp_path / 'empty'}: the folder holds no *.json plan file" in r.stderr
+    r = run(",")
+    assert r.returncode != 0 and "--plan ',': no plan file named" in r.stderr
+
+
+def test_several_plans_for_other_shapes_stop_naming_the_file(write_plan, tmp_path):
+    (tmp_path / "plans").mkdir()
+    low, _ = write_budget_plans(write_plan, [100, 200], lambda b: 1)
+    r = run(str(tmp_path / "plans"), "--batch", "3")
+    assert r.returncode != 0
+    assert "--plan: remat_plan: region 'layers.0', call 0: other output shapes or dtypes" in r.stderr
+    assert r.stderr.strip().endswith(f"(the plan {low})")  # the lowest budget's, run first

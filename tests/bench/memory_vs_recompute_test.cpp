@@ -1,9 +1,14 @@
 // Tests bench/memory_vs_recompute.cpp's main (no PyTorch counterpart): bad numbers, missing or
 // unreadable paths (a FIFO used to hang --compare), a full disk, a diverging run and an earlier
-// run's results.json: each refused or reported with one line and the exit status of its kind.
+// run's results.json: each refused or reported with one line and the exit status of its kind;
+// --sweep N --export-plan DIR and --compare of PyTorch's runs of those plans, a row per budget.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <dirent.h>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <sys/stat.h>
 
 #include "tests/tools/tool_runner.h"
@@ -176,4 +181,72 @@ TEST_CASE("memory_vs_recompute --config llama3_8b: torchtitan's flavour, later f
                             "--dtype bf16", 120);
   REQUIRE(r.status == 0);
   CHECK_THAT(r.out, Contains("Llama: 1 layers, d_model 4096, 32 heads (8 kv), ffn 14336, seq 16, batch 1, vocab 64, bf16"));
+}
+
+namespace {
+
+// The line of `text` that starts with `prefix` ("" if none).
+std::string line_starting(const std::string& text, const std::string& prefix) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind(prefix, 0) == 0) return line;
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("memory_vs_recompute --sweep N --export-plan DIR: a plan file per budget; --compare: a row per budget "
+          "beside PyTorch's run of its plan", "[bench][cli]") {
+  const std::string dir = test_dir() + "/sweep_plans";
+  ::mkdir(dir.c_str(), 0755);
+  std::ofstream(dir + "/plan_1.json") << "an earlier sweep's plan";
+  // Two blocks: a peak that recomputing lowers (two budgets).
+  const std::string sweep = kTiny + "--layers 2 --heads 2 --batch 2 --vocab 11 --sweep 2 --estimate cost-model ";
+  const auto r = run_binary("bench/memory_vs_recompute", sweep + "--export-plan " + dir, 120);
+  REQUIRE(r.status == 0);
+  std::vector<nlohmann::json> plans;
+  DIR* d = opendir(dir.c_str());
+  REQUIRE(d != nullptr);
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    plans.push_back(nlohmann::json::parse(read_text(dir + "/" + name)));
+    CHECK(name == "plan_" + std::to_string(plans.back()["budget_bytes"].get<int64_t>()) + ".json");
+  }
+  closedir(d);
+  REQUIRE(plans.size() == 2);  // the earlier plan_1.json removed
+  std::sort(plans.begin(), plans.end(), [](const auto& a, const auto& b) { return a["budget_bytes"] < b["budget_bytes"]; });
+  const int64_t lo = plans[0]["budget_bytes"], hi = plans[1]["budget_bytes"];
+  CHECK_THAT(r.out, Contains("to " + dir + "/plan_" + std::to_string(lo) + ".json"));
+
+  // What torch_reference.py --plan DIR writes: a row for the highest budget and one for a budget of
+  // no sweep.
+  const nlohmann::json predicted = plans[1]["predicted"];
+  const nlohmann::json torch = {
+      {"framework", "pytorch test"},
+      {"config", {{"batch", 2}, {"seq", 8}, {"embd", 16}, {"heads", 2}, {"vocab", 11}, {"layers", 2}}},
+      {"results",
+       {{{"strategy", "plan@" + std::to_string(hi)}, {"budget_bytes", hi}, {"activation_bytes", 4242},
+         {"median_ms", 1.5}, {"final_loss", 2.0}, {"predicted_activation_bytes", predicted["activation_bytes"]},
+         {"predicted_peak_bytes", predicted["peak_bytes"]}},
+        {{"strategy", "plan@7"}, {"budget_bytes", 7}, {"activation_bytes", 1}, {"median_ms", 1.0},
+         {"final_loss", 2.0}, {"predicted_activation_bytes", 1}, {"predicted_peak_bytes", 1}}}}};
+  const std::string torch_json = test_dir() + "/torch_plans.json";  // outside DIR: not a plan
+  std::ofstream(torch_json) << torch.dump();
+  // remat under the very plans PyTorch ran (--plan DIR), not planned again
+  const auto c = run_binary("bench/memory_vs_recompute", sweep + "--plan " + dir + " --compare " + torch_json, 120);
+  REQUIRE(c.status == 0);
+  CHECK_THAT(c.out, Contains("remat (f32) and pytorch test (f32) under the same plan, a row per sweep budget:"));
+  CHECK_THAT(line_starting(c.out, std::to_string(lo) + " "), Contains(" not run "));
+  const std::string row = line_starting(c.out, std::to_string(hi) + " ");
+  CHECK_THAT(row, Contains(" " + std::to_string(predicted["activation_bytes"].get<int64_t>()) + " ") &&
+                      Contains(" 4242 ") && Contains(" 1.5 ") && Contains(" same"));
+  CHECK_THAT(c.out, Contains("PyTorch's row plan@7 ran a plan for 7 bytes, which is not a budget of this sweep: not "
+                             "compared"));
+
+  const auto bad = run_binary("bench/memory_vs_recompute", kTiny + "--sweep-at-strategies --export-plan " + dir, 30);
+  CHECK(bad.status == 2);
+  CHECK(bad.err == "error: --export-plan " + dir + " with --sweep-at-strategies alone: it writes the plan of --budget "
+                   "SIZE (a file) or one plan per budget of --sweep N (a folder); give --budget or --sweep too (--help "
+                   "for the flags)\n");
 }

@@ -1,18 +1,22 @@
 // Tests bench/plan_files.{h,cpp}: memory_vs_recompute's --export-plan and --plan. A plan exported
 // with its row's activation bytes, loaded and applied to the same step, trains at the file's
 // predicted peak and activation bytes to the byte (CPU); a plan for cuda made by a dry run is
-// refused where the dry runs count like the CPU; --export-plan without --budget is an error.
+// refused where the dry runs count like the CPU; --export-plan without --budget is an error;
+// --sweep N --export-plan DIR: a folder, checked and cleared of an earlier sweep's plans.
 #include "bench/plan_files.h"
 
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sys/stat.h>
 
 #include "tests/testing/matchers.h"
 
 using namespace remat;
 using namespace remat::bench;
 using Catch::Matchers::Contains;
+using Catch::Matchers::Equals;
 using Catch::Matchers::StartsWith;
 using remat::testing::What;
 
@@ -108,7 +112,90 @@ TEST_CASE("plan files: a plan for cuda from a dry run, and the flags' errors", "
   args.export_plan = "plan.json";
   REQUIRE_THROWS_MATCHES(check_plan_file_args(args), Error,
                          What(Contains("--export-plan plan.json writes the plan made for --budget SIZE: give --budget "
-                                       "too")));
+                                       "too (or --sweep N, and a folder for one plan per budget)")));
+  args.sweep_at_strategies = true;
+  REQUIRE_THROWS_MATCHES(check_plan_file_args(args), Error,
+                         What(Contains("--export-plan plan.json with --sweep-at-strategies alone: it writes the plan of "
+                                       "--budget SIZE (a file) or one plan per budget of --sweep N (a folder); give "
+                                       "--budget or --sweep too")));
   args.budget_bytes = 1 << 20;
   CHECK_NOTHROW(check_plan_file_args(args));
+}
+
+TEST_CASE("plan files: --sweep N --export-plan DIR is a folder, made if missing, an earlier sweep's plans removed",
+          "[planning]") {
+  const std::string dir = temp_path("plan_files_sweep");
+  ::mkdir(dir.c_str(), 0755);
+  std::ofstream(dir + "/plan_123.json") << "an earlier sweep's plan";
+  std::ofstream(dir + "/plan_x.json") << "not a name the sweep writes";
+  PlanningArgs args;
+  args.sweep = 2;
+  args.export_plan = dir;
+  check_plan_file_args(args);
+  struct stat st {};
+  CHECK(::stat((dir + "/plan_123.json").c_str(), &st) != 0);
+  CHECK(::stat((dir + "/plan_x.json").c_str(), &st) == 0);
+  CHECK(sweep_plan_path(dir, 124744) == dir + "/plan_124744.json");
+
+  args.export_plan = dir + "/made";
+  check_plan_file_args(args);
+  CHECK((::stat(args.export_plan.c_str(), &st) == 0 && S_ISDIR(st.st_mode)));
+
+  args.export_plan = dir + "/plan_x.json";
+  REQUIRE_THROWS_MATCHES(check_plan_file_args(args), UsageError,
+                         What(Equals("--export-plan (a folder with --sweep): '" + dir + "/plan_x.json' is not a folder")));
+  args.export_plan = dir + "/no/such";
+  REQUIRE_THROWS_MATCHES(check_plan_file_args(args), UsageError,
+                         What(Equals("--export-plan (a folder with --sweep): cannot create the folder '" + dir +
+                                     "/no/such': No such file or directory")));
+  args.export_plan = dir;
+  args.budget_bytes = 1 << 20;
+  REQUIRE_THROWS_MATCHES(check_plan_file_args(args), Error,
+                         What(Equals("--export-plan " + dir + " with --sweep 2 is a folder for the sweep's plans; "
+                                     "--budget 1.0 MiB's plan is one file: export it in a run without --sweep")));
+}
+
+TEST_CASE("plan files: --sweep N --plan DIR runs each sweep budget under the file exported for it", "[planning]") {
+  const TrainingOptions o;
+  const CheckpointPlan bounds = plan_bounds(kSmall, o, Device{kCPU}, fixed_machine());
+  const int64_t budget = bounds.keep_all_peak_bytes;
+  const CheckpointPlan plan = plan_budget(kSmall, o, budget, Device{kCPU}, "--sweep", fixed_machine());
+  const std::string dir = temp_path("plan_files_sweep_plans");
+  ::mkdir(dir.c_str(), 0755);
+  export_plan(plan, run(plan, "plan", /*measure=*/false), sweep_plan_path(dir, budget));
+
+  PlanningArgs args = fixed_machine();
+  args.sweep = 1;
+  args.plan_file = dir;
+  CHECK_NOTHROW(check_plan_file_args(args));
+  CHECK_NOTHROW(check_sweep_plan_files(args, {budget}));
+  const CheckpointPlan loaded = sweep_plan(kSmall, o, budget, Device{kCPU}, args, "cpu");
+  CHECK(loaded.budget_bytes == budget);
+  CHECK(loaded.kept == plan.kept);
+  CHECK(loaded.predicted_peak_bytes == plan.predicted_peak_bytes);
+
+  const std::string missing = sweep_plan_path(dir, 5);
+  REQUIRE_THROWS_MATCHES(check_sweep_plan_files(args, {budget, 5}), CheckpointError,
+                         What(Equals("--plan " + dir + ": no plan for the sweep's budget of 5 bytes (" + missing +
+                                     "); write them with --sweep 1 --export-plan " + dir + " and the same flags")));
+  std::ofstream(sweep_plan_path(dir, budget + 1)) << std::ifstream(sweep_plan_path(dir, budget)).rdbuf();
+  REQUIRE_THROWS_MATCHES(sweep_plan(kSmall, o, budget + 1, Device{kCPU}, args, "cpu"), CheckpointError,
+                         What(Equals("--plan " + sweep_plan_path(dir, budget + 1) + ": the plan is for a budget of " +
+                                     std::to_string(budget) + " bytes, not the sweep's " +
+                                     std::to_string(budget + 1))));
+
+  args.export_plan = dir;
+  REQUIRE_THROWS_MATCHES(check_plan_file_args(args), Error,
+                         What(Contains("--plan " + dir + " with --sweep 1 runs the plans an earlier --export-plan wrote "
+                                       "there; not with --export-plan " + dir + " too")));
+  args.export_plan.clear();
+  args.sweep_at_strategies = true;
+  REQUIRE_THROWS_MATCHES(check_plan_file_args(args), Error,
+                         What(Contains("--plan " + dir + " with --sweep 1 runs the plans of the sweep's budgets; not "
+                                       "with --sweep-at-strategies (the strategies' measured peaks differ run to run)")));
+  args.sweep_at_strategies = false;
+  args.plan_file = missing;
+  REQUIRE_THROWS_MATCHES(check_plan_file_args(args), UsageError,
+                         What(Equals("--plan " + missing + " with --sweep 1: expected the folder that --sweep N "
+                                     "--export-plan DIR writes, but it is not a folder")));
 }
