@@ -17,13 +17,6 @@ using nlohmann::json;
 
 json figure(double v) { return v < 0 ? json(nullptr) : json(v); }
 
-// A figure as `format` prints it, "n/a" when absent (< 0).
-std::string figure_text(const char* format, double v) {
-  char b[32] = "n/a";
-  if (v >= 0) std::snprintf(b, sizeof b, format, v);
-  return b;
-}
-
 // A non-negative number or null (-1) under `key` of a row of `source`.
 double optional_ms(const json& row, const char* key, const std::string& source, const std::string& where) {
   REMAT_CHECK(row.contains(key), "ops --compare ", source, ": ", where, " has no '", key, "'");
@@ -35,6 +28,12 @@ double optional_ms(const json& row, const char* key, const std::string& source, 
 }
 
 }  // namespace
+
+std::string figure_text(const char* format, double v) {
+  char b[32] = "n/a";
+  if (v >= 0) std::snprintf(b, sizeof b, format, v);
+  return b;
+}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string r = "[";
@@ -77,7 +76,10 @@ std::string rows_json(const std::vector<OpRow>& rows, int threads, int reps, dou
                     {"pct_copy", figure(r.pct_copy)},
                     {"torch_ms", figure(r.torch_ms)},
                     {"torch_out_ms", figure(r.torch_out_ms)},
-                    {"ratio", figure(r.ratio())}});
+                    {"ratio", figure(r.ratio())},
+                    {"bound_function", r.bound_function.empty() ? json(nullptr) : json(r.bound_function)},
+                    {"bound_ms", figure(r.bound_ms)},
+                    {"pct_bound", figure(r.bound_ms > 0 && r.remat_ms > 0 ? 100.0 * r.bound_ms / r.remat_ms : -1)}});
   }
   json doc = {{"threads", threads}, {"reps", reps}, {"min_sample_s", min_sample_s}, {"clock", clock}, {"rows", list}};
   return doc.dump(1) + "\n";

@@ -23,14 +23,19 @@ struct OpRow {
   double pct_copy = -1;      // remat's GB/s over the copy bandwidth of the same run, in %
   double torch_ms = -1;      // PyTorch as a user calls it (a fresh output allocated, page faults included)
   double torch_out_ms = -1;  // PyTorch writing into an existing output (out= or copy_); < 0: no such form
+  // For an op bounded by arithmetic (bench/op_bounds.h): the function ("tanh", "erf", "exp",
+  // "philox"; empty for the others) and the time that function alone needs for the op's calls.
+  std::string bound_function;
+  double bound_ms = -1;
   // remat_ms / torch_ms, or < 0 when either is absent.
   double ratio() const { return remat_ms > 0 && torch_ms > 0 ? remat_ms / torch_ms : -1; }
 };
 
 // The rows as a JSON document: {"threads": N, "reps": R, "min_sample_s": S, "clock": "wall" or
 // "cpu", "rows": [{"op", "dtype",
-// "shape", "threads", "remat_ms", "pct_copy", "torch_ms", "torch_out_ms", "ratio"}, ...]}, an
-// absent figure as null. reps, min_sample_s and clock: how `ops` times a row (clock "cpu": the
+// "shape", "threads", "remat_ms", "pct_copy", "torch_ms", "torch_out_ms", "ratio", "bound_function",
+// "bound_ms", "pct_bound"}, ...]}, an absent figure (and bound_function of a row with none) as
+// null; pct_bound = 100 bound_ms / remat_ms. reps, min_sample_s and clock: how `ops` times a row (clock "cpu": the
 // process's CPU time), so that the script does alike.
 std::string rows_json(const std::vector<OpRow>& rows, int threads, int reps, double min_sample_s,
                       const std::string& clock);
@@ -65,6 +70,9 @@ void check_torch_timing(const TorchFigures& figures, int threads, const std::str
 // allocation ("n/a" for an absent figure), each with a leading space.
 std::string compare_header();
 std::string compare_columns(const OpRow& row);
+
+// A figure as `format` prints it ("%.3f"), "n/a" when absent (< 0).
+std::string figure_text(const char* format, double v);
 
 // "[4096, 4096]".
 std::string shape_text(const std::vector<int64_t>& shape);

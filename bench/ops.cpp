@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "bench/machine_peaks.h"
+#include "bench/op_bounds.h"
 #include "bench/op_rows.h"
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/gemm.h"
@@ -71,6 +72,7 @@ bool g_list_only = false;  // --list-rows: the rows are recorded, nothing is tim
 std::vector<bench::OpRow> g_rows;
 int g_threads = 1;
 const bench::TorchFigures* g_torch = nullptr;
+bench::FunctionRates g_rates;  // the arithmetic bounds' functions (bench/op_bounds.h), measured in this run
 
 double now_s() { return now_seconds(g_cpu_clock ? Clock::kProcessCpu : Clock::kWall); }
 
@@ -139,16 +141,9 @@ Bandwidth measure_copy(const Sizes& s, int threads) {
   return b;
 }
 
-// FP32 FMA peak in GFLOP/s (bench/machine_peaks.h).
-double measure_fma_peak(const Sizes& s, int threads) {
-  return bench::measure_fma_peak_gflops(threads, s.fma_iters, s.fma_samples);
-}
-
 // ---------------------------------------------------------------------------------------------
 // tables
 // ---------------------------------------------------------------------------------------------
-
-std::string shape_str(const Shape& s) { return bench::shape_text(s); }
 
 // Standard normal values of `dtype` (drawn in f32, then rounded once).
 Tensor seeded(const Shape& shape, uint64_t seed, bool requires_grad = false, ScalarType dtype = kFloat) {
@@ -181,9 +176,10 @@ void print_bandwidth_row(const std::string& op, ScalarType dtype, const Shape& s
   }
   std::vector<bench::OpRow> one = {row};
   if (g_torch != nullptr) bench::attach_torch_figures(one, *g_torch);
+  bench::attach_bound(one[0], g_rates);
   g_rows.push_back(one[0]);
   if (g_list_only) return;
-  std::printf("%-34s %-5s %-16s %10.3f %10.1f %7.0f%%", op.c_str(), dtype_name(dtype), shape_str(shape).c_str(),
+  std::printf("%-34s %-5s %-16s %10.3f %10.1f %7.0f%%", op.c_str(), dtype_name(dtype), bench::shape_text(shape).c_str(),
               seconds * 1e3, gbs, row.pct_copy);
   std::printf("%s\n", g_torch != nullptr ? bench::compare_columns(one[0]).c_str() : "");
 }
@@ -505,7 +501,7 @@ double machine_and_gemm_sections(const Sizes& s, int threads, bool quick) {
   std::printf("ops benchmark%s: %d thread(s), median of %d samples after a warm-up, %s time\n",
               quick ? " (--quick)" : "", threads, s.reps, g_cpu_clock ? "CPU" : "wall-clock");
   Bandwidth bw = measure_copy(s, threads);
-  double peak = measure_fma_peak(s, threads);
+  double peak = bench::measure_fma_peak_gflops(threads, s.fma_iters, s.fma_samples);  // FP32 FMA, GFLOP/s
   std::printf("\nmachine (measured in this run)\n");
   std::printf("%-58s %10s\n", "", "GB/s");
   const std::string parallel_copy_row =
@@ -519,6 +515,8 @@ double machine_and_gemm_sections(const Sizes& s, int threads, bool quick) {
 #else
   std::printf("FP32 FMA peak (%s, %d thread(s) at once): %.1f GFLOP/s\n", bench::fma_isa(), threads, peak);
 #endif
+  g_rates = bench::measure_function_rates(threads, s.min_sample_s, s.reps, g_cpu_clock ? Clock::kProcessCpu : Clock::kWall);
+  std::printf("%s", bench::rates_text(g_rates, threads).c_str());
   mm_section(s, peak);
   gpt_gemm_section(s, peak, threads);
   return bw.reference();
@@ -584,8 +582,11 @@ int run(int argc, char** argv) {
   // means the "% copy" columns are only rough.
   std::printf("\ncopy bandwidth re-measured at the end: %.1f GB/s (reference: %.1f GB/s)\n",
               measure_copy(s, threads).reference(), copy_gbs);
+  std::printf("\nops bound by arithmetic: each against its function alone (above), %% bound = bound ms / ms\n%s",
+              bench::bounds_table(g_rows).c_str());
   if (g_torch != nullptr)
-    std::printf("PyTorch %s (%s): ratio = remat ms / torch ms; torch out ms: into an existing output (out=, copy_)\n",
+    std::printf("PyTorch %s (%s): ratio = remat ms / torch ms; torch out ms: into an existing output (out=, copy_), "
+                "n/a where the op has no such form (in place, or no out= variant; null in --json)\n",
                 torch.version.c_str(), compare_path.c_str());
   if (!json_path.empty()) write_file_atomically(json_path, rows);
   return 0;

@@ -44,7 +44,8 @@ TEST_CASE("op rows: the JSON has every figure, null when absent, and the ratio")
   CHECK(r["torch_ms"] == 2.0);
   CHECK(r["ratio"] == 0.5);
   CHECK(r["torch_out_ms"].is_null());
-  for (const char* key : {"remat_ms", "pct_copy", "torch_ms", "torch_out_ms", "ratio"}) CHECK(doc["rows"][1][key].is_null());
+  for (const char* key : {"remat_ms", "pct_copy", "torch_ms", "torch_out_ms", "ratio", "bound_function", "bound_ms", "pct_bound"})
+    CHECK(doc["rows"][1][key].is_null());
 }
 
 TEST_CASE("op rows: PyTorch's figures are read and put beside the rows they name") {

@@ -101,9 +101,11 @@ TEST_CASE("bench/ops --list-rows, then --compare and --json: every row with rema
   REQUIRE(run.status == 0);
   CHECK_THAT(run.out, Contains("torch ms   ratio torch out ms"));
   CHECK_THAT(run.out, Contains("PyTorch test (torch.json)"));
+  CHECK_THAT(run.out, Contains("n/a where the op has no such form"));
   const nlohmann::json out = nlohmann::json::parse(read_text(test_dir() + "/ops.json"));
   CHECK(out["threads"] == 1);
   REQUIRE(out["rows"].size() == rows["rows"].size());
+  std::set<std::string> bounded;
   for (const auto& row : out["rows"]) {
     INFO(row.dump());
     CHECK(row["remat_ms"].get<double>() > 0);
@@ -111,7 +113,21 @@ TEST_CASE("bench/ops --list-rows, then --compare and --json: every row with rema
     CHECK(row["torch_ms"] == 1000.0);
     CHECK(row["torch_out_ms"].is_null());
     CHECK(row["ratio"].get<double>() == Approx(row["remat_ms"].get<double>() / 1000.0));
+    CHECK(row["bound_ms"].is_null() == row["bound_function"].is_null());
+    if (row["bound_function"].is_null()) continue;
+    CHECK(row["bound_ms"].get<double>() > 0);
+    CHECK(row["pct_bound"].get<double>() == Approx(100.0 * row["bound_ms"].get<double>() / row["remat_ms"].get<double>()));
+    bounded.insert(row["op"].get<std::string>() + ": " + row["bound_function"].get<std::string>());
   }
+  // bench/op_bounds.cpp names these rows: each name is a row of `ops`, in f32 and bf16
+  CHECK(bounded == std::set<std::string>{"gelu: erf", "gelu (tanh): tanh", "gelu_backward (tanh): exp",
+                                         "softmax(dim=-1) fwd: exp", "softmax(dim=-1) fwd+bwd: exp",
+                                         "softmax(dim=-1) of masked scores: exp",
+                                         "_masked_softmax (causal [L, S] mask): exp", "cross_entropy fwd: exp",
+                                         "cross_entropy fwd+bwd: exp", "native_dropout (p=0.1): philox"});
+  CHECK_THAT(run.out, Contains("philox (remat's vectorised, L1-resident, 1 thread(s) at once)"));
+  CHECK_THAT(run.out, Contains("ops bound by arithmetic"));
+  CHECK_THAT(run.out, Contains("% bound   torch %"));
 }
 
 TEST_CASE("bench/ops: a full disk for stdout is a failed run, one line, exit 1", "[bench][cli]") {

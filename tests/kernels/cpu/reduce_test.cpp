@@ -190,8 +190,8 @@ T sum_all(const std::vector<T>& x, int64_t rows, int64_t cols, int threads, doub
 
 TEMPLATE_TEST_CASE("a whole-tensor sum runs in fixed chunks: the same bits on any thread count and shape", "[reduce]",
                    float, BFloat16) {
-  // several chunks of kGrainSize elements and a partial one, with a tail that is no whole vector
-  const int64_t rows = 7, cols = (3 * cpu::kGrainSize + 4001) / 7;
+  // several chunks of kSumChunk elements and a partial one, with a tail that is no whole vector
+  const int64_t rows = 7, cols = (3 * cpu::kSumChunk + 4001) / 7;
   std::vector<TestType> x(static_cast<size_t>(rows * cols));
   double ref = 0;
   for (int64_t k = 0; k < rows * cols; ++k) {
