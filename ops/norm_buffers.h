@@ -44,6 +44,23 @@ NormForwardBuffers norm_forward_buffers(const NormGeometry& g, const Tensor& inp
   return r;
 }
 
+// The statistics native_layer_norm returns. PyTorch's CPU kernel returns mean and rstd in the
+// parameters' dtype (param_scalar_type: the input's, or Float for a BFloat16/Half input with a
+// Float weight or bias), computed in float and rounded; its CUDA kernel returns them in float.
+// The kernels compute them into the statistic dtype (r.mean, r.rstd); on the CPU, for a 16-bit
+// input, they are then cast, so that a plan names the outputs PyTorch's CPU run shows. A dry run
+// imitating either device returns, and allocates, what that device does.
+template <class Copies, DeviceType kBackend>
+std::tuple<Tensor, Tensor> layer_norm_returned_stats(const NormForwardBuffers& r, const Tensor& input,
+                                                     const Tensor& weight, const Tensor& bias) {
+  if constexpr (kBackend == kCPU) {
+    const bool mixed = (weight.defined() && weight.dtype() == kFloat) || (bias.defined() && bias.dtype() == kFloat);
+    const ScalarType dtype = mixed ? kFloat : input.dtype();
+    return {Copies::cast(r.mean, dtype), Copies::cast(r.rstd, dtype)};
+  }
+  return {r.mean, r.rstd};
+}
+
 // The backward kernels' tensors, in the order they are made; freed in the reverse order.
 struct NormBackwardBuffers {
   Tensor grad_input, grad_weight_acc, grad_bias_acc;  // the parameters' in the statistic dtype

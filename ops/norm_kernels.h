@@ -34,11 +34,13 @@ struct NormKernels {
                                                        const Tensor& weight, const Tensor& bias, double eps) {
     const NormGeometry g = LayerNorm::meta(LayerNorm::name, input, normalized_shape, weight, bias, eps);
     NormForwardBuffers r;
+    std::tuple<Tensor, Tensor> stats;
     NormOps::Backend::run(input, [&] {
       r = norm_forward_buffers<Copies>(g, input, weight, bias, true);
       NormOps::layer_norm(g, r, eps);
+      stats = layer_norm_returned_stats<Copies, NormOps::kDevice>(r, input, weight, bias);
     });
-    return {r.out, r.mean, r.rstd};
+    return {r.out, std::get<0>(stats), std::get<1>(stats)};
   }
 
   static std::tuple<Tensor, Tensor, Tensor> layer_norm_backward(const Tensor& grad_out, const Tensor& input,

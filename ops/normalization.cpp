@@ -209,7 +209,10 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm_meta(const Tensor& input, c
                                                           const Tensor& weight, const Tensor& bias, double eps) {
   const NormGeometry g = LayerNorm::meta(LayerNorm::name, input, normalized_shape, weight, bias, eps);
   const NormForwardBuffers r = norm_forward_buffers<MetaCopies>(g, input, weight, bias, true);  // CPU's, CUDA's
-  return {r.out, r.mean, r.rstd};
+  const auto [mean, rstd] = cuda_temporaries::imitating()
+                                ? layer_norm_returned_stats<MetaCopies, kCUDA>(r, input, weight, bias)
+                                : layer_norm_returned_stats<MetaCopies, kCPU>(r, input, weight, bias);
+  return {r.out, mean, rstd};
 }
 
 // NormBackwardBuffers of the backend the dry run counts like, then the outputs.

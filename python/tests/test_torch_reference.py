@@ -61,57 +61,20 @@ def test_plan_for_another_dtype_is_refused(write_plan):
     assert r.returncode != 0 and "the plan is for dtype bf16; run with --dtype bf16 (got f32)" in r.stderr
 
 
-def renumber(region):
-    """Each call's index among its op's calls, and the fingerprint, after the calls were edited."""
-    counts = {}
-    for c in region["calls"]:
-        c["index"] = counts.get(c["op"], 0)
-        counts[c["op"]] = c["index"] + 1
-    region["fingerprint"] = remat_plan.fingerprint(
-        [(c["op"], [(o["dtype"], o["shape"]) for o in c["outputs"]]) for c in region["calls"]])
-
-
-def test_plan_to_twin_carries_kept_calls_onto_the_twins_calls(write_plan, tmp_path):
-    source = twin_plan_doc(lambda op, n: "save" if op in ("aten::addmm", "aten::_softmax") else "recompute")
-    for region in source["regions"]:  # as remat names them, and with its own view calls
-        region["calls"] = [dict(c, op="aten::_masked_softmax") if c["op"] == "aten::_softmax" else c
-                           for c in region["calls"] if c["op"] != "aten::_unsafe_view"]
-        renumber(region)
-    out = tmp_path / "twin.json"
-    args = [sys.executable, os.path.join(ROOT, "bench", "plan_to_twin.py"), write_plan(source), str(out)]
-    for k, v in TINY.items():
-        args += [f"--{k}", str(v)]
-    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    twin = remat_plan.load(str(out))
-    expected = twin_plan_doc(lambda op, n: "save" if op in ("aten::addmm", "aten::_softmax") else "recompute")
-    assert [[c.decision for c in r.calls] for r in twin.regions.values()] == \
-        [[c["decision"] for c in r["calls"]] for r in expected["regions"]]
-
-    source["regions"][1]["calls"][0]["decision"] = "save"
-    source["regions"][1]["calls"][0]["op"] = "aten::unknown_norm"
-    renumber(source["regions"][1])
-    args[2] = write_plan(source, "bad.json")
-    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
-    assert r.returncode != 0
-    assert "kept calls with no twin counterpart: layers.1: aten::unknown_norm #0" in r.stderr
-
-
-def test_plan_to_twin_recomputes_what_remat_releases(write_plan, tmp_path):
-    # everything kept: no rerun is needed, so remat releases every kept output backward never reads, as fc2's
-    # aten::addmm (#3: the residual add after it saves nothing), and keeps fc1's (#2: gelu's backward reads it)
-    out = tmp_path / "twin.json"
-    args = [sys.executable, os.path.join(ROOT, "bench", "plan_to_twin.py"), "--recompute-released",
-            write_plan(twin_plan_doc(lambda op, n: "save")), str(out)]
-    for k, v in TINY.items():
-        args += [f"--{k}", str(v)]
-    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    for region in remat_plan.load(str(out)).regions.values():
-        decision = {(c.op, c.index): c.decision for c in region.calls}
-        assert decision[("aten::addmm", 3)] == "recompute" and decision[("aten::addmm", 2)] == "save"
-        assert decision[("aten::add", 1)] == "save"  # the region's output: alive anyway
-    assert "aten::addmm at call" in r.stderr and "recomputed (remat releases it)" in r.stderr
+def test_the_twins_block_runs_the_calls_remat_runs():
+    # tests/nn/data/gpt_block_calls.json pins the twin's block calls (tools/gpt_block_calls.py wrote it);
+    # tests/nn/transformer_test.cpp checks remat's nn::Block against the same file. Both pass: a plan
+    # made by remat applies to the twin call by call.
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    try:
+        import gpt_block_calls
+    finally:
+        sys.path.pop(0)
+    with open(os.path.join(ROOT, "tests", "nn", "data", "gpt_block_calls.json")) as f:
+        pinned = json.load(f)
+    assert pinned["sizes"] == gpt_block_calls.SIZES
+    for name, dtype in gpt_block_calls.DTYPES.items():
+        assert gpt_block_calls.as_json(gpt_block_calls.block_calls(dtype)) == pinned[name], name
 
 
 def write_budget_plans(write_plan, budgets, predicted):

@@ -44,10 +44,16 @@ TEST_CASE("native_layer_norm statistics have PyTorch's shapes and dtypes", "[lay
   CHECK(m2.sizes() == Shape{2, 1, 1});
   CHECK(o2.sizes() == Shape{2, 3, 4});
   CHECK(m2.dtype() == kFloat);
+  // PyTorch's CPU kernel returns a 16-bit input's statistics in its dtype (param_scalar_type),
+  // Float when a weight or bias is Float (mixed); its CUDA kernel in Float (tests/ops/cuda)
   auto [o3, m3, r3] = native_layer_norm(x.to(kBFloat16), {4}, Tensor(), Tensor(), 1e-5);
   CHECK(o3.dtype() == kBFloat16);
-  CHECK(m3.dtype() == kFloat);
-  CHECK(r3.dtype() == kFloat);
+  CHECK(m3.dtype() == kBFloat16);
+  CHECK(r3.dtype() == kBFloat16);
+  auto [o_mixed, m5, r_mixed] = native_layer_norm(x.to(kBFloat16), {4}, ones({4}), Tensor(), 1e-5);
+  CHECK(o_mixed.dtype() == kBFloat16);
+  CHECK(m5.dtype() == kFloat);
+  CHECK(r_mixed.dtype() == kFloat);
   auto [o4, m4, r4] = native_layer_norm(x.to(kDouble), {4}, Tensor(), Tensor(), 1e-5);
   CHECK(m4.dtype() == kDouble);
   auto [o5, r5] = _fused_rms_norm(x.to(kHalf), {3, 4}, Tensor(), 1e-6);
@@ -184,8 +190,10 @@ TEST_CASE("norms in BFloat16 accumulate in float32", "[layer_norm][rms_norm][bf1
     Tensor xr = xl.to(kFloat), wr = wl.to(kFloat), br = bl.to(kFloat);
     auto [out, mean, rstd] = native_layer_norm(xl, {40}, wl, bl, 1e-5);
     auto [rout, rmean, rrstd] = native_layer_norm(xr, {40}, wr, br, 1e-5);
-    CHECK(all_close(mean, rmean, 1e-6, 1e-6));  // the statistics are float32 computations
-    CHECK(all_close(rstd, rrstd, 1e-6, 1e-6));
+    // the statistics are float32 computations, returned in the input's dtype (one rounding)
+    CHECK(mean.dtype() == dt);
+    CHECK(all_close(mean.to(kFloat), rmean.to(dt).to(kFloat), 1e-6, 1e-6));
+    CHECK(all_close(rstd.to(kFloat), rrstd.to(dt).to(kFloat), 1e-6, 1e-6));
     double tol = dt == kBFloat16 ? 1e-2 : 2e-3;  // one rounding of the output
     CHECK(all_close(out.to(kFloat), rout, tol, tol));
     Tensor g = seeded_randn({6, 40}, 54, kFloat).to(dt);
@@ -264,8 +272,12 @@ TEST_CASE("norm ops on Meta infer shapes and allocate nothing", "[layer_norm][rm
   CHECK(out.sizes() == Shape{2, 3, 4});
   CHECK(out.dtype() == kBFloat16);
   CHECK(mean.sizes() == Shape{2, 1, 1});
-  CHECK(mean.dtype() == kFloat);
+  CHECK(mean.dtype() == kBFloat16);  // what the CPU returns (a dry run counting like the CPU)
   CHECK(rstd.is_meta());
+  {
+    DryRun cuda_like(kCUDA);  // what the CUDA kernel returns
+    CHECK(std::get<1>(native_layer_norm(x, {3, 4}, w, b, 1e-5)).dtype() == kFloat);
+  }
   auto [dx, dw, db] = native_layer_norm_backward(out, x, {3, 4}, mean, rstd, w, b);
   CHECK(dx.sizes() == Shape{2, 3, 4});
   CHECK(dw.sizes() == Shape{3, 4});
