@@ -81,6 +81,33 @@ TEST_CASE("planner: a sweep of budgets: each plan fits, is exact on the CPU, and
   }
 }
 
+TEST_CASE("planner: a plan keeps no output its checkpoint releases unread, so PyTorch's SAC holds the same bytes",
+          "[planner]") {
+  // remat's checkpoint releases, when a region's forward ends, the kept outputs a rerun never
+  // reaches (early_stop); PyTorch's SAC storage holds every kept output to the region's backward,
+  // as remat's does without early stop. A plan keeps none that backward does not read, so the
+  // activation bytes are the same both ways (and a plan file gives PyTorch remat's bytes).
+  const Shape5 s = kActivationBound;
+  PlannedStep step = planned_step(s);
+  CheckpointPlan probe = plan_checkpointing(step, fixed_machine(int64_t{1} << 40));
+  const int64_t lo = probe.recompute_all_peak_bytes, hi = probe.keep_all_peak_bytes;
+  const Device meta{kMeta};  // a dry run counting like the CPU: the CPU's bytes
+  for (int i = 0; i <= 4; ++i) {
+    const int64_t budget = lo + (hi - lo) * i / 4;
+    INFO("budget " << budget);
+    nn::ActivationCheckpointing ac = nn::ActivationCheckpointing::planned(plan_checkpointing(step, fixed_machine(budget)));
+    const int64_t released = train_step(s, meta, ac).activation_bytes;
+    ac.early_stop = false;
+    CHECK(train_step(s, meta, ac).activation_bytes == released);
+  }
+  // A hand-made policy that keeps every matmul keeps mlp.fc2's, which nothing reads: without early
+  // stop (PyTorch's storage) it is held, 1 block x [batch * seq, embd] f32 each
+  nn::ActivationCheckpointing mm = nn::ActivationCheckpointing::selective(policies::save_ops({"aten::addmm", "aten::bmm"}));
+  const int64_t released = train_step(s, meta, mm).activation_bytes;
+  mm.early_stop = false;
+  CHECK(train_step(s, meta, mm).activation_bytes - released == s.layers * s.batch * s.seq * s.embd * 4);
+}
+
 TEST_CASE("planner: at full checkpointing's own peak, the plan recomputes no more than full checkpointing",
           "[planner]") {
   const Shape5 s = kActivationBound;

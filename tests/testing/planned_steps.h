@@ -21,6 +21,7 @@ struct StepResult {
   int64_t peak = 0;  // counted from the step's start
   int64_t reserved_peak = 0;  // max_memory_reserved over the step (the cache it started with included)
   double flops = 0;  // recomputed, as checkpoint_stats() counts them
+  int64_t activation_bytes = 0;  // allocated by the forward and alive after it (loss and logits included)
   std::vector<double> loss_and_grads;
 };
 
@@ -55,7 +56,9 @@ inline StepResult gpt_train_step(const GptShape& s, Device device, const nn::Act
       idx = from_vector(a, {s.batch, s.seq}, lo);
       targets = from_vector(b, {s.batch, s.seq}, lo);
     }
+    const int64_t before_forward = memory_allocated(device);
     nn::GPTOutput out = model.forward(idx, targets);
+    r.activation_bytes = memory_allocated(device) - before_forward;
     out.loss.backward();
     opt.step();
     r.peak = max_memory_allocated(device) - start;  // before reading values (which copies)
