@@ -108,6 +108,7 @@ RunResult Planner::run(const KeepSet& set, bool profile, bool record_regions) {
     r.overhead = observer.overhead();
     r.host_peak = imitated_ == kCUDA ? max_offloaded_memory_allocated(Device{kMeta}) : 0;
     r.offloaded_bytes = checkpoint_stats().total.sac_bytes_offloaded;
+    r.released = observer.released_calls();
   }
   if (offloads) {  // priced like the overhead: the regions since checkpoint_stats() was last reset
     r.transfer = transfer_cost(data, keep, set.offload, host_link_bandwidth_, observer.first_region()).exposed_seconds;

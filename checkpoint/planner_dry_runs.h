@@ -24,6 +24,9 @@ struct RunResult {
   int64_t offloaded_bytes = 0;  // copied to host in the step (checkpoint_stats().total.sac_bytes_offloaded)
   double flops = 0, overhead = 0;
   double transfer = 0;  // the offloads' exposed transfer seconds (checkpoint/offload_cost.h)
+  // The kept calls a region released when its forward ended (indices into Data::calls): a rerun
+  // never reaches them (DryRunObserver::released_calls).
+  std::vector<size_t> released;
   double cost() const { return overhead + transfer; }  // what the search minimises
 };
 

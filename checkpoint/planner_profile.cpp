@@ -37,6 +37,7 @@ void DryRunObserver::forward_call(int64_t region, const std::string& scope, cons
   if (!profile_) {
     if (!mismatch_.empty() || !same_as_profile(n, region, scope, op, index, args)) return;
     region_of(region, scope);
+    forward_calls_[region].push_back(data_->sequence[n].call);
     return;
   }
   Data::Region& r = region_of(region, scope);
@@ -54,6 +55,7 @@ void DryRunObserver::forward_call(int64_t region, const std::string& scope, cons
   Data::Call& c = data_->calls[it->second];
   c.bytes = std::max(c.bytes, new_output_bytes(args, outputs));  // one call's (regions sharing a key repeat it)
   r.calls.push_back(it->second);
+  forward_calls_[region].push_back(it->second);
   data_->sequence.push_back(Data::Seen{region_index_.at(region), it->second, arg_shapes(args)});
   if (op.schema().is_mutable()) {
     for (const IValue& a : args) {
@@ -65,6 +67,12 @@ void DryRunObserver::forward_call(int64_t region, const std::string& scope, cons
   for (const IValue& v : outputs)
     if (v.isTensor() && v.toTensor().defined() && !shares_storage_with(v.toTensor(), args))
       producer_[storage_id(v.toTensor())] = it->second;
+}
+
+void DryRunObserver::released(int64_t region, int64_t seq) {
+  auto it = forward_calls_.find(region);
+  if (it != forward_calls_.end() && seq >= 0 && static_cast<size_t>(seq) < it->second.size())
+    released_.push_back(it->second[static_cast<size_t>(seq)]);
 }
 
 void DryRunObserver::saved(int64_t, const Tensor& t) {

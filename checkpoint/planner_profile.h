@@ -28,6 +28,10 @@ class DryRunObserver : public stats_detail::PlanningObserver {
   void forward_call(int64_t region, const std::string& scope, const OperatorHandle& op, int64_t index,
                     const std::vector<IValue>& args, const std::vector<IValue>& outputs, bool) override;
   void saved(int64_t, const Tensor& t) override;
+  void released(int64_t region, int64_t seq) override;
+  // The calls (indices into data->calls) whose kept outputs a region released when its forward
+  // ended, in the order released (a call of several regions' keys once per region).
+  const std::vector<size_t>& released_calls() const { return released_; }
   void recomputed(int64_t region, const OperatorHandle& op, const std::vector<IValue>& args,
                   const std::vector<IValue>& outputs) override;
   // The price of what was recomputed since checkpoint_stats() was last reset (a step that resets
@@ -60,6 +64,8 @@ class DryRunObserver : public stats_detail::PlanningObserver {
   double overhead_ = 0;
   std::unordered_map<uint64_t, size_t> producer_;  // storage id -> the call that made it
   std::unordered_map<int64_t, size_t> region_index_;
+  std::unordered_map<int64_t, std::vector<size_t>> forward_calls_;  // region -> its calls, in forward order
+  std::vector<size_t> released_;
   size_t calls_seen_ = 0;
   size_t first_region_ = 0;
   std::string mismatch_;

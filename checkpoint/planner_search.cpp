@@ -236,34 +236,21 @@ namespace {
 // rerun stops before them: a policy that keeps all of an op, or any ladder keep-set, may have
 // them) cost nothing in remat, whose checkpoint releases them when the region's forward ends.
 // PyTorch's SAC storage holds every kept output to the region's backward, so a plan applied there
-// (python/remat_plan) would hold their bytes too. A region's such keeps are recomputed instead
-// while that prices no costlier and still fits, one at a time from the last (the outputs a rerun
-// never reaches are the last ones: the first whose recompute costs more ends the region's turn).
-// The plan is then the same in remat and names PyTorch's bytes (docs/pytorch.md).
-KeepSet drop_unread_keeps(Planner& planner, KeepSet set, RunResult run, int64_t budget) {
-  const int64_t last_run = planner.data.options.max_dry_runs - 1;  // the final check's
-  auto try_drop = [&](const std::vector<size_t>& calls) {
-    if (planner.dry_runs() >= last_run) return false;
-    KeepSet next = set;
-    for (size_t c : calls) next.keep[c] = false;
-    const RunResult r = planner.price(next);
-    if (!fits(r, budget, planner.host_budget()) || r.cost() > run.cost()) return false;
-    set = std::move(next);
-    run = r;
-    return true;
-  };
-  planner.set_phase("dropping kept outputs nothing reads");
-  for (const Data::Region& region : planner.data.regions) {
-    std::vector<size_t> unread;
-    for (size_t c : region.calls) {
-      const Data::Call& call = planner.data.calls[c];
-      const bool offloaded = !set.offload.empty() && set.offload[c];
-      if (set.keep[c] && !offloaded && !call.needed && call.bytes > 0) unread.push_back(c);
-    }
-    for (auto it = unread.rbegin(); it != unread.rend() && try_drop({*it}); ++it) {
-    }
+// (python/remat_plan) would hold their bytes too. The chosen keep-set's dry run reported what its
+// regions released; those backward does not read are recomputed instead, if that prices no
+// costlier and still fits (one more dry run). The plan is then the same in remat, and names
+// PyTorch's bytes (docs/pytorch.md).
+KeepSet drop_unread_keeps(Planner& planner, KeepSet set, const RunResult& run, int64_t budget) {
+  KeepSet next = set;
+  bool any = false;
+  for (size_t c : run.released) {
+    const bool offloaded = !set.offload.empty() && set.offload[c];
+    if (set.keep[c] && !offloaded && !planner.data.calls[c].needed) next.keep[c] = false, any = true;
   }
-  return set;
+  if (!any || planner.dry_runs() >= planner.data.options.max_dry_runs - 1) return set;  // the final check's
+  planner.set_phase("dropping kept outputs nothing reads");
+  const RunResult r = planner.price(next);
+  return fits(r, budget, planner.host_budget()) && r.cost() <= run.cost() ? next : set;
 }
 
 }  // namespace
@@ -275,13 +262,11 @@ KeepSet search_ladder(Planner& planner, SearchSpace* space, int64_t budget, int6
   for (size_t c : space->keepable) keepable_mask[c] = true;
   space->front = knapsack_frontier(planner.data, keepable_mask);
   const int64_t lo = recompute_all_peak, hi = keep_all_peak;
-  // The rungs share max_dry_runs less the profile, keep-all, drop_unread_keeps' two per region (at
-  // most a quarter) and the final check: each may use an equal share of what the rungs below it
-  // left (which depends on the profile only).
+  // The rungs share max_dry_runs less the profile, keep-all, drop_unread_keeps' one and the final
+  // check: each may use an equal share of what the rungs below it left (which depends on the
+  // profile only).
   const int64_t searches_start = planner.dry_runs();
-  const int64_t drop_reserve =
-      std::min<int64_t>(2 * static_cast<int64_t>(planner.data.regions.size()), planner.data.options.max_dry_runs / 4);
-  const int64_t shared = planner.data.options.max_dry_runs - searches_start - 1 - drop_reserve;
+  const int64_t shared = planner.data.options.max_dry_runs - searches_start - 2;
   const bool offload = planner.host_budget() > 0;
   std::vector<Search> rungs;
   std::vector<std::string> names;

@@ -323,6 +323,7 @@ void release_calls_from(const CheckpointContexts& contexts, int64_t seq) {
   for (auto& kv : m->storage_->entries) {
     for (CacheEntry& e : kv.second) {
       if (e.seq < seq || e.kind != CacheEntry::Kind::Saved) continue;
+      if (stats_detail::PlanningObserver* o = stats_detail::planning_observer()) o->released(m->storage_->region, e.seq);
       m->storage_->release(e);
       e.kind = CacheEntry::Kind::Recompute;  // never reached by a rerun that stops early
     }

@@ -43,6 +43,9 @@ class PlanningObserver {
   virtual void offloaded(int64_t /*region*/, const std::string& /*scope*/, const OperatorHandle& /*op*/,
                          int64_t /*index*/, int64_t /*bytes*/) {}
   virtual void saved(int64_t region, const Tensor& tensor) = 0;
+  // The region's forward has ended and SAC released the outputs it kept of its `seq`-th forward call
+  // (counting from 0 the calls forward_call reported for the region): a rerun never reaches it.
+  virtual void released(int64_t /*region*/, int64_t /*seq*/) {}
   virtual void recomputed(int64_t region, const OperatorHandle& op, const std::vector<IValue>& args,
                           const std::vector<IValue>& outputs) = 0;
   // reset_checkpoint_stats() was called: totals that should read like checkpoint_stats() restart.
