@@ -187,17 +187,24 @@ TEST_CASE("layer_norm on CUDA matches the CPU, forward and backward, on every ro
   auto fn = [](bool affine) {
     return [affine](const std::vector<Tensor>& in) {
       const Shape ns = {in[0].sizes().back()};
-      // all three outputs: y, mean and rstd
+      // all three outputs: y, mean and rstd; the statistics compared in float (PyTorch's CPU kernel
+      // returns a 16-bit input's in its dtype, the CUDA kernel in float: tests/ops/normalization_test.cpp)
       auto [y, mean, rstd] = native_layer_norm(in[0], ns, affine ? in[1] : Tensor(), affine ? in[2] : Tensor(), 1e-5);
-      return std::vector<Tensor>{y, mean, rstd};
+      return std::vector<Tensor>{y, mean.to(kFloat), rstd.to(kFloat)};
     };
   };
   auto args = [](const Case& c) {
     return std::vector<Arg>{arg(c.shape, -2, 3).in(c.layout), arg({c.shape.back()}), arg({c.shape.back()})};
   };
+  // A 16-bit input's statistics differ by device (the CPU rounds them to the input's dtype, as
+  // PyTorch's CPU kernel; CUDA keeps them in float), and each device's backward reads its own: the
+  // autograd check runs for float and double; for 16-bit inputs the forward here, and the backward
+  // kernels below, given the same statistics.
+  const std::vector<ScalarType> wide = {kFloat, kDouble}, narrow = {kBFloat16, kHalf};
   for (bool affine : {true, false}) {
     const char* name = affine ? "layer_norm affine" : "layer_norm";
-    check_cases(name, fn(affine), cases(floating_types(), norm_shapes()), args, Kind::Reduction);
+    check_cases(name, fn(affine), cases(wide, norm_shapes()), args, Kind::Reduction);
+    check_cases(name, fn(affine), cases(narrow, norm_shapes()), args, Kind::Reduction, /*backward=*/false);
     check_cases(name, fn(affine), cases(floating_types(), kOneColumn), args, Kind::Reduction, /*backward=*/false);
     check_cases(
         name, fn(affine), {kManyRows},
@@ -206,15 +213,38 @@ TEST_CASE("layer_norm on CUDA matches the CPU, forward and backward, on every ro
         },
         Kind::Reduction);
   }
-  // Over the last two dims.
-  check_cases(
-      "layer_norm over two dims",
-      [](const std::vector<Tensor>& in) { return layer_norm(in[0], {in[0].size(1), in[0].size(2)}, in[1], in[2]); },
-      cases(floating_types(), {{3, 5, 7}, {2, 33, 31}}),
-      [](const Case& c) {
-        return std::vector<Arg>{arg(c.shape).in(c.layout), arg({c.shape[1], c.shape[2]}), arg({c.shape[1], c.shape[2]})};
-      },
-      Kind::Reduction);
+  // The backward kernels of a 16-bit input, given the same statistics (the CPU's, in the input's dtype).
+  auto backward_given_stats = [](bool affine) {
+    return [affine](const std::vector<Tensor>& in) {
+      const Shape ns = {in[0].sizes().back()};
+      const Tensor w = affine ? in[1] : Tensor(), b = affine ? in[2] : Tensor();
+      auto [y, mean, rstd] = native_layer_norm(in[0].to(Device{kCPU}), ns, w.defined() ? w.to(Device{kCPU}) : w,
+                                               b.defined() ? b.to(Device{kCPU}) : b, 1e-5);
+      auto [dx, dw, db] =
+          native_layer_norm_backward(in[3], in[0], ns, mean.to(in[0].device()), rstd.to(in[0].device()), w, b);
+      return affine ? std::vector<Tensor>{dx, dw, db} : std::vector<Tensor>{dx};
+    };
+  };
+  for (bool affine : {true, false}) {
+    check_cases(affine ? "layer_norm_backward affine, the same statistics" : "layer_norm_backward, the same statistics",
+                backward_given_stats(affine), cases(narrow, norm_shapes()),
+                [](const Case& c) {
+                  return std::vector<Arg>{arg(c.shape, -2, 3).in(c.layout).no_grad(), arg({c.shape.back()}).no_grad(),
+                                          arg({c.shape.back()}).no_grad(), arg(c.shape).no_grad()};
+                },
+                Kind::Reduction, /*backward=*/false);
+  }
+  // Over the last two dims (16-bit: forward only, as above).
+  for (const std::vector<ScalarType>* dtypes : {&wide, &narrow}) {
+    check_cases(
+        "layer_norm over two dims",
+        [](const std::vector<Tensor>& in) { return layer_norm(in[0], {in[0].size(1), in[0].size(2)}, in[1], in[2]); },
+        cases(*dtypes, {{3, 5, 7}, {2, 33, 31}}),
+        [](const Case& c) {
+          return std::vector<Arg>{arg(c.shape).in(c.layout), arg({c.shape[1], c.shape[2]}), arg({c.shape[1], c.shape[2]})};
+        },
+        Kind::Reduction, /*backward=*/dtypes == &wide);
+  }
   // Float weights for 16-bit inputs.
   for (ScalarType dt : {kBFloat16, kHalf}) {
     check_cases(
