@@ -52,10 +52,12 @@ struct MaxReducer {
   template <class M> static auto eigen(const M& m) { return m.template maxCoeff<Eigen::PropagateNaN>(); }
 };
 
+// A whole-tensor reduction (one output over one contiguous run) is cut into chunks of this many
+// elements whatever the thread count; each chunk is reduced on one thread and the chunks' results
+// are combined in order, so the bits do not depend on the thread count.
+constexpr int64_t kSumChunk = 4 * kGrainSize;
+
 #if defined(__AVX512F__)
-// The sum of n contiguous floats, or bfloat16 widened exactly: four 16-lane accumulators over 64
-// elements a step, 16 a step after, the tail (zero-padded) into the second, then the lanes
-// combined in a fixed order. One pass over the input, no buffer.
 // 16 floats, or 16 bfloat16 widened exactly.
 template <class T>
 inline __m512 load_widened_avx512(const T* q) {
@@ -67,6 +69,9 @@ inline __m512 load_widened_avx512(const T* q) {
   }
 }
 
+// The sum of n contiguous floats, or bfloat16 widened exactly: four 16-lane accumulators over 64
+// elements a step, 16 a step after, the tail (zero-padded) into the second, then the lanes
+// combined in a fixed order. One pass over the input, no buffer.
 template <class T>
 float sum_run_avx512(const T* p, int64_t n) {
   auto load = [](const T* q) { return load_widened_avx512(q); };
@@ -87,17 +92,18 @@ float sum_run_avx512(const T* p, int64_t n) {
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
-// The sum of one chunk of a whole-tensor sum (n <= kSumChunk elements). float: the chunk read as
-// four streams at once (its quarters, each a multiple of 32 elements), two accumulators a stream
-// (alternate 16-element blocks), then what the quarters leave by sum_run_avx512; combined in a
-// fixed order. Four streams keep more of memory's bandwidth busy on one core than one stream does
-// (AMD Zen 4, 1 thread: 0.7-0.8x the time of one stream read four vectors at a time). bfloat16
-// (half the bytes an element, widened as it is read): one stream was the faster there.
+// The sum of one chunk of a whole-tensor sum (n <= kSumChunk elements). A whole float chunk: read
+// as four streams at once (its quarters), two accumulators a stream (alternate 16-element blocks),
+// combined in a fixed order. Four streams keep more of memory's bandwidth busy on one core than one
+// stream does (AMD Zen 4, 1 thread: 0.7-0.8x the time of one stream read four vectors at a time).
+// A shorter chunk (the last one, or a small tensor's only one) and bfloat16 (half the bytes an
+// element, widened as it is read: one stream was the faster there): sum_run_avx512, one stream,
+// so a sum of up to kSumChunk elements has the bits of one run.
 template <class T>
 float sum_chunk_avx512(const T* p, int64_t n) {
-  if constexpr (!std::is_same_v<T, float>) return sum_run_avx512(p, n);
+  if (!std::is_same_v<T, float> || n != kSumChunk) return sum_run_avx512(p, n);
   constexpr int kStreams = 4;
-  const int64_t q = n / kStreams / 32 * 32;
+  constexpr int64_t q = kSumChunk / kStreams;  // a multiple of 32
   __m512 a[kStreams], b[kStreams];
   for (int k = 0; k < kStreams; ++k) a[k] = b[k] = _mm512_setzero_ps();
   for (int64_t i = 0; i < q; i += 32) {
@@ -105,16 +111,9 @@ float sum_chunk_avx512(const T* p, int64_t n) {
     for (int k = 0; k < kStreams; ++k) b[k] = _mm512_add_ps(b[k], load_widened_avx512(p + k * q + i + 16));
   }
   for (int k = 0; k < kStreams; ++k) a[k] = _mm512_add_ps(a[k], b[k]);
-  const __m512 all = _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3]));
-  const int64_t done = kStreams * q;
-  return _mm512_reduce_add_ps(all) + (done < n ? sum_run_avx512(p + done, n - done) : 0.0f);
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
 }
 #endif
-
-// A whole-tensor reduction (one output over one contiguous run) is cut into chunks of this many
-// elements whatever the thread count; each chunk is reduced on one thread and the chunks' results
-// are combined in order, so the bits do not depend on the thread count.
-constexpr int64_t kSumChunk = 4 * kGrainSize;
 
 // R over one contiguous run of a float or double type (Eigen's packets), or of bfloat16 (widened
 // a block at a time, the blocks combined in order: kernels/cpu/vectorized_rows.h); float and

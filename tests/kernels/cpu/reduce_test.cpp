@@ -209,3 +209,18 @@ TEMPLATE_TEST_CASE("a whole-tensor sum runs in fixed chunks: the same bits on an
   std::vector<TestType> few = {TestType(1.0f), TestType(2.0f), TestType(4.0f)};
   CHECK(float(sum_all(few, 1, 3, 2)) == 7.0f);
 }
+
+TEMPLATE_TEST_CASE("a whole chunk (four streams for float) sums every element once", "[reduce]", float, BFloat16) {
+  // integers whose partial sums are all exact in float: an element read twice or missed shows
+  auto exact_sum = [](int64_t n) {
+    int64_t s = 0;
+    for (int64_t k = 0; k < n; ++k) s += k % 61;
+    return float(TestType(float(s)));  // summed exactly in float, rounded once to TestType
+  };
+  const int64_t n = 2 * cpu::kSumChunk + 100;  // two whole chunks and a short one
+  std::vector<TestType> x(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) x[static_cast<size_t>(k)] = TestType(float(k % 61));
+  CHECK(float(sum_all(x, 1, cpu::kSumChunk, 2)) == exact_sum(cpu::kSumChunk));
+  CHECK(float(sum_all(x, 1, n, 1)) == exact_sum(n));
+  CHECK(float(sum_all(x, 1, n, 2)) == exact_sum(n));
+}
