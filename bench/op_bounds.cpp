@@ -74,9 +74,17 @@ double pass_rate(Pass pass, float lo, float hi, int threads, double min_sample_s
     return std::max(now_seconds(clock) - t0, 1e-9);
   };
   run(1);  // warm-up: threads started, buffers in cache
-  const int64_t calibrate = 16;
-  const double once = run(calibrate) / calibrate;
-  const int64_t passes = std::max<int64_t>(1, static_cast<int64_t>(min_sample_s / once));
+  // The passes a sample makes, from the fastest of three timings on the calling thread alone: a
+  // parallel region can wait a time slice for a thread on a busy machine, which would make the
+  // samples a single pass each, all of it that wait.
+  constexpr int64_t kCalibrate = 64;
+  double once = 1e9;
+  for (int c = 0; c < 3; ++c) {
+    const double t0 = now_seconds(clock);
+    for (int64_t p = 0; p < kCalibrate; ++p) pass(out[0].data(), in[0].data(), static_cast<uint64_t>(p));
+    once = std::min(once, std::max(now_seconds(clock) - t0, 1e-9) / kCalibrate);
+  }
+  const int64_t passes = std::max<int64_t>(kCalibrate, static_cast<int64_t>(min_sample_s / once));
   double best = 0;
   for (int s = 0; s < samples; ++s) {
     const double seconds = run(passes);
