@@ -62,22 +62,34 @@ double pass_rate(Pass pass, float lo, float hi, int threads, double min_sample_s
     out[t].assign(kBuffer, 0.0f);
     for (int64_t i = 0; i < kBuffer; ++i) in[t][i] = lo + (hi - lo) * static_cast<float>((i * 37) % kBuffer) / kBuffer;
   }
+  int team = 1;  // the threads OpenMP gave (it may give fewer than asked)
   auto run = [&](int64_t passes) {
     const double t0 = now_seconds(clock);
 #pragma omp parallel num_threads(threads)
     {
       const size_t t = static_cast<size_t>(omp_get_thread_num());
+      if (t == 0) team = omp_get_num_threads();
       for (int64_t p = 0; p < passes; ++p) pass(out[t].data(), in[t].data(), static_cast<uint64_t>(p));
     }
     return std::max(now_seconds(clock) - t0, 1e-9);
   };
   run(1);  // warm-up: threads started, buffers in cache
-  const int64_t calibrate = 16;
-  const double once = run(calibrate) / calibrate;
-  const int64_t passes = std::max<int64_t>(1, static_cast<int64_t>(min_sample_s / once));
+  // The passes a sample makes, from the fastest of three timings on the calling thread alone: a
+  // parallel region can wait a time slice for a thread on a busy machine, which would make the
+  // samples a single pass each, all of it that wait.
+  constexpr int64_t kCalibrate = 64;
+  double once = 1e9;
+  for (int c = 0; c < 3; ++c) {
+    const double t0 = now_seconds(clock);
+    for (int64_t p = 0; p < kCalibrate; ++p) pass(out[0].data(), in[0].data(), static_cast<uint64_t>(p));
+    once = std::min(once, std::max(now_seconds(clock) - t0, 1e-9) / kCalibrate);
+  }
+  const int64_t passes = std::max<int64_t>(kCalibrate, static_cast<int64_t>(min_sample_s / once));
   double best = 0;
-  for (int s = 0; s < samples; ++s)
-    best = std::max(best, static_cast<double>(threads) * static_cast<double>(passes * kBuffer) / run(passes));
+  for (int s = 0; s < samples; ++s) {
+    const double seconds = run(passes);
+    best = std::max(best, static_cast<double>(passes * kBuffer) * team / seconds);
+  }
   volatile float sink = 0;
   for (const auto& o : out) sink = sink + o[kBuffer - 1];
   return best;

@@ -209,3 +209,45 @@ TEMPLATE_TEST_CASE("a whole-tensor sum runs in fixed chunks: the same bits on an
   std::vector<TestType> few = {TestType(1.0f), TestType(2.0f), TestType(4.0f)};
   CHECK(float(sum_all(few, 1, 3, 2)) == 7.0f);
 }
+
+TEMPLATE_TEST_CASE("a whole chunk (four streams for float) sums every element once", "[reduce]", float, BFloat16) {
+  // integers whose partial sums are all exact in float: an element read twice or missed shows
+  auto exact_sum = [](int64_t n) {
+    int64_t s = 0;
+    for (int64_t k = 0; k < n; ++k) s += k % 61;
+    return float(TestType(float(s)));  // summed exactly in float, rounded once to TestType
+  };
+  const int64_t n = 2 * cpu::kSumChunk + 100;  // two whole chunks and a short one
+  std::vector<TestType> x(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) x[static_cast<size_t>(k)] = TestType(float(k % 61));
+  CHECK(float(sum_all(x, 1, cpu::kSumChunk, 2)) == exact_sum(cpu::kSumChunk));
+  CHECK(float(sum_all(x, 1, n, 1)) == exact_sum(n));
+  CHECK(float(sum_all(x, 1, n, 2)) == exact_sum(n));
+}
+
+#if defined(__AVX512F__)
+TEMPLATE_TEST_CASE("row sums (float: four rows read at once) have each row's bits of its own run, on any thread count",
+                   "[reduce]", float, BFloat16) {
+  const int64_t rows = 7, cols = 1013;  // a group of four rows and three left over; a tail in each row
+  std::vector<TestType> x(static_cast<size_t>(rows * cols));
+  for (size_t k = 0; k < x.size(); ++k) x[k] = TestType(std::sin(0.37f * float(k)) * 3.0f);
+  cpu::ReduceShape s;
+  s.kept_sizes = {rows}, s.kept_in_strides = {cols}, s.kept_out_strides = {1};
+  s.red_sizes = {cols}, s.red_strides = {1};
+  const int before = omp_get_max_threads();
+  for (int threads : {1, 2}) {
+    INFO(threads << " thread(s)");
+    omp_set_num_threads(threads);
+    std::vector<TestType> out(static_cast<size_t>(rows));
+    cpu::reduce_kernel<cpu::SumReducer>(s, out.data(), x.data(), 1.0);
+    for (int64_t r = 0; r < rows; ++r) {
+      INFO("row " << r);
+      CHECK(float(out[r]) == float(TestType(cpu::sum_run_avx512(x.data() + r * cols, cols))));
+      double ref = 0;
+      for (int64_t c = 0; c < cols; ++c) ref += double(float(x[r * cols + c]));
+      CHECK(float(out[r]) == Approx(ref).margin(std::is_same_v<TestType, float> ? 1e-3 : 0.5));
+    }
+  }
+  omp_set_num_threads(before);
+}
+#endif
