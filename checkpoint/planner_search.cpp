@@ -240,7 +240,7 @@ namespace {
 // regions released; those backward does not read are recomputed instead, if that prices no
 // costlier and still fits (one more dry run). The plan is then the same in remat, and names
 // PyTorch's bytes (docs/pytorch.md).
-KeepSet drop_unread_keeps(Planner& planner, KeepSet set, const RunResult& run, int64_t budget) {
+KeepSet drop_unread_keeps(Planner& planner, KeepSet set, RunResult run, int64_t budget) {
   KeepSet next = set;
   bool any = false;
   for (size_t c : run.released) {
@@ -287,8 +287,9 @@ KeepSet search_ladder(Planner& planner, SearchSpace* space, int64_t budget, int6
       offload_at(planner, *space, rungs[j], priced[std::min(j + 1, rungs.size() - 1)],
                  j + 1 < rungs.size() ? &rungs[j + 1] : nullptr, names[j]);
   }
-  const auto& [chosen, chosen_run] = planner.evaluated.at(planner.cheapest_fitting(budget, /*with_offload=*/true));
-  return drop_unread_keeps(planner, chosen, chosen_run, budget);
+  // A copy: drop_unread_keeps prices more keep-sets, which appends to (and may move) evaluated.
+  const std::pair<KeepSet, RunResult> chosen = planner.evaluated.at(planner.cheapest_fitting(budget, /*with_offload=*/true));
+  return drop_unread_keeps(planner, chosen.first, chosen.second, budget);
 }
 
 }  // namespace remat::planner_detail
