@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "bench/machine_peaks.h"
+#include "bench/op_profile.h"
 #include "bench/plan_files.h"
 #include "bench/planning.h"
 #include "bench/render/render.h"
@@ -55,6 +56,7 @@ struct Args {
   double lr = 1e-3;
   bool timeline = true, dry_run = false;
   bool interleave = true;  // --no-interleave: no second timing with every strategy one step in turn
+  bool profile_ops = false;  // --profile-ops: each strategy's op calls and their times per timed step
   // "wall", or "cpu": the process's CPU time per step (CLOCK_PROCESS_CPUTIME_ID), which time
   // slices given to other processes do not inflate (use it with OMP_NUM_THREADS=1 on a busy
   // machine; with more threads it also counts the OpenMP threads' spin-waiting).
@@ -80,7 +82,8 @@ constexpr uint64_t kMaxCompareBytes = 64 << 20;
                "                           [--layers N] [--embd N] [--heads N] [--seq N] [--batch N] [--vocab N]\n"
                "                           [--steps N] [--warmup N] [--device cpu|cuda] [--dtype f32|bf16]\n"
                "                           [--strategies a,b,...] [--out DIR] [--compare FILE[,FILE...]] [--lr X]\n"
-               "                           [--no-timeline] [--no-interleave] [--dry-run] [--meta-accounting cpu|cuda]\n"
+               "                           [--no-timeline] [--no-interleave] [--profile-ops] [--dry-run]\n"
+               "                           [--meta-accounting cpu|cuda]\n"
                "                           [--clock wall|cpu] [--optimizer adamw-fused|adamw] [--attention math|sdpa]\n"
                "                           [--budget SIZE] [--sweep N] [--sweep-at-strategies]\n"
                "                           [--estimate benchmark|cost-model] [--offload SIZE]\n"
@@ -97,6 +100,8 @@ constexpr uint64_t kMaxCompareBytes = 64 << 20;
                "--clock cpu: per-step process CPU time (a busy machine; one thread)\n"
                "--no-interleave: skip the second timing, in which every strategy takes one step in turn (the\n"
                "  fairer overheads on a shared machine; its table follows the main one)\n"
+               "--profile-ops: after each strategy's run, its ops by time per timed step (calls, ms, share), as\n"
+               "  torch.profiler's key_averages() lists them (bench/torch_reference.py --profile-ops: PyTorch's)\n"
                "--attention sdpa: the fused aten::_scaled_dot_product_flash_attention_for_cpu (CPU) or\n"
                "  aten::_scaled_dot_product_efficient_attention (CUDA) (saves output and logsumexp; the SAC\n"
                "  strategies save it) instead of the math composite (default)\n"
@@ -196,6 +201,10 @@ Args parse(int argc, char** argv) {
       a.interleave = false;
       continue;
     }
+    if (f == "--profile-ops") {
+      a.profile_ops = true;
+      continue;
+    }
     if (f == "--dry-run") {
       a.dry_run = true;
       continue;
@@ -266,6 +275,7 @@ Args parse(int argc, char** argv) {
     usage(e.what());
   }
   if (a.dry_run && !a.compare.empty()) usage("--compare needs measurements; it cannot go with --dry-run");
+  if (a.dry_run && a.profile_ops) usage("--profile-ops times the ops run; it cannot go with --dry-run");
   try {
     check_planning_args(a.planning, a.dry_run);
     check_offload_args(a.planning, a.device, a.meta_accounting, a.dry_run);
@@ -360,8 +370,25 @@ StrategyResult run(const Strategy& s, const Args& a, size_t index, size_t total,
     record_predicted(predicted, a.warmup, seconds, &r);
   }
   if (!a.dry_run) {
-    o.on_step = [&](int64_t step) { progress(s.name, "measured", index, total, steps + step, 2 * steps); };
+    // --profile-ops: the mode pushed before the first timed step, popped after the last.
+    struct ProfileScope {
+      std::shared_ptr<OpProfile> profile;
+      bool pushed = false;
+      ~ProfileScope() { if (pushed) DispatchModeTLS::pop(); }
+    } scope;
+    if (a.profile_ops) scope.profile = std::make_shared<OpProfile>();
+    o.on_step = [&](int64_t step) {
+      progress(s.name, "measured", index, total, steps + step, 2 * steps);
+      if (scope.profile && step == a.warmup) DispatchModeTLS::push(scope.profile), scope.pushed = true;
+    };
     const std::vector<StepRecord> measured = run_training_steps(s, a.shape, device, steps, o);
+    if (scope.profile) {
+      DispatchModeTLS::pop();
+      scope.pushed = false;
+      if (isatty(fileno(stderr))) std::fprintf(stderr, "\n");  // past the progress bar
+      std::printf("%s: its ops per timed step (%lld steps; the dispatch mode's boxing not counted)\n%s\n",
+                  s.name.c_str(), static_cast<long long>(a.steps), scope.profile->table(a.steps).c_str());
+    }
     check_losses(s.name, measured, a.warmup);
     record_measured(measured, a.warmup, &r);
   }

@@ -96,12 +96,14 @@ double pass_rate(Pass pass, float lo, float hi, int threads, double min_sample_s
 }
 
 // Each op's name in `ops` -> what bounds it. gelu_backward (tanh) needs one tanh or exp an
-// element (remat's takes exp); softmax's backward and layer_norm need no such function.
+// element (remat's takes exp), SiLU and its backward one exp (the sigmoid); softmax's backward and layer_norm need no such function.
 const std::map<std::string, ArithmeticBound>& bounds() {
   static const std::map<std::string, ArithmeticBound> table = {
       {"gelu", {"erf", 1}},
       {"gelu (tanh)", {"tanh", 1}},
       {"gelu_backward (tanh)", {"exp", 1}},
+      {"silu", {"exp", 1}},
+      {"silu_backward", {"exp", 1}},
       {"softmax(dim=-1) fwd", {"exp", 1}},
       {"softmax(dim=-1) fwd+bwd", {"exp", 1}},
       {"softmax(dim=-1) of masked scores", {"exp", 1}},

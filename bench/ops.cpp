@@ -482,6 +482,11 @@ void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
     Tensor dy = seeded(hidden_shape, 13, false, dt);
     print_bandwidth_row("gelu_backward (tanh)", dt, hidden_shape,
                         median_seconds([&] { Tensor y = gelu_backward(dy, hidden, "tanh"); }, s), 3 * h * e, copy_gbs);
+    // the Llama's SwiGLU gate (F.silu(w1(x)) * w3(x)) at the same shape
+    print_bandwidth_row("silu", dt, hidden_shape, median_seconds([&] { Tensor y = silu(hidden); }, s), 2 * h * e,
+                        copy_gbs);
+    print_bandwidth_row("silu_backward", dt, hidden_shape,
+                        median_seconds([&] { Tensor y = silu_backward(dy, hidden); }, s), 3 * h * e, copy_gbs);
     Tensor g = dy.reshape(bias_shape);
     print_bandwidth_row("sum (dim 0: fc1's bias gradient)", dt, bias_shape,
                         median_seconds([&] { Tensor db = sum(g, {0}); }, s), (h + 4.0 * d) * e, copy_gbs);

@@ -186,6 +186,12 @@ def gelu_backward(shape, dt):
             (lambda: torch.ops.aten.gelu_backward.grad_input(dy, h, approximate="tanh", grad_input=c)))
 
 
+def silu_backward(shape, dt):
+    dy, h, c = randn(shape, dt, 13), randn(shape, dt, 12), torch.empty(shape, dtype=dt)
+    return ((lambda: torch.ops.aten.silu_backward(dy, h)),
+            (lambda: torch.ops.aten.silu_backward.grad_input(dy, h, grad_input=c)))
+
+
 INF = math.inf
 
 
@@ -233,6 +239,8 @@ OPS = {
     "gelu (tanh)": unary(lambda a: F.gelu(a, approximate="tanh"),
                          lambda a, c: torch.ops.aten.gelu.out(a, approximate="tanh", out=c)),
     "gelu_backward (tanh)": gelu_backward,
+    "silu": unary(F.silu, lambda a, c: torch.ops.aten.silu.out(a, out=c)),
+    "silu_backward": silu_backward,
     "sum (dim 0: fc1's bias gradient)": reduction(lambda a: a.sum(0)),
 }
 

@@ -327,6 +327,24 @@ def activation_bytes(model, idx, targets, device):
     return net, 0
 
 
+def print_op_profile(name, profiler, steps, limit=25):
+    """The aten ops by self CPU time per step, as memory_vs_recompute --profile-ops lists remat's."""
+    rows = [e for e in profiler.key_averages() if e.key.startswith("aten::") and e.self_cpu_time_total > 0]
+    rows.sort(key=lambda e: -e.self_cpu_time_total)
+    total = sum(e.self_cpu_time_total for e in rows)
+    print(f"{name}: its ops per timed step ({steps} steps; self CPU time, torch.profiler)")
+    print(f"{'op (per step)':48s} {'calls':>10s} {'ms':>10s} {'%':>7s}")
+    def line(op, calls, us):
+        print(f"{op:48s} {calls / steps:10.1f} {us / steps / 1e3:10.3f} {100 * us / total if total else 0:6.1f}%")
+    for e in rows[:limit]:
+        line(e.key, e.count, e.self_cpu_time_total)
+    if len(rows) > limit:
+        line(f"({len(rows) - limit} other ops)", sum(e.count for e in rows[limit:]),
+             sum(e.self_cpu_time_total for e in rows[limit:]))
+    line("total", sum(e.count for e in rows), total)
+    print()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # The GPT's defaults (4, 256, 4, 65) or, with --model llama, the --config's sizes: given, they override.
@@ -364,6 +382,9 @@ def main():
     p.add_argument("--kv-heads", type=int, default=None, help="llama: n_kv_heads (default: the config's)")
     p.add_argument("--ffn", type=int, default=None, help="llama: the SwiGLU hidden size as given (default: the "
                                                          "config's rule)")
+    p.add_argument("--profile-ops", action="store_true",
+                   help="after each strategy, its aten ops by self CPU time per timed step (torch.profiler's "
+                        "key_averages; memory_vs_recompute --profile-ops prints remat's)")
     p.add_argument("--out", default="")
     a = p.parse_args()
     if a.model == "llama":
@@ -419,7 +440,11 @@ def main():
         opt = make_optimizer(model, a)
         times, loss = [], float("nan")
         now = time.process_time if a.clock == "cpu" else time.perf_counter
+        profiler = None
         for step in range(a.warmup + a.steps):
+            if a.profile_ops and step == a.warmup:
+                profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
+                profiler.__enter__()
             model.zero_grad(set_to_none=True)
             if device.type == "cuda":
                 torch.cuda.synchronize()
@@ -437,6 +462,9 @@ def main():
                 torch.cuda.synchronize()
             if step >= a.warmup:
                 times.append((now() - t0) * 1e3)
+        if profiler is not None:
+            profiler.__exit__(None, None, None)
+            print_op_profile(name, profiler, a.steps)
         act, peak = activation_bytes(model, idx, targets, device)
         results.append({"strategy": name, "reentrant": reentrant, "activation_bytes": int(act), "peak_bytes": int(peak),
                         "step_ms": times, "median_ms": statistics.median(times), "final_loss": loss})

@@ -191,6 +191,16 @@ void tanh_backward_cpu(const char* op, const Tensor& out, const Tensor& grad, co
   grad_map_cpu(op, out, grad, y, [](auto g, auto y) { return g * (decltype(y)(1) - y * y); });
 }
 void silu_backward_cpu(const char* op, const Tensor& out, const Tensor& grad, const Tensor& self) {
+  const ScalarType dt = out.dtype();
+  if ((dt == kFloat || dt == kDouble || dt == kBFloat16) && grad.dtype() == dt && self.dtype() == dt &&
+      grad.sizes() == out.sizes() && self.sizes() == out.sizes() && grad.is_contiguous() && self.is_contiguous()) {
+    REMAT_DISPATCH_FLOATING_TYPES(dt, op, [&] {
+      if constexpr (cpu::kEigenVectorizable<scalar_t> || cpu::kFloatBlocks<scalar_t>)
+        cpu::silu_backward_contiguous(out.data_ptr<scalar_t>(), grad.data_ptr<scalar_t>(), self.data_ptr<scalar_t>(),
+                                      out.numel());
+    });
+    return;
+  }
   // forward: y = x * s, s = sigmoid(x); dy/dx = s * (1 + x * (1 - s))
   grad_map_cpu(op, out, grad, self, [](auto g, auto x) {
     using T = decltype(x);

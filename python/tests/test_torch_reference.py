@@ -129,3 +129,15 @@ def test_several_plans_for_other_shapes_stop_naming_the_file(write_plan, tmp_pat
     assert r.returncode != 0
     assert "--plan: remat_plan: region 'layers.0', call 0: other output shapes or dtypes" in r.stderr
     assert r.stderr.strip().endswith(f"(the plan {low})")  # the lowest budget's, run first
+
+
+def test_profile_ops_lists_the_steps_aten_ops_per_timed_step():
+    args = [sys.executable, SCRIPT, "--steps", "2", "--warmup", "1", "--strategies", "none,full", "--profile-ops"]
+    for k, v in TINY.items():
+        args += [f"--{k}", str(v)]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "none: its ops per timed step (2 steps; self CPU time, torch.profiler)" in r.stdout
+    assert "full: its ops per timed step" in r.stdout
+    rows = {line.split()[0]: line.split() for line in r.stdout.splitlines() if line.startswith("aten::addmm ")}
+    assert float(rows["aten::addmm"][1]) > 0  # calls per step

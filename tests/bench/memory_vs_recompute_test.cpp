@@ -71,6 +71,7 @@ TEST_CASE("memory_vs_recompute refuses bad numbers with one line naming the flag
       {"--dry-run --model llama --embd 4000000000 --heads 2 --ffn 8",
        "the model is too large to count in bytes: C * kv_heads * C/H: 4000000000 * 2 * 2000000000 overflows int64"},
       {"--model bert", "--model must be gpt or llama, got 'bert'"},
+      {"--dry-run --profile-ops", "--profile-ops times the ops run; it cannot go with --dry-run"},
       {"--config llama3_70b", "--config must be debugmodel or llama3_8b (torchtitan's Llama 3 flavours), got 'llama3_70b'"},
       {"--kv-heads 2", "--kv-heads and --ffn are the Llama's (--model llama)"},
       {"--model llama --heads 4 --kv-heads 3", "--heads must be divisible by --kv-heads (grouped-query attention), got 4 and 3"},
@@ -158,6 +159,17 @@ TEST_CASE("memory_vs_recompute writes results.json that --compare reads back, re
   CHECK_FALSE(exists(out + "/timeline_sac-mm.svg"));  // not this run's: removed
   const auto again = run_binary("bench/memory_vs_recompute", kTiny + "--compare " + out + "/results.json", 120);
   CHECK(again.status == 0);
+}
+
+TEST_CASE("memory_vs_recompute --profile-ops: each strategy's ops per timed step, the warm-up not counted",
+          "[bench][cli]") {
+  const auto r = run_binary("bench/memory_vs_recompute",
+                            "--layers 1 --embd 16 --heads 1 --seq 8 --batch 1 --vocab 8 --steps 2 --warmup 1 "
+                            "--strategies none,full --no-interleave --no-timeline --profile-ops", 120);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Contains("none: its ops per timed step (2 steps") && Contains("full: its ops per timed step"));
+  // the GPT's linears run addmm (the biased ones) in forward
+  CHECK_THAT(r.out, Contains("aten::addmm") && Contains("total"));
 }
 
 TEST_CASE("memory_vs_recompute --model llama: every strategy measured beside its dry run, and a results.json that "

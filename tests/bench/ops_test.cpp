@@ -121,6 +121,7 @@ TEST_CASE("bench/ops --list-rows, then --compare and --json: every row with rema
   }
   // bench/op_bounds.cpp names these rows: each name is a row of `ops`, in f32 and bf16
   CHECK(bounded == std::set<std::string>{"gelu: erf", "gelu (tanh): tanh", "gelu_backward (tanh): exp",
+                                         "silu: exp", "silu_backward: exp",
                                          "softmax(dim=-1) fwd: exp", "softmax(dim=-1) fwd+bwd: exp",
                                          "softmax(dim=-1) of masked scores: exp",
                                          "_masked_softmax (causal [L, S] mask): exp", "cross_entropy fwd: exp",
