@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "engine/core/bfloat16.h"
@@ -418,7 +419,20 @@ void copy_kernel(const LoopShape& s, O* out, const I* in) {
     O* o = out + off[0];
     const I* x = in + off[1];
     if (st[0] == 1 && st[1] == 1) {
-      for (int64_t k = 0; k < n; ++k) o[k] = static_cast<O>(static_cast<acc_t<I>>(x[k]));
+      // a run of a strided copy (a transpose's rows of head_dim, one input of cat): for the same
+      // type the bytes as they are; float <-> bfloat16 through the vector conversions. Widening
+      // each bfloat16 to float and back made a bf16 clone four times an f32 one.
+      if constexpr (std::is_same_v<O, I>) {
+        std::memcpy(o, x, static_cast<size_t>(n) * sizeof(O));
+      } else if constexpr (std::is_same_v<O, BFloat16> && std::is_same_v<I, float>) {
+        float_to_bf16(x, o, n);
+      } else if constexpr (std::is_same_v<O, float> && std::is_same_v<I, BFloat16>) {
+        bf16_to_float(x, o, n);
+      } else {
+        for (int64_t k = 0; k < n; ++k) o[k] = static_cast<O>(static_cast<acc_t<I>>(x[k]));
+      }
+    } else if constexpr (std::is_same_v<O, I>) {
+      for (int64_t k = 0; k < n; ++k) o[k * st[0]] = x[k * st[1]];
     } else {
       for (int64_t k = 0; k < n; ++k) o[k * st[0]] = static_cast<O>(static_cast<acc_t<I>>(x[k * st[1]]));
     }

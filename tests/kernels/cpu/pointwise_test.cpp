@@ -117,6 +117,51 @@ TEST_CASE("copy_kernel converts float <-> bfloat16 as BFloat16's scalar conversi
 
 namespace {
 
+// The loop of out[r, :] = in[r * 3 + 1, :] (runs of `run` elements, the input's rows strided):
+// a transpose's rows of head_dim, or one input of cat.
+cpu::LoopShape strided_rows(int64_t rows, int64_t run) {
+  cpu::LoopShape s;
+  s.ndim = 2;
+  s.noperands = 2;
+  s.sizes = {rows, run};
+  s.strides[0] = {run, 1};
+  s.strides[1] = {3 * run, 1};
+  s.coalesce();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("copy_kernel's strided runs move bits for one type and convert float <-> bfloat16 as the scalar "
+          "conversion", "[pointwise]") {
+  const int64_t rows = 37, run = 67;  // runs longer than a vector, with a tail
+  std::vector<uint16_t> bits(static_cast<size_t>(3 * rows * run));
+  for (size_t k = 0; k < bits.size(); ++k) bits[k] = static_cast<uint16_t>(k * 2654435761u >> 7);
+  bits[run + 5] = 0x7fc1;  // a NaN with a payload, -0, a subnormal
+  bits[run + 6] = 0x8000;
+  bits[run + 7] = 0x0001;
+  std::vector<BFloat16> in(bits.size()), out(static_cast<size_t>(rows * run));
+  std::memcpy(in.data(), bits.data(), bits.size() * 2);
+  cpu::copy_kernel(strided_rows(rows, run), out.data(), in.data() + run);
+  std::vector<float> wide(out.size()), fin(in.size());
+  for (size_t k = 0; k < in.size(); ++k) fin[k] = std::ldexp(float(int(k % 1001) - 500), int(k % 60) - 30);
+  cpu::copy_kernel(strided_rows(rows, run), wide.data(), in.data() + run);
+  std::vector<BFloat16> narrow(out.size());
+  cpu::copy_kernel(strided_rows(rows, run), narrow.data(), fin.data() + run);
+  int64_t wrong = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < run; ++j) {
+      const size_t o = static_cast<size_t>(r * run + j), i = static_cast<size_t>((r * 3 + 1) * run + j);
+      wrong += out[o].bits != in[i].bits;
+      const float want = float(in[i]);
+      wrong += std::isnan(want) ? !std::isnan(wide[o]) : std::memcmp(&wide[o], &want, 4) != 0;
+      wrong += narrow[o].bits != BFloat16(fin[i]).bits;
+    }
+  CHECK(wrong == 0);
+}
+
+namespace {
+
 // out[i, j] = a[i, j] op b[i or 0, j or 0]: the loop binary_kernel gets for [rows, cols] with b
 // contiguous, a row broadcast over the rows (a bias), or one value (a scalar).
 enum class Operand { kTensor, kRow, kScalar };
