@@ -47,7 +47,9 @@ REMAT_UNARY_OP(SinOp, std::sin(x), x.sin())
 REMAT_UNARY_OP(CosOp, std::cos(x), x.cos())
 REMAT_UNARY_OP(TanhOp, std::tanh(x), x.tanh())
 REMAT_UNARY_OP(SigmoidOp, T(1) / (T(1) + std::exp(-x)), x.logistic())
-REMAT_UNARY_OP(ReluOp, x > T(0) ? x : T(0), x.max(typename A::Scalar(0)))
+// PyTorch's relu (clamp_min(x, 0)): NaN and -0 come out as they went in. Eigen's max(x, 0) is
+// vmaxps(0, x), which returns x for a NaN and for -0 too.
+REMAT_UNARY_OP(ReluOp, x < T(0) ? T(0) : x, x.max(typename A::Scalar(0)))
 REMAT_UNARY_OP(SqrtOp, std::sqrt(x), x.sqrt())
 REMAT_UNARY_OP(RsqrtOp, T(1) / std::sqrt(x), x.rsqrt())
 REMAT_UNARY_OP(AbsOp, std::abs(x), x.abs())
@@ -65,6 +67,21 @@ void unary_kernel(const LoopShape& s, T* out, const T* in) {
     }
   } else if constexpr (kFloatBlocks<T>) {
     if (s.is_contiguous()) {
+      if constexpr (std::is_same_v<Op, ReluOp>) {
+        // relu on the bits, 32 to a vector: a value below zero (the sign set, not -0, not NaN)
+        // becomes +0, anything else stays; widening to float cost half of copy's bandwidth.
+        const uint16_t* x = reinterpret_cast<const uint16_t*>(in);
+        uint16_t* o = reinterpret_cast<uint16_t*>(out);
+        constexpr uint16_t kInf = 0x7F80;  // bfloat16's +inf: a larger magnitude is a NaN
+        parallel_for(0, s.numel(), kGrainSize, [&](int64_t b, int64_t e) {
+#pragma omp simd
+          for (int64_t k = b; k < e; ++k) {
+            const uint16_t v = x[k], magnitude = v & 0x7FFF;
+            o[k] = (v & 0x8000) && magnitude != 0 && magnitude <= kInf ? uint16_t(0) : v;
+          }
+        });
+        return;
+      }
       map_bf16_blocks<1>(out, {in}, s.numel(), [](float* o, const float* const* x, int64_t len) {
         ArrayMap<float>(o, len) = Op::array(ConstArrayMap<float>(x[0], len));
       });

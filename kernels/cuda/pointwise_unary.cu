@@ -20,7 +20,7 @@ __device__ __forceinline__ A unary_fn(A x) {
   else if constexpr (OP == UnaryOp::Cos) return m_cos(x);
   else if constexpr (OP == UnaryOp::Tanh) return m_tanh(x);
   else if constexpr (OP == UnaryOp::Sigmoid) return A(1) / (A(1) + m_exp(-x));
-  else if constexpr (OP == UnaryOp::Relu) return x > A(0) ? x : A(0);
+  else if constexpr (OP == UnaryOp::Relu) return x < A(0) ? A(0) : x;  // NaN and -0 as they are (PyTorch's)
   else if constexpr (OP == UnaryOp::Silu) return x / (A(1) + m_exp(-x));
   else if constexpr (OP == UnaryOp::Sqrt) return m_sqrt(x);
   else if constexpr (OP == UnaryOp::Rsqrt) return A(1) / m_sqrt(x);

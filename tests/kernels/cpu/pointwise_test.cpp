@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "kernels/cpu/pointwise.h"
@@ -208,5 +209,50 @@ TEMPLATE_TEST_CASE("bfloat16 binary ops give the bits of the op in float, rounde
         check_bf16_binary<TestType>(rows, cols, kind, true);
       }
     }
+  }
+}
+
+TEST_CASE("relu is PyTorch's clamp_min(x, 0): NaN and -0 as they are, contiguous or strided, float and bfloat16",
+          "[pointwise]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {nan, -nan, -0.0f, 0.0f, -1.0f, 2.5f, -INFINITY, INFINITY, -1e-40f, 1e-40f};
+  // PyTorch 2.15 on the CPU gives these for f32 and bf16 alike (torch.relu).
+  auto check = [](const std::vector<float>& x, const std::vector<float>& y) {
+    for (size_t k = 0; k < x.size(); ++k) {
+      INFO(k << ": relu(" << x[k] << ") = " << y[k]);
+      if (std::isnan(x[k])) {
+        CHECK(std::isnan(y[k]));  // a NaN's sign: rounding to bfloat16 makes any NaN 0x7FC0 (as c10's)
+      } else if (x[k] < 0) {
+        CHECK((y[k] == 0.0f && !std::signbit(y[k])));
+      } else {
+        CHECK((y[k] == x[k] && std::signbit(y[k]) == std::signbit(x[k])));
+      }
+    }
+  };
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (bool strided : {false, true}) {
+    INFO("strided " << strided);
+    cpu::LoopShape s;
+    s.ndim = 1;
+    s.noperands = 2;
+    s.sizes = {n};
+    s.strides[0] = {1};
+    s.strides[1] = {strided ? 2 : 1};
+    std::vector<float> in(static_cast<size_t>(2 * n)), out(static_cast<size_t>(n));
+    std::vector<BFloat16> inb(in.size()), outb(out.size());
+    for (int64_t k = 0; k < n; ++k) {
+      in[static_cast<size_t>(strided ? 2 * k : k)] = x[static_cast<size_t>(k)];
+      inb[static_cast<size_t>(strided ? 2 * k : k)] = BFloat16(x[static_cast<size_t>(k)]);
+    }
+    inb[strided ? 2 : 1].bits = 0xFFC1;  // a negative NaN with a payload, whatever BFloat16(-nan) gives
+    cpu::unary_kernel<cpu::ReluOp>(s, out.data(), in.data());
+    check(x, out);
+    cpu::unary_kernel<cpu::ReluOp>(s, outb.data(), inb.data());
+    std::vector<float> xb(x.size()), widened(outb.size());
+    for (size_t k = 0; k < outb.size(); ++k) {
+      xb[k] = float(inb[static_cast<size_t>(strided ? 2 * k : k)]);  // x as bfloat16 holds it
+      widened[k] = float(outb[k]);
+    }
+    check(xb, widened);
   }
 }
