@@ -81,7 +81,10 @@ void scalar_cpu(const char* op, const Tensor& out, const Tensor& a, double s) {
 // ---------------------------------------------------------------------------------------------
 
 void pow_cpu(const char* op, const Tensor& out, const Tensor& a, double e) {
+  // PyTorch's special cases that keep the bits (PowKernel.cpp; pow_Tensor_Scalar copies for 1): x^2
+  // in RMSNorm's composite, x^1 in its backward (PowBackward0: e * x^(e-1)); std::pow is scalar.
   if (e == 2.0) return map_scalar_cpu(op, out, a, [](auto x) { return x * x; });
+  if (e == 1.0) return map_scalar_cpu(op, out, a, [](auto x) { return x; });
   map_scalar_cpu(op, out, a, [e](auto x) { return std::pow(x, static_cast<decltype(x)>(e)); });
 }
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
 #include "remat.h"
 #include "tests/testing/op_testing.h"
@@ -140,6 +141,14 @@ TEST_CASE("pow: values for several exponents", "[pointwise]") {
   check_values(pow(a, -1.0), {1, 0.5, 0.25});
   check_values(pow(a, 0.0), {1, 1, 1});
   check_values(a.pow(2.0), {1, 4, 16});
+  // x^1 is x, NaN and -0 included (PyTorch copies)
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor odd = tensor({-0.0f, nan, -3.5f, 1e-40f}, {4});
+  Tensor one = pow(odd, 1.0);
+  CHECK(std::signbit(one.data_ptr<float>()[0]));
+  CHECK(std::isnan(one.data_ptr<float>()[1]));
+  CHECK(one.data_ptr<float>()[2] == -3.5f);
+  CHECK(one.data_ptr<float>()[3] == 1e-40f);
 }
 
 TEST_CASE("unary ops: values", "[pointwise]") {
