@@ -43,6 +43,9 @@ const char* plan_dtype_name(ScalarType t) {
     case kHalf: return "f16";
     case kLong: return "i64";
     case kBool: return "bool";
+    // PyTorch's names (python/remat_plan writes str(dtype) for the dtypes it has no short name for)
+    case kComplexFloat: return "complex64";
+    case kComplexDouble: return "complex128";
   }
   return "unknown";
 }
