@@ -77,6 +77,22 @@ def test_the_twins_block_runs_the_calls_remat_runs():
         assert gpt_block_calls.as_json(gpt_block_calls.block_calls(dtype)) == pinned[name], name
 
 
+def test_the_llama_twins_block_runs_the_calls_remat_runs():
+    # tests/nn/data/llama_block_calls.json pins the Llama twin's block calls (tools/llama_block_calls.py:
+    # PyTorch 2.15's CPU RMSNorm composite, the rotary embeddings through complex64, the fused attention);
+    # tests/nn/llama_test.cpp checks remat's nn::TransformerBlock against the same file.
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    try:
+        import llama_block_calls
+    finally:
+        sys.path.pop(0)
+    with open(os.path.join(ROOT, "tests", "nn", "data", "llama_block_calls.json")) as f:
+        pinned = json.load(f)
+    assert pinned["sizes"] == llama_block_calls.SIZES
+    for name, dtype in llama_block_calls.DTYPES.items():
+        assert llama_block_calls.as_json(llama_block_calls.block_calls(dtype)) == pinned[name], name
+
+
 def write_budget_plans(write_plan, budgets, predicted):
     """Plan files for the twin, one per budget, its predicted activation bytes predicted(budget)."""
     paths = []
