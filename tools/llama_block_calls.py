@@ -10,7 +10,6 @@ twin's calls, so that python/remat_plan applies it call by call (docs/pytorch.md
 
   ~/.cache/remat/venv-l42/bin/python tools/llama_block_calls.py tests/nn/data/llama_block_calls.json
 """
-import json
 import os
 import sys
 
@@ -19,8 +18,11 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "bench"))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, HERE)
 import torch_llama  # noqa: E402
 import remat_plan  # noqa: E402
+import gpt_block_calls  # noqa: E402 (as_json, write)
+from gpt_block_calls import as_json  # noqa: E402,F401 (python/tests read it here)
 
 # A small grouped-query block, every size distinct: batch, sequence, dim, heads, kv heads, SwiGLU hidden.
 SIZES = {"batch": 2, "seq": 16, "dim": 64, "heads": 4, "kv_heads": 2, "ffn_hidden": 96}
@@ -43,19 +45,5 @@ def block_calls(dtype):
     return remat_plan.record_calls(block, x)
 
 
-def as_json(calls):
-    return [{"op": op, "outputs": [{"dtype": d, "shape": list(s)} for d, s in outs]} for op, outs in calls]
-
-
-def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "tests", "nn", "data",
-                                                             "llama_block_calls.json")
-    doc = {"pytorch": torch.__version__.split("+")[0], "sizes": SIZES,
-           **{name: as_json(block_calls(dtype)) for name, dtype in DTYPES.items()}}
-    with open(out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-
-
 if __name__ == "__main__":
-    main()
+    gpt_block_calls.write("llama_block_calls.json", SIZES, DTYPES, block_calls)
