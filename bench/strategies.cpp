@@ -57,6 +57,10 @@ PolicyFn megatron_policy(const ModelScopes& scopes) {
     if (scope_matches(scopes.attention_out, ctx.scope) || scope_matches(scopes.mlp_out, ctx.scope))
       return CheckpointPolicy::MUST_RECOMPUTE;
     if (policies::is_view_op(op) || is_op(op, "aten::add")) return CheckpointPolicy::PREFER_RECOMPUTE;
+    // RMSNorm's CPU composite adds eps to mean's output in place (add_): a cached output that then
+    // changes, which SAC refuses in recompute (PyTorch's too). add_'s output, the same tensor after
+    // the change, is kept instead, so mean's is recomputed (and unread: rsqrt reads add_'s).
+    if (is_op(op, "aten::mean")) return CheckpointPolicy::PREFER_RECOMPUTE;
     return CheckpointPolicy::PREFER_SAVE;
   };
 }

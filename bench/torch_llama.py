@@ -154,7 +154,8 @@ class Llama(nn.Module):
         B, T = idx.shape
         h = self.tok_embeddings(idx)
         for i, block in enumerate(self.layers.values()):
-            block.freqs_cis = self.freqs_cis
+            # on the block itself: remat_plan.apply_plan (torchtitan's checkpoint_wrapper) may have wrapped it
+            getattr(block, "_checkpoint_wrapped_module", block).freqs_cis = self.freqs_cis
             h = self.strategy(i, block, h) if self.strategy else block(h)
         logits = self.output(self.norm(h))
         return F.cross_entropy(logits.view(B * T, -1), targets.reshape(B * T))

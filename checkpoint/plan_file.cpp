@@ -43,6 +43,9 @@ const char* plan_dtype_name(ScalarType t) {
     case kHalf: return "f16";
     case kLong: return "i64";
     case kBool: return "bool";
+    // PyTorch's names (python/remat_plan writes str(dtype) for the dtypes it has no short name for)
+    case kComplexFloat: return "complex64";
+    case kComplexDouble: return "complex128";
   }
   return "unknown";
 }
@@ -81,12 +84,18 @@ std::string region_fingerprint(const Data& data, const Data::Region& r) {
 
 namespace {
 
-// The dtype the plan trains in: its first floating-point output's (f32 when it has none).
+// The dtype the plan trains in: its first matrix product's output's (mm, addmm, bmm: the
+// parameters' dtype), else its first floating-point output's (f32 when it has none). Not simply the
+// first output: a bf16 Llama's blocks open with RMSNorm's upcast to f32 (rms_norm_composite).
 const char* plan_dtype(const Data& data) {
-  for (const Data::Region& r : data.regions)
-    for (size_t c : r.calls)
-      for (const Data::Call::Output& o : data.calls[c].outputs)
-        if (isFloatingType(o.dtype)) return plan_dtype_name(o.dtype);
+  for (bool matmuls_only : {true, false})
+    for (const Data::Region& r : data.regions)
+      for (size_t c : r.calls) {
+        const Data::Call& call = data.calls[c];
+        if (matmuls_only && call.op != "aten::mm" && call.op != "aten::addmm" && call.op != "aten::bmm") continue;
+        for (const Data::Call::Output& o : call.outputs)
+          if (isFloatingType(o.dtype)) return plan_dtype_name(o.dtype);
+      }
   return "f32";
 }
 

@@ -97,12 +97,12 @@ const Json& typed(const Json& object, const char* name, const std::string& where
 }
 
 const std::vector<std::string>& dtype_names() {
-  static const std::vector<std::string> names = {"f32", "f64", "bf16", "f16", "i64", "bool"};
+  static const std::vector<std::string> names = {"f32", "f64", "bf16", "f16", "i64", "bool", "complex64", "complex128"};
   return names;
 }
 
 ScalarType dtype_of(const std::string& name) {
-  for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf, kLong, kBool})
+  for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf, kLong, kBool, kComplexFloat, kComplexDouble})
     if (name == plan_dtype_name(t)) return t;
   return kFloat;  // one_of admitted only the names above
 }

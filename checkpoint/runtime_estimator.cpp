@@ -29,8 +29,8 @@ void describe(std::ostream& os, const Tensor& t) {
   os << toString(t.dtype()) << t.sizes() << ":" << t.strides();
 }
 
-// A fresh tensor on `device` with t's sizes, strides, offset and dtype. Floating values are
-// uniform in [0, 1) (no denormals, no NaN); integer and bool ones are 0, a valid index and a
+// A fresh tensor on `device` with t's sizes, strides, offset and dtype. Floating values (and
+// complex ones' parts) are uniform in [0, 1) (no denormals, no NaN); integer and bool ones are 0, a valid index and a
 // mask that keeps everything, so that index and mask arguments stay in range.
 Tensor fresh_like(const Tensor& t, Device device, Generator* gen) {
   if (!t.defined()) return t;
@@ -43,6 +43,9 @@ Tensor fresh_like(const Tensor& t, Device device, Generator* gen) {
   Tensor base;
   if (isFloatingType(t.dtype()))
     base = rand({extent}, TensorOptions().dtype(kFloat).device(device), gen).to(t.dtype());
+  else if (isComplexType(t.dtype()))  // real and imaginary parts uniform in [0, 1)
+    base = view_as_complex(
+        rand({extent, 2}, TensorOptions().dtype(kFloat).device(device), gen).to(toRealValueType(t.dtype())));
   else
     base = zeros({extent}, o);
   return as_strided(base, t.sizes(), t.strides(), t.storage_offset());

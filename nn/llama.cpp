@@ -99,34 +99,49 @@ const RotaryTables& rotary_tables(int64_t head_dim, int64_t end, double theta, b
 }
 }  // namespace
 
-std::pair<Tensor, Tensor> precompute_freqs_cos_sin(int64_t head_dim, int64_t end, double theta, bool scaling,
-                                                   TensorOptions options) {
-  REMAT_CHECK(head_dim > 0 && head_dim % 2 == 0 && end > 0, "precompute_freqs_cos_sin: head_dim must be even and "
-              "positive and end positive (got head_dim ", head_dim, ", end ", end, ")");
+namespace {
+void check_rotary_args(const char* fn, int64_t head_dim, int64_t end) {
+  REMAT_CHECK(head_dim > 0 && head_dim % 2 == 0 && end > 0, fn, ": head_dim must be even and positive and end "
+              "positive (got head_dim ", head_dim, ", end ", end, ")");
+}
+// f32 (the parts of torchtitan's complex64), or f64 for an f64 model
+TensorOptions rotary_part_options(TensorOptions options) {
+  return options.dtype(options.dtype() == kDouble ? kDouble : kFloat).requires_grad(false);
+}
+}  // namespace
+
+Tensor precompute_freqs_cis(int64_t head_dim, int64_t end, double theta, bool scaling, TensorOptions options) {
+  check_rotary_args("precompute_freqs_cis", head_dim, end);
   const int64_t half = head_dim / 2;
   const RotaryTables& tables = rotary_tables(head_dim, end, theta, scaling);
-  // f32 (torchtitan's complex64), or f64 for an f64 model
-  TensorOptions o = options.dtype(options.dtype() == kDouble ? kDouble : kFloat).requires_grad(false);
+  std::vector<double> pairs(tables.cos.size() * 2);  // torch.polar's (cos, sin), interleaved
+  for (size_t i = 0; i < tables.cos.size(); ++i) pairs[2 * i] = tables.cos[i], pairs[2 * i + 1] = tables.sin[i];
+  autograd::NoGradGuard no_grad;
+  return view_as_complex(from_vector(pairs, {end, half, 2}, rotary_part_options(options)));
+}
+
+std::pair<Tensor, Tensor> precompute_freqs_cos_sin(int64_t head_dim, int64_t end, double theta, bool scaling,
+                                                   TensorOptions options) {
+  check_rotary_args("precompute_freqs_cos_sin", head_dim, end);
+  const int64_t half = head_dim / 2;
+  const RotaryTables& tables = rotary_tables(head_dim, end, theta, scaling);
+  const TensorOptions o = rotary_part_options(options);
   return {from_vector(tables.cos, {end, half}, o), from_vector(tables.sin, {end, half}, o)};
 }
 
-Tensor apply_rotary_emb(const Tensor& x, const Tensor& freqs_cos, const Tensor& freqs_sin) {
-  REMAT_CHECK(x.dim() == 4 && x.size(3) % 2 == 0 && freqs_cos.dim() == 2 && x.size(1) <= freqs_cos.size(0) &&
-                  freqs_cos.size(1) * 2 == x.size(3) && freqs_sin.sizes() == freqs_cos.sizes(),
-              "apply_rotary_emb: expected x [B, T, heads, 2 * half] and tables [>= T, half], got x ", x.sizes(),
-              ", cos ", freqs_cos.sizes(), ", sin ", freqs_sin.sizes());
-  const int64_t B = x.size(0), T = x.size(1), H = x.size(2), D = x.size(3), half = D / 2;
-  // torchtitan computes in f32 (xq.float()) and returns type_as(xq); an f64 model stays in f64.
+Tensor apply_rotary_emb(const Tensor& x, const Tensor& freqs_cis) {
+  // torchtitan computes in f32 (xq.float(), complex64) and returns type_as(xq); an f64 model stays
+  // in f64 (complex128).
   const ScalarType compute = x.dtype() == kDouble ? kDouble : kFloat;
-  Tensor xf = x.dtype() == compute ? x : x.to(compute);
-  std::vector<Tensor> pairs = unbind(xf.reshape({B, T, H, half, 2}), 4);  // real, imaginary parts
-  Tensor cos = freqs_cos.slice(0, 0, T).view({1, T, 1, half}), sin = freqs_sin.slice(0, 0, T).view({1, T, 1, half});
-  if (cos.dtype() != compute) cos = cos.to(compute), sin = sin.to(compute);
-  // (a + ib)(cos + i sin) = (a cos - b sin) + i (a sin + b cos): view_as_real, flatten(3)
-  Tensor re = sub(mul(pairs[0], cos), mul(pairs[1], sin));
-  Tensor im = add(mul(pairs[0], sin), mul(pairs[1], cos));
-  Tensor out = cat({re.unsqueeze(4), im.unsqueeze(4)}, 4).view({B, T, H, D});
-  return out.dtype() == x.dtype() ? out : out.to(x.dtype());
+  REMAT_CHECK(x.dim() == 4 && x.size(3) % 2 == 0 && freqs_cis.dim() == 2 && x.size(1) <= freqs_cis.size(0) &&
+                  freqs_cis.size(1) * 2 == x.size(3) && freqs_cis.dtype() == toComplexType(compute),
+              "apply_rotary_emb: expected x [B, T, heads, 2 * half] and freqs_cis [>= T, half] of dtype ",
+              toString(toComplexType(compute)), ", got x ", x.sizes(), " ", toString(x.dtype()), ", freqs_cis ",
+              freqs_cis.sizes(), " ", toString(freqs_cis.dtype()));
+  const int64_t B = x.size(0), T = x.size(1), H = x.size(2), D = x.size(3), half = D / 2;
+  Tensor xc = view_as_complex(x.to(compute).reshape({B, T, H, half, 2}));
+  Tensor f = freqs_cis.slice(0, 0, T).view({1, T, 1, half});  // reshape_for_broadcast
+  return view_as_real(mul(xc, f)).view({B, T, H, D}).to(x.dtype());  // flatten(3), type_as(x)
 }
 
 Tensor repeat_kv(const Tensor& x, int64_t n_rep) {
@@ -150,7 +165,7 @@ LlamaAttention::LlamaAttention(const LlamaConfig& c, Generator* g)
   sdpa_backend = c.sdpa_backend;
 }
 
-Tensor LlamaAttention::forward(const Tensor& x, const Tensor& freqs_cos, const Tensor& freqs_sin) const {
+Tensor LlamaAttention::forward(const Tensor& x, const Tensor& freqs_cis) const {
   auto s = enter();
   REMAT_CHECK(x.dim() == 3 && x.size(2) == wq->in_features, "Attention: expected input [B, T, ", wq->in_features,
               "], got ", x.sizes());
@@ -158,8 +173,8 @@ Tensor LlamaAttention::forward(const Tensor& x, const Tensor& freqs_cos, const T
   Tensor xq = wq->forward(x).view({B, T, n_heads, head_dim});
   Tensor xk = wk->forward(x).view({B, T, n_kv_heads, head_dim});
   Tensor xv = wv->forward(x).view({B, T, n_kv_heads, head_dim});
-  xq = apply_rotary_emb(xq, freqs_cos, freqs_sin);
-  xk = apply_rotary_emb(xk, freqs_cos, freqs_sin);
+  xq = apply_rotary_emb(xq, freqs_cis);
+  xk = apply_rotary_emb(xk, freqs_cis);
   Tensor keys = repeat_kv(xk, n_rep), values = repeat_kv(xv, n_rep);
   Tensor output;
   {
@@ -196,26 +211,24 @@ TransformerBlock::TransformerBlock(int64_t layer_id, const LlamaConfig& c, Gener
   weight_init_std = 0.02 / std::sqrt(2.0 * depth);
 }
 
-Tensor TransformerBlock::forward(const Tensor& x, const Tensor& freqs_cos, const Tensor& freqs_sin) const {
+Tensor TransformerBlock::forward(const Tensor& x, const Tensor& freqs_cis) const {
   auto s = enter();
-  Tensor h = x + attention->forward(attention_norm->forward(x), freqs_cos, freqs_sin);
+  Tensor h = x + attention->forward(attention_norm->forward(x), freqs_cis);
   return h + feed_forward->forward(ffn_norm->forward(h));
 }
 
 namespace {
-Tensor table(const LlamaConfig& c, bool sin) {
+Tensor table(const LlamaConfig& c) {
   REMAT_CHECK(c.vocab_size > 0 && c.n_layers > 0 && c.dim > 0 && c.n_heads > 0 && c.dim % c.n_heads == 0,
               "Llama: vocab_size, n_layers, dim and n_heads must be positive and dim divisible by n_heads (got ",
               c.vocab_size, ", ", c.n_layers, ", ", c.dim, ", ", c.n_heads, ")");
-  auto [cos_t, sin_t] = precompute_freqs_cos_sin(c.head_dim(), c.max_seq_len, c.rope_theta, c.rope_scaling, c.options);
-  return sin ? sin_t : cos_t;
+  return precompute_freqs_cis(c.head_dim(), c.max_seq_len, c.rope_theta, c.rope_scaling, c.options);
 }
 }  // namespace
 
 Llama::Llama(const LlamaConfig& c)
     : Module("Transformer"),
-      freqs_cos(register_buffer("freqs_cos", table(c, false))),
-      freqs_sin(register_buffer("freqs_sin", table(c, true))),
+      freqs_cis(register_buffer("freqs_cis", table(c))),
       config_(c),
       init_generator_(c.seed) {
   Generator* g = &init_generator_;
@@ -259,12 +272,11 @@ LlamaOutput Llama::forward(const Tensor& tokens, const Tensor& targets) const {
     remat::scope s("layers");
     for (size_t i = 0; i < blocks.size(); ++i) {
       const std::shared_ptr<TransformerBlock>& block = blocks[i];
-      const Tensor &c = freqs_cos, &sn = freqs_sin;
+      const Tensor& f = freqs_cis;
       if (checkpointing_.applies_to(static_cast<int64_t>(i)) && autograd::GradMode::is_enabled()) {
-        h = checkpoint([block, c, sn](const Tensor& x) { return block->forward(x, c, sn); }, h,
-                       checkpointing_.options());
+        h = checkpoint([block, f](const Tensor& x) { return block->forward(x, f); }, h, checkpointing_.options());
       } else {
-        h = block->forward(h, c, sn);
+        h = block->forward(h, f);
       }
     }
   }

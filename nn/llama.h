@@ -57,13 +57,18 @@ struct LlamaConfig {
   static LlamaConfig named(const std::string& name);  // "debugmodel" or "llama3_8b"
 };
 
-// The rotary tables [max_seq_len, head_dim / 2] of precompute_freqs_cis, as cos and sin (f32):
-// the real and imaginary parts of torchtitan's complex freqs_cis.
+// The rotary table of precompute_freqs_cis, [end, head_dim / 2] complex: cos + i sin of each
+// position times each frequency, computed in f64, then ComplexFloat (torchtitan's complex64), or
+// ComplexDouble for an f64 model (options' dtype kDouble).
+Tensor precompute_freqs_cis(int64_t head_dim, int64_t end, double theta, bool scaling, TensorOptions options = {});
+// The same table's real and imaginary parts, [end, head_dim / 2] each (f32, or f64 for kDouble).
 std::pair<Tensor, Tensor> precompute_freqs_cos_sin(int64_t head_dim, int64_t end, double theta, bool scaling,
                                                    TensorOptions options = {});
-// apply_rotary_emb on one of q or k, x [B, T, heads, head_dim]: consecutive pairs of x rotated as
-// complex numbers by the first T rows of cos/sin, computed in f32 and returned in x's dtype.
-Tensor apply_rotary_emb(const Tensor& x, const Tensor& freqs_cos, const Tensor& freqs_sin);
+// apply_rotary_emb on one of q or k, x [B, T, heads, head_dim], as torchtitan writes it:
+// view_as_complex of x's consecutive pairs (x.float()), times the first T rows of freqs_cis
+// (slice, view [1, T, 1, head_dim / 2]), view_as_real, flatten(3), type_as(x). In f32 (complex64),
+// or f64 (complex128) for an f64 x, whose freqs_cis must then be ComplexDouble.
+Tensor apply_rotary_emb(const Tensor& x, const Tensor& freqs_cis);
 // repeat_kv: x [B, T, n_kv_heads, head_dim] -> [B, T, n_kv_heads * n_rep, head_dim].
 Tensor repeat_kv(const Tensor& x, int64_t n_rep);
 
@@ -71,7 +76,7 @@ class LlamaAttention : public Module {
  public:
   LlamaAttention(const LlamaConfig& config, Generator* generator);
   // x [B, T, dim] -> [B, T, dim]; causal scaled_dot_product_attention under scope "inner_attention"
-  Tensor forward(const Tensor& x, const Tensor& freqs_cos, const Tensor& freqs_sin) const;
+  Tensor forward(const Tensor& x, const Tensor& freqs_cis) const;
   std::shared_ptr<Linear> wq, wk, wv, wo;
   int64_t n_heads, n_kv_heads, n_rep, head_dim;
   SDPBackend sdpa_backend = SDPBackend::MATH;
@@ -88,7 +93,7 @@ class TransformerBlock : public Module {
  public:
   TransformerBlock(int64_t layer_id, const LlamaConfig& config, Generator* generator);
   // h = x + attention(attention_norm(x)); h + feed_forward(ffn_norm(h))
-  Tensor forward(const Tensor& x, const Tensor& freqs_cos, const Tensor& freqs_sin) const;
+  Tensor forward(const Tensor& x, const Tensor& freqs_cis) const;
   std::shared_ptr<RMSNorm> attention_norm, ffn_norm;
   std::shared_ptr<LlamaAttention> attention;
   std::shared_ptr<FeedForward> feed_forward;
@@ -116,8 +121,7 @@ class Llama : public Module {
   std::vector<std::shared_ptr<TransformerBlock>> blocks;
   std::shared_ptr<RMSNorm> norm;
   std::shared_ptr<Linear> output;
-  Tensor& freqs_cos;  // buffers [max_seq_len, head_dim / 2], f32
-  Tensor& freqs_sin;
+  Tensor& freqs_cis;  // buffer [max_seq_len, head_dim / 2], ComplexFloat (ComplexDouble for an f64 model)
 
  private:
   void init_weights();

@@ -87,12 +87,14 @@ const char* dtype_name(ScalarType t) {
     case kHalf: return "F16";
     case kLong: return "I64";
     case kBool: return "BOOL";
+    case kComplexFloat: return "C64";    // safetensors' complex64
+    case kComplexDouble: return "C128";  // no safetensors dtype: files remat alone reads
   }
   return "?";
 }
 
 bool dtype_from_name(const std::string& name, ScalarType* out) {
-  for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf, kLong, kBool}) {
+  for (ScalarType t : {kFloat, kDouble, kBFloat16, kHalf, kLong, kBool, kComplexFloat, kComplexDouble}) {
     if (name == dtype_name(t)) {
       *out = t;
       return true;

@@ -31,6 +31,15 @@ inline void check_no_copy_out_of_meta(const char* op, const Tensor& src, const D
               src.sizes(), " copied to ", dst, ")");
 }
 
+// A copy from or to a complex dtype keeps the dtype (remat converts no complex values: PyTorch
+// would drop the imaginary part with a warning, or make one of zeros).
+inline void check_complex_copy(const char* op, const Tensor& src, ScalarType dst) {
+  REMAT_CHECK((!isComplexType(src.dtype()) && !isComplexType(dst)) || src.dtype() == dst, op,
+              ": not implemented for '", toString(isComplexType(src.dtype()) ? src.dtype() : dst), "' to or from '",
+              toString(isComplexType(src.dtype()) ? dst : src.dtype()),
+              "' (remat copies complex tensors only to their own dtype)");
+}
+
 // _to_copy's kernels convert self on its own device into this tensor: out itself when out is on
 // that device, else a new tensor there whose bytes are then moved to out.
 inline Tensor to_copy_staging(const Tensor& out, const Tensor& self) {
@@ -64,7 +73,9 @@ struct structured_copy_ {
   using Sig = Tensor(const Tensor&, const Tensor&);
   static constexpr const char* inplace_name = "aten::copy_";
   static constexpr const char* inplace_schema = "(Tensor(a!) self, Tensor src) -> Tensor(a!)";
+  static constexpr bool supports_complex = true;  // complex to the same complex dtype
   static void inplace_meta(const char* op, const Tensor& self, const Tensor& src) {
+    check_complex_copy(op, src, self.dtype());
     check_copy(self, src);
     check_no_copy_out_of_meta(op, src, self.device());
   }
@@ -82,6 +93,7 @@ struct structured_clone {
   using Sig = Tensor(const Tensor&);
   static constexpr const char* name = "aten::clone";
   static constexpr const char* schema = "(Tensor self) -> Tensor";
+  static constexpr bool supports_complex = true;
   static TensorMeta meta(const char*, const Tensor& self) { return like(self); }
   // out = self (a copy)
   static autograd::Derivative derivative() {
@@ -98,8 +110,10 @@ struct structured__to_copy {
   using Sig = Tensor(const Tensor&, std::optional<ScalarType>, std::optional<Device>);
   static constexpr const char* name = "aten::_to_copy";
   static constexpr const char* schema = "(Tensor self, ScalarType? dtype=None, Device? device=None) -> Tensor";
+  static constexpr bool supports_complex = true;  // complex to the same complex dtype (a move)
   static TensorMeta meta(const char* op, const Tensor& self, std::optional<ScalarType> dtype,
                          std::optional<Device> device) {
+    check_complex_copy(op, self, dtype.value_or(self.dtype()));
     const Device dev = device.value_or(self.device());
     check_no_copy_out_of_meta(op, self, dev);
     return {self.sizes(), dtype.value_or(self.dtype()), dev};

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ops/attention_defs.h"
+#include "ops/complex_defs.h"
 #include "ops/copy_defs.h"
 #include "ops/dropout_defs.h"
 #include "ops/embedding_defs.h"
@@ -37,6 +38,7 @@ void for_each_def(const F& f) {
   for_each_flash_attention_def(f);
   for_each_efficient_attention_def(f);
   for_each_fused_optimizer_def(f);
+  for_each_complex_def(f);
 }
 
 }  // namespace remat::ops

@@ -4,6 +4,7 @@
 
 #include "engine/dispatch/dispatcher.h"
 #include "ops/attention_defs.h"
+#include "ops/complex_defs.h"
 #include "ops/copy_defs.h"
 #include "ops/dropout_defs.h"
 #include "ops/embedding_defs.h"
@@ -202,6 +203,9 @@ Tensors split_with_sizes(T a, const Shape& sizes, int64_t dim) {
 }
 Tensors split(T a, int64_t size, int64_t dim) { return call_def<ops::structured_split>(a, size, dim); }
 Tensor _unsafe_view(T a, const Shape& s) { return call_def<ops::structured__unsafe_view>(a, s); }
+Tensor view_as_real(T a) { return call_def<ops::structured_view_as_real>(a); }
+Tensor view_as_complex(T a) { return call_def<ops::structured_view_as_complex>(a); }
+Tensor conj_physical(T a) { return call_def<ops::structured_conj_physical>(a); }
 Tensors chunk(T a, int64_t chunks, int64_t dim) { return call_def<ops::structured_chunk>(a, chunks, dim); }
 
 Tensor clone(T a) { return call_def<ops::structured_clone>(a); }

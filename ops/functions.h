@@ -186,6 +186,11 @@ std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim = 0);
 // a's data with shape size, as view(a, size), but not a view: autograd treats it as a new tensor
 // (aten::_unsafe_view: what matmul returns its bmm's output as, and reshape its copy as).
 Tensor _unsafe_view(const Tensor& a, const Shape& size);
+// complex [...] <-> real [..., 2], sharing storage (aten::view_as_real, aten::view_as_complex)
+Tensor view_as_real(const Tensor& a);
+Tensor view_as_complex(const Tensor& a);
+// the complex conjugate, a new tensor (aten::conj_physical; remat has no lazy conjugate bit)
+Tensor conj_physical(const Tensor& a);
 
 // ---- copies and conversions ----
 Tensor clone(const Tensor& a);

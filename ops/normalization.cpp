@@ -197,7 +197,35 @@ Tensor layer_norm_composite(const Tensor& input, const Shape& normalized_shape, 
   return std::get<0>(native_layer_norm(input, normalized_shape, weight, bias, eps));
 }
 
+// layer_norm.cpp's rms_norm_composite (_fused_rms_norm's CompositeImplicitAutograd kernel): in the
+// input's opmath dtype (Float for BFloat16/Half), rsqrt(pow(x, 2).mean(dims, keepdim).add_(eps)),
+// x times it, times weight, cast back (type_as). Each step is an op of its own, recorded by
+// autograd and seen by a dispatch mode, as PyTorch runs it.
+Tensor rms_norm_decomposed(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, double eps) {
+  Shape dims;
+  for (size_t i = 0; i < normalized_shape.size(); ++i) dims.push_back(input.dim() - 1 - static_cast<int64_t>(i));
+  const ScalarType opmath = stat_dtype_for(input.dtype());
+  const Tensor upcast = input.to(opmath);  // no op for Float and Double
+  // eps as the opmath type holds it (PyTorch's `float eps_val` for Float)
+  const double e = opmath == kFloat ? static_cast<double>(static_cast<float>(eps)) : eps;
+  Tensor ms = mean(pow(upcast, 2.0), dims, /*keepdim=*/true);
+  add_(ms, e);
+  const Tensor rstd = rsqrt(ms);
+  Tensor out = mul(upcast, rstd);
+  if (weight.defined()) out = mul(out, weight);
+  return out.contiguous().to(input.dtype());
+}
+
+// layer_norm.cpp's rms_norm_symint: _fused_rms_norm, except where PyTorch 2.15 runs the composite.
+// _fused_rms_norm has its own kernel on CUDA alone (native_functions.yaml: CUDA, MPS, XPU, else
+// CompositeImplicitAutograd), so on the CPU, and on a Meta dry run counting like the CPU, it is the
+// composite; also when the weight's dtype is not the input's (PyTorch's "Can not dispatch to fused
+// implementation"). A Meta dry run counting like CUDA runs the fused op, as CUDA does.
 Tensor rms_norm_composite(const Tensor& input, const Shape& normalized_shape, const Tensor& weight, double eps) {
+  RmsNorm::meta("aten::rms_norm", input, normalized_shape, weight, eps);  // _check_rms_norm_inputs
+  const bool fused = input.device().is_cuda() || (input.is_meta() && cuda_temporaries::imitating());
+  if (!fused || (weight.defined() && weight.dtype() != input.dtype()))
+    return rms_norm_decomposed(input, normalized_shape, weight, eps);
   return std::get<0>(_fused_rms_norm(input, normalized_shape, weight, eps));
 }
 

@@ -100,3 +100,25 @@ int64_t prod(const Shape& s, size_t begin, size_t end) {
 }
 
 }  // namespace remat::ops
+
+namespace remat::ops {
+
+Tensor complex_as_real(const Tensor& t, const Shape& sizes) {
+  Shape strides = t.sizes() == sizes ? t.strides() : broadcast_strides(t, sizes), real_sizes = sizes;
+  for (int64_t& s : strides) s *= 2;
+  real_sizes.push_back(2);
+  strides.push_back(1);
+  return make_alias(t, toRealValueType(t.dtype()), real_sizes, strides, t.storage_offset() * 2);
+}
+
+}  // namespace remat::ops
+
+namespace remat::ops::structured {
+
+void throw_complex_not_implemented(const char* op, ScalarType dtype) {
+  throw Error(detail::str(op, ": not implemented for '", toString(dtype),
+                          "' (remat computes on complex tensors in view_as_complex, view_as_real, mul, "
+                          "conj_physical and the copies alone)"));
+}
+
+}  // namespace remat::ops::structured

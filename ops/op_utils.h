@@ -39,6 +39,10 @@ kernels::cpu::LoopShape make_loop(const Tensor& out, std::initializer_list<const
 // Element strides of t broadcast to sizes (right-aligned).
 Shape broadcast_strides(const Tensor& t, const Shape& sizes);
 
+// A copy between tensors of one complex dtype as a copy of reals: t's complex elements as pairs
+// [..., 2] (view_as_real's geometry, without the op), t broadcast to sizes first.
+Tensor complex_as_real(const Tensor& t, const Shape& sizes);
+
 // Row-major size of dims [begin, end).
 int64_t prod(const Shape& s, size_t begin, size_t end);
 

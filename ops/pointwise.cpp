@@ -10,6 +10,7 @@
 
 #include "engine/dispatch/library.h"
 #include "kernels/cpu/activation.h"
+#include "kernels/cpu/complex.h"
 #include "kernels/cpu/pointwise.h"
 #include "kernels/cpu/pointwise_ops.h"
 #include "ops/cpu_utils.h"
@@ -37,9 +38,26 @@ void unary_cpu(const char* op, const Tensor& out, const Tensor& a) {
   });
 }
 
+// mul of complex tensors (the one binary op that takes them: ops/pointwise_defs.h), both of out's dtype.
+void complex_mul_cpu(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  REMAT_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(), op, ": complex operands must have one dtype (got ",
+              toString(a.dtype()), " and ", toString(b.dtype()), ")");
+  auto loop = make_loop(out, {&a, &b});
+  if (out.dtype() == kComplexFloat) {
+    cpu::complex_mul_kernel(loop, out.data_ptr<std::complex<float>>(), a.data_ptr<std::complex<float>>(),
+                            b.data_ptr<std::complex<float>>());
+  } else {
+    cpu::complex_mul_kernel(loop, out.data_ptr<std::complex<double>>(), a.data_ptr<std::complex<double>>(),
+                            b.data_ptr<std::complex<double>>());
+  }
+}
+
 template <class Op>
 void binary_cpu(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
   const ScalarType dt = out.dtype();
+  if constexpr (std::is_same_v<Op, cpu::MulOp>) {
+    if (isComplexType(dt)) return complex_mul_cpu(op, out, a, b);
+  }
   if (a.dtype() == dt && b.dtype() == dt && a.is_contiguous() && b.is_contiguous() && out.is_contiguous() &&
       a.sizes() == out.sizes() && b.sizes() == out.sizes()) {
     // Same shape, contiguous: one flat loop (the common case; skips the iteration setup).

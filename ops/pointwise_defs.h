@@ -85,6 +85,16 @@ namespace remat::ops {
 #undef REMAT_VARIANT_INPLACE
 #undef REMAT_VARIANT_NO_INPLACE
 
+// mul (and mul_) is the one elementwise op of the table that computes on complex tensors (the
+// rotary embeddings' product); the others refuse them (ops/structured.h).
+namespace structured {
+template <>
+struct SupportsComplex<structured_mul, void> : std::true_type {};
+}  // namespace structured
+
+// other.conj() where a derivative needs it (FunctionsManual.cpp): a copy for complex, t itself else.
+inline Tensor conj_if_complex(const Tensor& t) { return isComplexType(t.dtype()) ? conj_physical(t) : t; }
+
 // ---- the derivatives (derivatives.yaml's entries of these ops): each row's Def declares
 // derivative() (and, with INPLACE, inplace_derivative()); its rule follows, in the table's order.
 // Each returns one gradient per tensor input, built from dispatcher ops, so dispatch modes see
@@ -186,19 +196,20 @@ inline autograd::Derivative structured_sub::derivative() {
   });
 }
 // out = self * other
+// (FunctionsManual.cpp's mul_tensor_backward: grad * other.conj(), the conjugate for complex operands)
 inline autograd::Derivative structured_mul::derivative() {
   using namespace autograd;
   return rule({arg(0, {1}), arg(1, {0})}, [](C c) -> G {
-    return {if_needed(c, 0, [&] { return sum_to(mul(c.grad(), c.input(1)), c.meta(0)); }),
-            if_needed(c, 1, [&] { return sum_to(mul(c.grad(), c.input(0)), c.meta(1)); })};
+    return {if_needed(c, 0, [&] { return sum_to(mul(c.grad(), conj_if_complex(c.input(1))), c.meta(0)); }),
+            if_needed(c, 1, [&] { return sum_to(mul(c.grad(), conj_if_complex(c.input(0))), c.meta(1)); })};
   });
 }
 // self *= other (self keeps its shape: its gradient needs no sum_to)
 inline autograd::Derivative structured_mul::inplace_derivative() {
   using namespace autograd;
   return rule({arg(0, {1}), arg(1, {0})}, [](C c) -> G {
-    return {if_needed(c, 0, [&] { return mul(c.grad(), c.input(1)); }),
-            if_needed(c, 1, [&] { return sum_to(mul(c.grad(), c.input(0)), c.meta(1)); })};
+    return {if_needed(c, 0, [&] { return mul(c.grad(), conj_if_complex(c.input(1))); }),
+            if_needed(c, 1, [&] { return sum_to(mul(c.grad(), conj_if_complex(c.input(0))), c.meta(1)); })};
   });
 }
 // out = self / other

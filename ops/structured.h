@@ -97,6 +97,32 @@ template <class Def, class... Outs>
 bool runs_kernel(const Outs&... outs) {
   return RunsOnEmpty<Def>::value || ((outs.numel() > 0) || ...);
 }
+// Whether Def computes on complex tensors: a Def with `static constexpr bool supports_complex = true`
+// (mul, the copies, conj_physical; or a specialization of SupportsComplex). Every other structured
+// op refuses a complex argument, on every backend, before its meta function runs (refuse_complex).
+template <class Def, class = void>
+struct SupportsComplex : std::false_type {};
+template <class Def>
+struct SupportsComplex<Def, std::void_t<decltype(Def::supports_complex)>> : std::bool_constant<Def::supports_complex> {};
+
+// "<op>: not implemented for 'ComplexFloat'" (PyTorch's phrase) for a complex Tensor argument.
+[[noreturn]] void throw_complex_not_implemented(const char* op, ScalarType dtype);
+template <class Def, class... Args>
+void refuse_complex(const char* op, const Args&... args) {
+  if constexpr (!SupportsComplex<Def>::value) {
+    auto check = [op](const auto& a) {
+      using A = std::decay_t<decltype(a)>;
+      if constexpr (std::is_same_v<A, Tensor>) {
+        if (a.defined() && isComplexType(a.dtype())) throw_complex_not_implemented(op, a.dtype());
+      } else if constexpr (std::is_same_v<A, std::vector<Tensor>>) {
+        for (const Tensor& t : a)
+          if (t.defined() && isComplexType(t.dtype())) throw_complex_not_implemented(op, t.dtype());
+      }
+    };
+    (check(args), ...);
+  }
+}
+
 template <class Def, class = void>
 struct HasInplaceTags : std::false_type {};
 template <class Def>
@@ -159,6 +185,7 @@ struct Variants<Tensor(Args...)> {
   // out = op(args...): meta, allocate, kernel (nothing to compute for an empty output).
   template <class Def, class Backend, auto Impl>
   static Tensor functional(Args... args) {
+    refuse_complex<Def>(Def::name, args...);
     const TensorMeta m = Def::meta(Def::name, args...);
     Tensor out = Backend::empty(m);
     if (runs_kernel<Def>(out)) Backend::run(out, [&] { Impl(Def::name, out, args...); });
@@ -167,6 +194,7 @@ struct Variants<Tensor(Args...)> {
   // self op= args...: the in-place checks, the same kernel with self as its output, a version bump.
   template <class Def, class Backend, auto Impl>
   static Tensor inplace(const Tensor& self, Args... rest) {
+    refuse_complex<Def>(Def::inplace_name, self, rest...);
     Def::inplace_meta(Def::inplace_name, self, rest...);
     if (self.numel() > 0) Backend::run(self, [&] { Impl(Def::inplace_name, self, self, rest...); });
     bump_written<written_arguments(Def::inplace_schema)>(self, rest...);
@@ -175,6 +203,7 @@ struct Variants<Tensor(Args...)> {
   // The Meta kernels: the meta function alone (an output on Meta, or self with its version bumped).
   template <class Def, auto Temporaries>
   static Tensor meta_functional(Args... args) {
+    refuse_complex<Def>(Def::name, args...);
     TensorMeta m = Def::meta(Def::name, args...);
     m.device = Device{kMeta};
     Tensor out = empty_from(m);
@@ -185,6 +214,7 @@ struct Variants<Tensor(Args...)> {
   }
   template <class Def, auto Temporaries>
   static Tensor meta_inplace(const Tensor& self, Args... rest) {
+    refuse_complex<Def>(Def::inplace_name, self, rest...);
     Def::inplace_meta(Def::inplace_name, self, rest...);
     if constexpr (!std::is_null_pointer_v<decltype(Temporaries)>) {
       if (self.numel() > 0) Temporaries(self, self, rest...);  // as the backend's kernel runs
@@ -202,6 +232,7 @@ template <class... Outs, class... Args>
 struct Variants<std::tuple<Outs...>(Args...)> {
   template <class Def, class Backend, auto Impl>
   static std::tuple<Outs...> functional(Args... args) {
+    refuse_complex<Def>(Def::name, args...);
     std::tuple<Outs...> outs =
         allocate(Def::meta(Def::name, args...), [](const TensorMeta& m) { return Backend::empty(m); });
     std::apply(
@@ -213,6 +244,7 @@ struct Variants<std::tuple<Outs...>(Args...)> {
   }
   template <class Def, auto Temporaries>
   static std::tuple<Outs...> meta_functional(Args... args) {
+    refuse_complex<Def>(Def::name, args...);
     std::tuple<Outs...> outs = allocate(Def::meta(Def::name, args...), [](TensorMeta m) {
       m.device = Device{kMeta};
       return empty_from(m);
@@ -301,6 +333,7 @@ struct BufferedVariants<R(Args...)> {
   // the meta function, then what the kernel allocates, then the kernel (none: the Meta kernel)
   template <class Def, class Backend, class Copies, auto Impl>
   static R functional(Args... args) {
+    refuse_complex<Def>(Def::name, args...);
     const auto g = Def::meta(Def::name, args...);
     R outputs;
     Backend::run(first_tensor(args...), [&] {

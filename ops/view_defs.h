@@ -38,6 +38,9 @@ std::vector<Tensor> split_with_sizes_kernel(const Tensor& self, const Shape& spl
 std::vector<Tensor> split_kernel(const Tensor& self, int64_t split_size, int64_t dim);
 Tensor t_kernel(const Tensor& self);
 Tensor unsafe_view_kernel(const Tensor& self, const Shape& size);
+// ATen/native/ComplexHelper.h's views (in ops/view_ops.cpp)
+Tensor view_as_real_kernel(const Tensor& self);
+Tensor view_as_complex_kernel(const Tensor& self);
 std::vector<Tensor> chunk_composite(const Tensor& self, int64_t chunks, int64_t dim);
 
 // The table: X(NAME, OP, SCHEMA, KIND, FN) for each view op (NAME: the Def is structured_NAME; OP:
@@ -61,7 +64,9 @@ std::vector<Tensor> chunk_composite(const Tensor& self, int64_t chunks, int64_t 
   X(split_with_sizes, "split_with_sizes", "(Tensor(a) self, int[] split_sizes, int dim=0) -> Tensor(a)[]", kernel, split_with_sizes_kernel) \
   X(split, "split", "(Tensor(a) self, int split_size, int dim=0) -> Tensor(a)[]", kernel, split_kernel) \
   X(chunk, "chunk", "(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]", composite, chunk_composite) \
-  X(_unsafe_view, "_unsafe_view", "(Tensor self, int[] size) -> Tensor", kernel, unsafe_view_kernel)
+  X(_unsafe_view, "_unsafe_view", "(Tensor self, int[] size) -> Tensor", kernel, unsafe_view_kernel) \
+  X(view_as_real, "view_as_real", "(Tensor(a) self) -> Tensor(a)", kernel, view_as_real_kernel) \
+  X(view_as_complex, "view_as_complex", "(Tensor(a) self) -> Tensor(a)", kernel, view_as_complex_kernel)
 
 // A kernel's Def declares its derivative (defined below); a composite has none: its gradient comes
 // from the ops it calls (CompositeImplicitAutograd).
@@ -190,6 +195,19 @@ inline autograd::Derivative structured_split::derivative() {
 inline autograd::Derivative structured__unsafe_view::derivative() {
   using namespace autograd;
   return rule({}, [](C c) -> G { return {reshape(c.grad(), c.meta(0).shape)}; });
+}
+
+// out = self's complex elements as pairs of reals [..., 2]: the gradient read back as complex
+// (derivatives.yaml: view_as_complex(grad.contiguous()))
+inline autograd::Derivative structured_view_as_real::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G { return {view_as_complex(c.grad().contiguous())}; });
+}
+// out = self's pairs [..., 2] as complex elements: the gradient read back as pairs
+// (derivatives.yaml: view_as_real(grad.contiguous().resolve_conj()); remat has no lazy conjugate)
+inline autograd::Derivative structured_view_as_complex::derivative() {
+  using namespace autograd;
+  return rule({}, [](C c) -> G { return {view_as_real(c.grad().contiguous())}; });
 }
 
 // Whether a view's Def names a kernel (else a composite).

@@ -24,8 +24,8 @@ using remat::autograd::CreationMeta;
 // made under no_grad must not be modified in place with grad on; neither may one of several
 // views one op returns.
 Tensor make_view(const Tensor& self, const Shape& sizes, const Shape& strides, int64_t storage_offset,
-                 bool one_of_several = false) {
-  Tensor out = make_alias(self, sizes, strides, storage_offset);
+                 bool one_of_several = false, std::optional<ScalarType> dtype = std::nullopt) {
+  Tensor out = make_alias(self, dtype.value_or(self.dtype()), sizes, strides, storage_offset);
   CreationMeta creation = !remat::autograd::GradMode::is_enabled() ? CreationMeta::NO_GRAD_MODE
                           : one_of_several                  ? CreationMeta::MULTI_OUTPUT_NODE
                                                             : CreationMeta::DEFAULT;
@@ -327,6 +327,39 @@ Tensor detach_kernel(const Tensor& self) {
 }
 
 // Each Def's schema, and its kernel at every backend (or its composite).
+// ATen/native/ComplexHelper.h: view_as_real reads each complex element as two reals (the last
+// dim, stride 1), view_as_complex the reverse; the storage is shared, strides and offset scale by 2.
+Tensor view_as_real_kernel(const Tensor& self) {
+  REMAT_CHECK(isComplexType(self.dtype()), "aten::view_as_real: view_as_real is only supported for complex tensors "
+              "(got ", toString(self.dtype()), ")");
+  Shape sizes = self.sizes(), strides = self.strides();
+  for (int64_t& s : strides) s *= 2;
+  sizes.push_back(2);
+  strides.push_back(1);
+  return make_view(self, sizes, strides, self.storage_offset() * 2, false, toRealValueType(self.dtype()));
+}
+
+Tensor view_as_complex_kernel(const Tensor& self) {
+  const char* op = "aten::view_as_complex";
+  REMAT_CHECK(self.dtype() == kFloat || self.dtype() == kDouble, op,
+              ": view_as_complex is only supported for float and double tensors, but got a tensor of scalar type: ",
+              toString(self.dtype()));
+  REMAT_CHECK(self.dim() > 0, op, ": Input tensor must have one or more dimensions");
+  REMAT_CHECK(self.sizes().back() == 2, op, ": Tensor must have a last dimension of size 2 (got shape ",
+              self.sizes(), ")");
+  REMAT_CHECK(self.strides().back() == 1, op, ": Tensor must have a last dimension with stride 1 (got strides ",
+              self.strides(), ")");
+  Shape sizes(self.sizes().begin(), self.sizes().end() - 1), strides(self.strides().begin(), self.strides().end() - 1);
+  for (int64_t& s : strides) {
+    REMAT_CHECK(s % 2 == 0, op, ": Tensor must have a stride divisible by 2 for all but last dimension (got strides ",
+                self.strides(), ")");
+    s /= 2;
+  }
+  REMAT_CHECK(self.storage_offset() % 2 == 0, op, ": Tensor must have a storage_offset divisible by 2 (got ",
+              self.storage_offset(), ")");
+  return make_view(self, sizes, strides, self.storage_offset() / 2, false, toComplexType(self.dtype()));
+}
+
 REMAT_LIBRARY_FRAGMENT(aten, m) {
   for_each_view_def([&](auto def) {
     using Def = typename decltype(def)::type;

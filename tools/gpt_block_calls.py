@@ -41,14 +41,16 @@ def as_json(calls):
     return [{"op": op, "outputs": [{"dtype": d, "shape": list(s)} for d, s in outs]} for op, outs in calls]
 
 
-def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "tests", "nn", "data", "gpt_block_calls.json")
-    doc = {"pytorch": torch.__version__.split("+")[0], "sizes": SIZES,
-           **{name: as_json(block_calls(dtype)) for name, dtype in DTYPES.items()}}
+def write(file_name, sizes, dtypes, calls_of):
+    """Writes tests/nn/data/<file_name> (or argv[1]): the PyTorch version, the sizes, and per dtype name the
+    calls calls_of(dtype) recorded (tools/llama_block_calls.py writes its file through this too)."""
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "tests", "nn", "data", file_name)
+    doc = {"pytorch": torch.__version__.split("+")[0], "sizes": sizes,
+           **{name: as_json(calls_of(dtype)) for name, dtype in dtypes.items()}}
     with open(out, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
 
 
 if __name__ == "__main__":
-    main()
+    write("gpt_block_calls.json", SIZES, DTYPES, block_calls)

@@ -46,7 +46,7 @@ DifferentiableViewMeta* get_view_autograd_meta(const Tensor& t) {
 }
 
 void as_view(const Tensor& base, const Tensor& view, CreationMeta creation_meta) {
-  if (!isFloatingType(view.dtype())) return;  // never requires grad: nothing to track
+  if (!isDifferentiableType(view.dtype())) return;  // never requires grad: nothing to track
   REMAT_INTERNAL_ASSERT(get_autograd_meta(view) == nullptr, "as_view: the view already has autograd metadata");
   Tensor root = base;
   if (DifferentiableViewMeta* base_meta = get_view_autograd_meta(base)) {
@@ -229,8 +229,8 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
               "you can only change requires_grad flags of leaf variables. If you want to use a "
               "computed variable in a subgraph that doesn't require differentiation use "
               "var_no_grad = var.detach().");
-  REMAT_CHECK(!requires_grad || isFloatingType(dtype()),
-              "only Tensors of floating point dtype can require gradients (got ", remat::toString(dtype()), ")");
+  REMAT_CHECK(!requires_grad || isDifferentiableType(dtype()),
+              "only Tensors of floating point and complex dtype can require gradients (got ", remat::toString(dtype()), ")");
   if (m == nullptr && !requires_grad) return *this;
   m = autograd::impl::materialize_autograd_meta(*this);
   m->requires_grad_ = requires_grad;

@@ -50,8 +50,12 @@ Tensor make_empty(Shape sizes, ScalarType dtype, Device device) {
 }
 
 Tensor make_alias(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t storage_offset) {
-  auto impl = make_intrusive<TensorImpl>(base.impl()->storage(), base.dtype(), sizes, strides,
-                                         storage_offset);
+  return make_alias(base, base.dtype(), sizes, strides, storage_offset);
+}
+
+Tensor make_alias(const Tensor& base, ScalarType dtype, const Shape& sizes, const Shape& strides,
+                  int64_t storage_offset) {
+  auto impl = make_intrusive<TensorImpl>(base.impl()->storage(), dtype, sizes, strides, storage_offset);
   impl->set_is_view(true);
   return Tensor(std::move(impl));
 }

@@ -206,6 +206,10 @@ Tensor make_empty_strided(Shape sizes, Shape strides, ScalarType dtype, Device d
 // A tensor that aliases `base`'s storage with new geometry (what view ops build). Shares the
 // storage and therefore the version counter.
 Tensor make_alias(const Tensor& base, const Shape& sizes, const Shape& strides, int64_t storage_offset);
+// The same, reading the storage as another dtype (view_as_real, view_as_complex): sizes, strides
+// and storage_offset count elements of `dtype`.
+Tensor make_alias(const Tensor& base, ScalarType dtype, const Shape& sizes, const Shape& strides,
+                  int64_t storage_offset);
 
 // Says what a tensor's bytes are, for the memory tracker (memory_context.h): the storage is
 // re-labelled when `category` ranks before its current one. No-op for an undefined tensor.

@@ -263,7 +263,7 @@ class AutogradKernel : public WrapperKernel {
     size_t out_index = 0;
     auto connect = [&](const Tensor& t) {
       size_t i = out_index++;
-      bool differentiable = t.defined() && isFloatingType(t.dtype());
+      bool differentiable = t.defined() && isDifferentiableType(t.dtype());
       for (size_t nd : d_.non_differentiable_outputs) differentiable = differentiable && nd != i;
       if (!differentiable) {
         node->add_input_metadata(t.defined() ? t : make_empty({}, kFloat, Device{kMeta}));
@@ -338,11 +338,11 @@ void autograd_not_implemented_fallback(const OperatorHandle& op, DispatchKeySet 
   for (size_t i = first; i < stack->size(); ++i) {
     if (op.schema().is_aliasing_return(i - first)) continue;
     IValue& r = (*stack)[i];
-    if (r.isTensor() && isFloatingType(r.toTensor().dtype())) {
+    if (r.isTensor() && isDifferentiableType(r.toTensor().dtype())) {
       impl::set_history(r.toTensor(), node);
     } else if (r.isTensorList()) {
       for (const Tensor& t : r.toTensorListRef())
-        if (t.defined() && isFloatingType(t.dtype())) impl::set_history(t, node);
+        if (t.defined() && isDifferentiableType(t.dtype())) impl::set_history(t, node);
     }
   }
 }

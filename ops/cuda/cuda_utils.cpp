@@ -30,6 +30,8 @@ void copy_into_cuda(const Tensor& out, const Tensor& in) {
   if (out.numel() == 0) return;
   REMAT_INTERNAL_ASSERT(out.is_cuda() && in.device() == out.device(), "copy_into_cuda: ", in.device(), " -> ",
                         out.device());
+  if (isComplexType(out.dtype()) && in.dtype() == out.dtype())  // two reals per element
+    return copy_into_cuda(complex_as_real(out, out.sizes()), complex_as_real(in, out.sizes()));
   cuda::CUDAGuard guard(out.device());
   kc::copy(out.dtype(), in.dtype(), cuda_loop(out, {&in}), out.data_ptr(), in.data_ptr(), cuda_stream(out.device()));
 }

@@ -5,6 +5,7 @@
 // meta function has run when a kernel starts (ops/structured.h), and out is not empty; the device
 // guard is CUDABackend's (ops/cuda/cuda_utils.h).
 #include "engine/dispatch/library.h"
+#include "kernels/cuda/complex.h"
 #include "kernels/cuda/pointwise.h"
 #include "kernels/cuda/pointwise_ops.h"
 #include "ops/cuda/cuda_utils.h"
@@ -34,6 +35,15 @@ void unary_cuda(const char* op, const Tensor& out, const Tensor& a) {
 
 template <kc::BinaryOp Op>
 void binary_cuda(const char* op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  if constexpr (Op == kc::BinaryOp::Mul) {
+    if (isComplexType(out.dtype())) {  // mul alone takes complex tensors (ops/pointwise_defs.h)
+      REMAT_CHECK(a.dtype() == out.dtype() && b.dtype() == out.dtype(), op,
+                  ": complex operands must have one dtype (got ", toString(a.dtype()), " and ", toString(b.dtype()), ")");
+      kc::complex_mul(out.dtype(), cuda_loop(out, {&a, &b}), out.data_ptr(), a.data_ptr(), b.data_ptr(),
+                      cuda_stream(out.device()));
+      return;
+    }
+  }
   require_numeric(out.dtype(), op);
   Tensor ac = cast_cuda(a, out.dtype()), bc = cast_cuda(b, out.dtype());
   kc::binary(Op, out.dtype(), cuda_loop(out, {&ac, &bc}), out.data_ptr(), ac.data_ptr(), bc.data_ptr(),

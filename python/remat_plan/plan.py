@@ -14,7 +14,7 @@ from .fingerprint import PREFIX, fingerprint
 FORMAT = "remat-plan"
 VERSION = 1
 DECISIONS = ("save", "recompute", "offload")
-DTYPES = ("f32", "f64", "bf16", "f16", "i64", "bool")
+DTYPES = ("f32", "f64", "bf16", "f16", "i64", "bool", "complex64", "complex128")
 COUNTERS = ("allocated", "reserved")
 DEVICES = ("cpu", "cuda")
 PLAN_DTYPES = ("f32", "bf16")

@@ -1,10 +1,12 @@
 # no PyTorch counterpart: bench/torch_reference.py --plan, the twin GPT trained under a plan, at a tiny size.
+import importlib
 import json
 import os
 import subprocess
 import sys
 import types
 
+import pytest
 import torch
 
 import remat_plan
@@ -61,20 +63,23 @@ def test_plan_for_another_dtype_is_refused(write_plan):
     assert r.returncode != 0 and "the plan is for dtype bf16; run with --dtype bf16 (got f32)" in r.stderr
 
 
-def test_the_twins_block_runs_the_calls_remat_runs():
-    # tests/nn/data/gpt_block_calls.json pins the twin's block calls (tools/gpt_block_calls.py wrote it);
-    # tests/nn/transformer_test.cpp checks remat's nn::Block against the same file. Both pass: a plan
-    # made by remat applies to the twin call by call.
+@pytest.mark.parametrize("tool", ["gpt_block_calls", "llama_block_calls"])
+def test_the_twins_block_runs_the_calls_remat_runs(tool):
+    # tests/nn/data/<tool>.json pins a twin's block calls (tools/<tool>.py wrote it): the GPT's
+    # (tests/nn/transformer_test.cpp checks remat's nn::Block against it) and the Llama's (PyTorch 2.15's
+    # CPU RMSNorm composite, the rotary embeddings through complex64, the fused attention;
+    # tests/nn/llama_test.cpp checks remat's nn::TransformerBlock). Both pass: a plan made by remat applies
+    # to the twin call by call.
     sys.path.insert(0, os.path.join(ROOT, "tools"))
     try:
-        import gpt_block_calls
+        module = importlib.import_module(tool)
     finally:
         sys.path.pop(0)
-    with open(os.path.join(ROOT, "tests", "nn", "data", "gpt_block_calls.json")) as f:
+    with open(os.path.join(ROOT, "tests", "nn", "data", tool + ".json")) as f:
         pinned = json.load(f)
-    assert pinned["sizes"] == gpt_block_calls.SIZES
-    for name, dtype in gpt_block_calls.DTYPES.items():
-        assert gpt_block_calls.as_json(gpt_block_calls.block_calls(dtype)) == pinned[name], name
+    assert pinned["sizes"] == module.SIZES
+    for name, dtype in module.DTYPES.items():
+        assert module.as_json(module.block_calls(dtype)) == pinned[name], name
 
 
 def write_budget_plans(write_plan, budgets, predicted):

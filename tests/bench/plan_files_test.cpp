@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
 #include "tests/testing/matchers.h"
@@ -198,4 +199,28 @@ TEST_CASE("plan files: --sweep N --plan DIR runs each sweep budget under the fil
   REQUIRE_THROWS_MATCHES(check_plan_file_args(args), UsageError,
                          What(Equals("--plan " + missing + " with --sweep 1: expected the folder that --sweep N "
                                      "--export-plan DIR writes, but it is not a folder")));
+}
+
+TEST_CASE("plan files: a bf16 Llama's plan says bf16 and names its rotary calls' complex64 outputs", "[planning]") {
+  // Its blocks open with RMSNorm's upcast to f32 (PyTorch 2.15's CPU composite): the file's dtype is
+  // its matrix products' (python/remat_plan refuses a plan of another dtype than the twin's run).
+  ModelShape llama{2, 8, 32, 4, 11, 1};
+  llama.model = "llama";
+  llama.kv_heads = 2;
+  TrainingOptions o;
+  o.dtype = kBFloat16;
+  o.attention = SDPBackend::FLASH_ATTENTION;
+  const CheckpointPlan bounds = plan_bounds(llama, o, Device{kCPU}, fixed_machine());
+  const CheckpointPlan plan = plan_budget(llama, o, bounds.keep_all_peak_bytes, Device{kCPU}, "--budget",
+                                          fixed_machine());
+  const nlohmann::json j = nlohmann::json::parse(plan.to_json());
+  CHECK(j["dtype"] == "bf16");
+  const nlohmann::json& calls = j["regions"][0]["calls"];
+  CHECK(calls[0]["op"] == "aten::_to_copy");
+  CHECK(calls[0]["outputs"][0]["dtype"] == "f32");
+  int complex_outputs = 0;
+  for (const auto& c : calls)
+    for (const auto& out : c["outputs"]) complex_outputs += out["dtype"] == "complex64";
+  CHECK(complex_outputs == 8);  // per rotary: view_as_complex, slice, view, mul; for q and k
+  CHECK(CheckpointPlan::from_json(plan.to_json()).to_json() == plan.to_json());
 }

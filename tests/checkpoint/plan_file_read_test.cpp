@@ -88,7 +88,7 @@ TEST_CASE("plan file: a missing or mistyped field names its path", "[plan_file]"
   refused(with([](Json& j) { j["counter"] = "reserved"; }),
           "counter: 'reserved' in a plan for cpu (only cuda's reserved bytes are predicted)");
   refused(with([](Json& j) { j["device"] = "tpu"; }), "device: 'tpu' (expected cpu or cuda)");
-  refused(with([](Json& j) { j["dtype"] = "f8"; }), "dtype: unknown dtype 'f8' (expected f32, f64, bf16, f16, i64 or bool)");
+  refused(with([](Json& j) { j["dtype"] = "f8"; }), "dtype: unknown dtype 'f8' (expected f32, f64, bf16, f16, i64, bool, complex64 or complex128)");
   refused(with([](Json& j) { j["predicted"] = 5; }), "predicted: expected an object, got number '5'");
   refused(with([](Json& j) { j["predicted"].erase("activation_bytes"); }),
           "predicted: missing field 'activation_bytes'");

@@ -132,3 +132,12 @@ TEST_CASE("runtime estimator: error paths name the mode, the device and the call
                          What(Contains("RuntimeEstimator: operator-level-benchmark of aten::mm(Float[4, 3]:[3, 1], "
                                        "Float[5, 2]:[2, 1]) failed on cpu: ")));
 }
+
+TEST_CASE("runtime estimator: a benchmark times complex calls on fresh complex tensors", "[estimator]") {
+  // the Llama's rotary product: complex64 operands (fresh_like draws both parts uniform in [0, 1))
+  RuntimeEstimator est(EstimateMode::kBenchmark, Device{kCPU});
+  Tensor a = view_as_complex(rand({4, 8, 2})), b = view_as_complex(rand({1, 8, 2}));
+  Call m = call("aten::mul", {a, b});
+  CHECK(m.outputs[0].toTensor().dtype() == kComplexFloat);
+  CHECK(est.estimate(m.op, m.args, m.outputs) > 0);
+}

@@ -13,6 +13,7 @@
 #include "engine/core/dry_run.h"
 #include "engine/core/memory_tracker.h"
 #include "remat.h"
+#include "tests/testing/block_calls.h"
 #include "tests/testing/nn_ops.h"
 
 using namespace remat;
@@ -113,10 +114,11 @@ TEST_CASE("Llama's names are torchtitan's", "[llama]") {
 
 TEST_CASE("apply_rotary_emb rotates consecutive pairs as complex numbers", "[llama][rope]") {
   const int64_t T = 5, half = 3;
-  auto [cos_t, sin_t] = nn::precompute_freqs_cos_sin(2 * half, 8, 10000.0, false, TensorOptions().dtype(kDouble));
-  CHECK(cos_t.sizes() == Shape{8, half});
+  Tensor freqs = nn::precompute_freqs_cis(2 * half, 8, 10000.0, false, TensorOptions().dtype(kDouble));
+  CHECK(freqs.sizes() == Shape{8, half});
+  CHECK(freqs.dtype() == kComplexDouble);
   Tensor x = seeded_randn({2, T, 4, 2 * half}, 3);
-  Tensor y = nn::apply_rotary_emb(x, cos_t, sin_t);
+  Tensor y = nn::apply_rotary_emb(x, freqs);
   REQUIRE(y.sizes() == x.sizes());
   std::vector<double> xv = x.to_vector(), yv = y.to_vector();
   double worst = 0;
@@ -131,8 +133,14 @@ TEST_CASE("apply_rotary_emb rotates consecutive pairs as complex numbers", "[lla
           worst = std::max({worst, std::abs(z.real() - yv[at]), std::abs(z.imag() - yv[at + 1])});
         }
   CHECK(worst < 1e-14);
-  // bf16 in, bf16 out (computed in f32)
-  CHECK(nn::apply_rotary_emb(x.to(kBFloat16), cos_t.to(kFloat), sin_t.to(kFloat)).dtype() == kBFloat16);
+  // bf16 in, bf16 out (computed in f32: complex64)
+  Tensor freqs32 = nn::precompute_freqs_cis(2 * half, 8, 10000.0, false);
+  CHECK(freqs32.dtype() == kComplexFloat);
+  CHECK(nn::apply_rotary_emb(x.to(kBFloat16), freqs32).dtype() == kBFloat16);
+  // the table's parts are precompute_freqs_cos_sin's
+  auto [cos_t, sin_t] = nn::precompute_freqs_cos_sin(2 * half, 8, 10000.0, false, TensorOptions().dtype(kDouble));
+  CHECK(equal(view_as_real(freqs).select(2, 0), cos_t));
+  CHECK(equal(view_as_real(freqs).select(2, 1), sin_t));
 }
 
 TEST_CASE("Llama 3.1's rope scaling divides the low frequencies by 8 and keeps the high ones", "[llama][rope]") {
@@ -157,9 +165,9 @@ TEST_CASE("repeat_kv repeats each kv head n_rep times in place (repeat_interleav
 }
 
 TEST_CASE("gradcheck: apply_rotary_emb and repeat_kv", "[llama][gradcheck]") {
-  auto [cos_t, sin_t] = nn::precompute_freqs_cos_sin(6, 8, 10000.0, true, TensorOptions().dtype(kDouble));
+  Tensor freqs = nn::precompute_freqs_cis(6, 8, 10000.0, true, TensorOptions().dtype(kDouble));
   CHECK(autograd::gradcheck([&](const std::vector<Tensor>& v) {
-    return std::vector<Tensor>{nn::apply_rotary_emb(v[0], cos_t, sin_t)};
+    return std::vector<Tensor>{nn::apply_rotary_emb(v[0], freqs)};
   },
                             {grad_input({2, 4, 3, 6}, 11)}));
   CHECK(autograd::gradcheck([](const std::vector<Tensor>& v) { return std::vector<Tensor>{nn::repeat_kv(v[0], 2)}; },
@@ -190,7 +198,7 @@ TEST_CASE("Llama trains in bf16 on the CPU: its losses track f32's and decrease"
   for (ScalarType dtype : {kFloat, kBFloat16}) {
     nn::Llama model(small_config(TensorOptions().dtype(dtype)));
     CHECK(model.output->weight.dtype() == dtype);
-    CHECK(model.freqs_cos.dtype() == kFloat);  // the rotary tables stay f32, as torchtitan's complex64
+    CHECK(model.freqs_cis.dtype() == kComplexFloat);  // the rotary table stays complex64, as torchtitan's
     optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-2));
     Tensor idx = tokens(4, 16, 19, 3), targets = tokens(4, 16, 19, 4);
     for (int step = 0; step < 6; ++step) {
@@ -346,9 +354,15 @@ TEST_CASE("Llama errors", "[llama]") {
   REQUIRE_THROWS_WITH(nn::precompute_freqs_cos_sin(5, 4, 1e4, false),
                       Contains("precompute_freqs_cos_sin: head_dim must be even and positive and end positive (got "
                                "head_dim 5, end 4)"));
-  REQUIRE_THROWS_WITH(nn::apply_rotary_emb(ones({2, 3, 4}), ones({3, 2}), ones({3, 2})),
-                      Contains("apply_rotary_emb: expected x [B, T, heads, 2 * half] and tables [>= T, half], got x "
-                               "[2, 3, 4]"));
+  REQUIRE_THROWS_WITH(nn::precompute_freqs_cis(6, 0, 1e4, false),
+                      Contains("precompute_freqs_cis: head_dim must be even and positive and end positive (got "
+                               "head_dim 6, end 0)"));
+  REQUIRE_THROWS_WITH(nn::apply_rotary_emb(ones({2, 3, 4}), nn::precompute_freqs_cis(4, 3, 1e4, false)),
+                      Contains("apply_rotary_emb: expected x [B, T, heads, 2 * half] and freqs_cis [>= T, half] of "
+                               "dtype ComplexFloat, got x [2, 3, 4] Float, freqs_cis [3, 2] ComplexFloat"));
+  // an f64 x needs the complex128 table (torch_llama.py's f64 twin)
+  REQUIRE_THROWS_WITH(nn::apply_rotary_emb(ones({1, 3, 1, 4}, kDouble), nn::precompute_freqs_cis(4, 3, 1e4, false)),
+                      Contains("of dtype ComplexDouble, got x [1, 3, 1, 4] Double, freqs_cis [3, 2] ComplexFloat"));
   REQUIRE_THROWS_WITH(nn::repeat_kv(ones({2, 3}), 2),
                       Contains("repeat_kv: expected x [B, T, n_kv_heads, head_dim] and n_rep >= 1, got [2, 3] and 2"));
   nn::Llama model(small_config());
@@ -357,6 +371,38 @@ TEST_CASE("Llama errors", "[llama]") {
                       Contains("Llama: sequence of length 17 is longer than max_seq_len 16"));
   REQUIRE_THROWS_WITH(model.forward(tokens(1, 4, 19, 1), tokens(1, 5, 19, 1)),
                       Contains("Llama: targets of shape [1, 5] do not match tokens [1, 4]"));
-  REQUIRE_THROWS_WITH(model.blocks[0]->attention->forward(ones({2, 3}), model.freqs_cos, model.freqs_sin),
+  REQUIRE_THROWS_WITH(model.blocks[0]->attention->forward(ones({2, 3}), model.freqs_cis),
                       Contains("Attention: expected input [B, T, 32], got [2, 3]"));
+}
+
+TEST_CASE("a block runs the PyTorch Llama's op calls, call for call, in f32 and bf16", "[llama][pytorch]") {
+  // tests/nn/data/llama_block_calls.json: the calls of the PyTorch twin's block (bench/torch_llama.py,
+  // torchtitan's code), recorded by tools/llama_block_calls.py: RMSNorm as PyTorch 2.15's CPU
+  // composite, the rotary embeddings through complex64, the fused attention. The same calls here are
+  // what lets a plan file made by remat apply to the twin call by call (python/remat_plan,
+  // docs/pytorch.md).
+  const nlohmann::json doc = remat::testing::read_json("tests/nn/data/llama_block_calls.json");
+  const nlohmann::json& sz = doc["sizes"];
+  const int64_t B = sz["batch"], T = sz["seq"];
+  for (const auto& [name, dtype] : {std::pair<std::string, ScalarType>{"f32", kFloat}, {"bf16", kBFloat16}}) {
+    INFO(name);
+    const std::vector<std::string> expected = remat::testing::expected_calls(doc[name]);
+    nn::LlamaConfig c = small_config(TensorOptions().dtype(dtype));
+    c.dim = sz["dim"];
+    c.n_heads = sz["heads"];
+    c.n_kv_heads = sz["kv_heads"];
+    c.ffn_hidden = sz["ffn_hidden"];
+    c.n_layers = 1;
+    c.max_seq_len = T;
+    c.sdpa_backend = SDPBackend::FLASH_ATTENTION;  // F.scaled_dot_product_attention's CPU kernel
+    nn::Llama model(c);
+    Tensor x = seeded_randn({B, T, c.dim}, 1, dtype).requires_grad_(true);
+    auto rec = std::make_shared<remat::testing::CallRecorder>();
+    {
+      DispatchModeGuard guard(rec);
+      model.blocks[0]->forward(x, model.freqs_cis);
+    }
+    REQUIRE(expected.size() == (dtype == kFloat ? 75 : 83));
+    CHECK(rec->calls == expected);
+  }
 }

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "remat.h"
+#include "tests/testing/block_calls.h"
 #include "tests/testing/nn_ops.h"
 
 using namespace remat;
@@ -143,63 +144,20 @@ TEST_CASE("a selective-checkpoint policy sees each op under its module's scope p
   for (size_t i = 0; i < pa.size(); ++i) CHECK(equal(pa[i].grad(), pb[i].grad()));
 }
 
-namespace {
-
-// A file the test reads: under Bazel from its runfiles, else from the working directory (CMake's).
-std::string runfile(const std::string& path) {
-  const char* dir = std::getenv("TEST_SRCDIR");
-  return dir ? std::string(dir) + "/remat/" + path : path;
-}
-
-// The op calls a SAC policy is asked about (all but aten::detach), as a plan file names them: the op
-// without its overload (PyTorch's OpOverload._schema.name), then each output's dtype and shape.
-struct CallRecorder : DispatchMode {
-  std::vector<std::string> calls;
-  std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
-    std::vector<IValue> out = op.call(args);
-    if (op.name() == "aten::detach") return out;
-    std::string text = op.name().substr(0, op.name().find('.'));
-    auto add = [&](const Tensor& t) {
-      text += std::string(" ") + (t.dtype() == kFloat ? "f32" : t.dtype() == kBFloat16 ? "bf16" : t.dtype() == kBool ? "bool" : "other");
-      for (int64_t d : t.sizes()) text += " " + std::to_string(d);
-      text += ";";
-    };
-    for (const IValue& v : out) {
-      if (v.isTensor()) add(v.toTensor());
-      else if (v.isTensorList())
-        for (const Tensor& t : v.toTensorListRef()) add(t);
-    }
-    calls.push_back(text);
-    return out;
-  }
-};
-
-}  // namespace
 
 TEST_CASE("a block runs the PyTorch GPT's op calls, call for call, in f32 and bf16", "[transformer][pytorch]") {
   // tests/nn/data/gpt_block_calls.json: the calls of the PyTorch twin's block (bench/torch_reference.py,
   // nanoGPT's code), recorded by tools/gpt_block_calls.py. The same calls here are what lets a plan
   // file made by remat apply to the twin call by call (python/remat_plan, docs/pytorch.md).
-  std::ifstream file(runfile("tests/nn/data/gpt_block_calls.json"));
-  REQUIRE(file.good());
-  const nlohmann::json doc = nlohmann::json::parse(file);
+  const nlohmann::json doc = remat::testing::read_json("tests/nn/data/gpt_block_calls.json");
   const int64_t B = doc["sizes"]["batch"], T = doc["sizes"]["seq"], C = doc["sizes"]["embd"], H = doc["sizes"]["heads"];
   for (const auto& [name, dtype] : {std::pair<std::string, ScalarType>{"f32", kFloat}, {"bf16", kBFloat16}}) {
     INFO(name);
-    std::vector<std::string> expected;
-    for (const auto& c : doc[name]) {
-      std::string text = c["op"].get<std::string>();
-      for (const auto& o : c["outputs"]) {
-        text += " " + o["dtype"].get<std::string>();
-        for (const auto& d : o["shape"]) text += " " + std::to_string(d.get<int64_t>());
-        text += ";";
-      }
-      expected.push_back(text);
-    }
+    const std::vector<std::string> expected = remat::testing::expected_calls(doc[name]);
     Generator g(0);
     nn::Block block(C, H, 0.0, /*bias=*/true, /*rms_norm=*/false, &g, TensorOptions().dtype(dtype));
     Tensor x = seeded_randn({B, T, C}, 1, dtype).requires_grad_(true);
-    auto rec = std::make_shared<CallRecorder>();
+    auto rec = std::make_shared<remat::testing::CallRecorder>();
     {
       DispatchModeGuard guard(rec);
       block.forward(x);

@@ -241,7 +241,8 @@ TEST_CASE("autocast: the float32 list (softmax, log_softmax, layer_norm, rms_nor
       DispatchModeGuard mode(plain);
       f();
     }
-    CHECK(plain->all(kBFloat16));
+    // (rms_norm's CPU composite computes in float32 by itself, as PyTorch's: its first op casts up)
+    if (std::string(name) != "rms_norm") CHECK(plain->all(kBFloat16));
   }
 }
 

@@ -338,9 +338,11 @@ TEST_CASE("norm errors name the op and the values", "[layer_norm][rms_norm][erro
                       Contains("aten::native_layer_norm_backward: expected 'rstd' to have a floating point dtype"));
 
   REQUIRE_THROWS_WITH(rms_norm(x, {2}),
-                      Contains("aten::_fused_rms_norm: Given normalized_shape=[2], expected input with shape [*, 2]"));
+                      Contains("aten::rms_norm: Given normalized_shape=[2], expected input with shape [*, 2]"));
   REQUIRE_THROWS_WITH(rms_norm(x, {3}, ones({4})),
-                      Contains("aten::_fused_rms_norm: Expected weight to be of same shape as normalized_shape"));
+                      Contains("aten::rms_norm: Expected weight to be of same shape as normalized_shape"));
+  REQUIRE_THROWS_WITH(_fused_rms_norm(x, {2}, Tensor(), 1e-6),
+                      Contains("aten::_fused_rms_norm: Given normalized_shape=[2], expected input with shape [*, 2]"));
   auto [rout, rrstd] = _fused_rms_norm(x, {3}, Tensor(), 1e-6);
   REQUIRE_THROWS_WITH(_fused_rms_norm_backward(ones({2, 3}), x, {3}, ones({5}), Tensor()),
                       Contains("aten::_fused_rms_norm_backward: expected rstd to have 2 elements"));
@@ -353,4 +355,43 @@ TEST_CASE("norm errors name the op and the values", "[layer_norm][rms_norm][erro
                       Contains("aten::native_layer_norm_backward: Expected all tensors to be on the same device"));
   REQUIRE_THROWS_WITH(_fused_rms_norm_backward(meta_empty({2, 3}), x, {3}, rrstd, Tensor()),
                       Contains("aten::_fused_rms_norm_backward: Expected all tensors to be on the same device"));
+}
+
+TEST_CASE("rms_norm runs PyTorch 2.15's ops: the composite on the CPU, _fused_rms_norm counting like CUDA",
+          "[rms_norm]") {
+  // _fused_rms_norm has a kernel of its own on CUDA alone; elsewhere it is rms_norm_composite
+  // (pow, mean, add_, rsqrt, mul, mul; a BFloat16 input upcast to Float and cast back).
+  struct Order : DispatchMode {
+    std::vector<std::string> ops;
+    std::vector<IValue> dispatch(const OperatorHandle& op, const std::vector<IValue>& args) override {
+      if (op.name() != "aten::detach") ops.push_back(op.name().substr(0, op.name().find('.')));
+      return op.call(args);
+    }
+  };
+  auto ops_of = [](const Tensor& x, const Tensor& w) {
+    auto order = std::make_shared<Order>();
+    DispatchModeGuard guard(order);
+    rms_norm(x, {4}, w, 1e-5);
+    return order->ops;
+  };
+  using S = std::vector<std::string>;
+  const S composite{"aten::pow", "aten::mean", "aten::add_", "aten::rsqrt", "aten::mul", "aten::mul"};
+  Tensor x = seeded_randn({2, 3, 4}, 81, kFloat).requires_grad_(true), w = ones({4}).requires_grad_(true);
+  CHECK(ops_of(x, w) == composite);
+  S bf16{"aten::_to_copy"};
+  bf16.insert(bf16.end(), composite.begin(), composite.end());
+  bf16.push_back("aten::_to_copy");
+  CHECK(ops_of(x.detach().to(kBFloat16), w.detach().to(kBFloat16)) == bf16);
+  // Meta counts like the CPU unless told to imitate CUDA.
+  Tensor mx = meta_empty({2, 3, 4}, kFloat), mw = meta_empty({4}, kFloat);
+  CHECK(ops_of(mx, mw) == composite);
+  {
+    DryRun cuda_like(kCUDA);
+    CHECK(ops_of(mx, mw) == S{"aten::_fused_rms_norm"});
+    // a weight of another dtype: PyTorch's "Can not dispatch to fused implementation"
+    CHECK(ops_of(meta_empty({2, 3, 4}, kBFloat16), mw).front() == "aten::_to_copy");
+  }
+  // The composite's values and gradients are the fused op's, to rounding.
+  Tensor xd = seeded_randn({3, 5}, 82, kDouble), wd = seeded_randn({5}, 83, kDouble);
+  CHECK(all_close(rms_norm(xd, {5}, wd, 1e-6), std::get<0>(_fused_rms_norm(xd, {5}, wd, 1e-6)), 1e-12, 1e-12));
 }

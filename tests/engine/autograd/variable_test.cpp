@@ -41,7 +41,7 @@ TEST_CASE("requires_grad_ errors", "[variable]") {
   REQUIRE_THROWS_WITH(y.requires_grad_(false),
                       Catch::StartsWith("you can only change requires_grad flags of leaf variables."));
   REQUIRE_THROWS_WITH(arange(3, kLong).requires_grad_(),
-                      "only Tensors of floating point dtype can require gradients (got Long)");
+                      "only Tensors of floating point and complex dtype can require gradients (got Long)");
   REQUIRE_NOTHROW(arange(3, kLong).requires_grad_(false));
   REQUIRE_THROWS_WITH(Tensor().requires_grad_(), "requires_grad_: called on an undefined Tensor");
 }
