@@ -217,6 +217,13 @@ bool onednn_for_float(const StridedGemm& p) {
 #endif
 }
 
+// A product this small (m n k <= 2^20: at most 2 MFLOP, tens of microseconds on one core) spends
+// about as long in oneDNN's per-call work (the primitive's lookup, memory objects, argument map) as
+// in the product, so OpenBLAS (or Eigen) runs it. Flash attention's blocks are such products: at the
+// Llama debugmodel's head_dim 16 its backward took 53 ms a step through oneDNN and 30 through
+// OpenBLAS (PyTorch 2.15: 40; AMD Zen 4, 1 thread); at a 256 x 512 x 64 block oneDNN is the faster.
+constexpr int64_t kSmallGemm = int64_t(1) << 20;
+
 }  // namespace
 
 const char* gemm_backend() {
@@ -264,7 +271,7 @@ void gemm<float>(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   const StridedGemm p = plain_problem(ta, tb, m, n, k, lda, ldb, ldc);
-  if (onednn_for_float(p) && onednn::matmul(onednn::DataType::Float, p, alpha, a, b, beta, c, nullptr)) return;
+  if (m * n * k > kSmallGemm && onednn_for_float(p) && onednn::matmul(onednn::DataType::Float, p, alpha, a, b, beta, c, nullptr)) return;
 #ifdef REMAT_USE_OPENBLAS
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
               static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,

@@ -76,20 +76,22 @@ void for_each_run(const LoopShape& s, int64_t begin, int64_t end, const F& f) {
     idx[d] = rem % s.sizes[d];
     rem /= s.sizes[d];
   }
+  // Each operand's offset, kept up to date as the index advances (a carry into dim d-1 rewinds dim
+  // d): recomputing it from the index for every run cost more than a short run's work (the rotary's
+  // complex products run 8 elements at a time).
+  std::array<int64_t, kMaxOperands> off{};
+  for (int i = 0; i < no; ++i)
+    for (int d = 0; d < nd; ++d) off[i] += idx[d] * s.strides[i][d];
   int64_t pos = begin;
   while (pos < end) {
-    std::array<int64_t, kMaxOperands> off{};
-    for (int i = 0; i < no; ++i) {
-      int64_t o = 0;
-      for (int d = 0; d < nd; ++d) o += idx[d] * s.strides[i][d];
-      off[i] = o;
-    }
     int64_t n = inner_size - idx[nd - 1];
     if (n > end - pos) n = end - pos;
     f(off, n, inner);
     pos += n;
     idx[nd - 1] += n;
+    for (int i = 0; i < no; ++i) off[i] += n * inner[i];
     for (int d = nd - 1; d > 0 && idx[d] >= s.sizes[d]; --d) {
+      for (int i = 0; i < no; ++i) off[i] += s.strides[i][d - 1] - idx[d] * s.strides[i][d];
       idx[d] = 0;
       ++idx[d - 1];
     }

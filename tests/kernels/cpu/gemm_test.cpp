@@ -177,11 +177,34 @@ TEST_CASE("gemm_batched: the same problem gives the same bits wherever its opera
   }
 }
 
-TEST_CASE("gemm: the 2-D entry point matches gemm_batched", "[gemm]") {
-  std::vector<float> a = values<float>(12, 0.1), b = values<float>(20, 0.2), c1(15), c2(15);
-  gemm<float>(false, true, 3, 5, 4, 1.0f, a.data(), 4, b.data(), 4, 0.0f, c1.data(), 5);
-  gemm_batched<float>(plain(3, 5, 4, false, true), 1.0f, a.data(), b.data(), 0.0f, c2.data());
-  CHECK(c1 == c2);
+TEST_CASE("gemm: the 2-D entry point matches double, below and above the small-product bound", "[gemm]") {
+  // m n k <= 2^20 runs on OpenBLAS (or Eigen), a larger product on oneDNN: both against double,
+  // with leading dimensions wider than the rows (flash attention's blocks), alpha and beta.
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (Case s : {Case{32, 128, 16}, Case{3, 5, 4}, Case{128, 128, 96}}) {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        INFO(s.m << " x " << s.n << " x " << s.k << ", trans_a " << ta << ", trans_b " << tb);
+        const int64_t lda = (ta ? s.m : s.k) + 3, ldb = (tb ? s.k : s.n) + 5, ldc = s.n + 7;
+        const int64_t a_rows = ta ? s.k : s.m, b_rows = tb ? s.n : s.k;
+        std::vector<float> a = values<float>(size_t(a_rows * lda), 0.1), b = values<float>(size_t(b_rows * ldb), 0.9);
+        std::vector<float> c = values<float>(size_t(s.m * ldc), 2.3);
+        const std::vector<float> c0 = c;
+        gemm<float>(ta, tb, s.m, s.n, s.k, 0.5f, a.data(), lda, b.data(), ldb, 2.0f, c.data(), ldc);
+        for (int64_t i = 0; i < s.m; ++i)
+          for (int64_t j = 0; j < s.n; ++j) {
+            double acc = 0;
+            for (int64_t q = 0; q < s.k; ++q)
+              acc += double(ta ? a[q * lda + i] : a[i * lda + q]) * double(tb ? b[j * ldb + q] : b[q * ldb + j]);
+            const double want = 0.5 * acc + 2.0 * double(c0[i * ldc + j]);
+            CHECK(double(c[i * ldc + j]) == Approx(want).epsilon(0).margin(1e-4));
+          }
+        for (int64_t i = 0; i < s.m; ++i)  // the padding between rows untouched
+          for (int64_t j = s.n; j < ldc; ++j) CHECK(c[i * ldc + j] == c0[i * ldc + j]);
+      }
+  }
 }
 
 TEST_CASE("gemm_batched: errors name the problem", "[gemm]") {
