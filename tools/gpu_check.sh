@@ -11,7 +11,8 @@
 #      then the offload check: the CUDA offload test's own row (it ran in 2), and
 #      memory_vs_recompute --device cuda --sweep 4 --offload $OFFLOAD (default 64MiB; one
 #      measured step per plan): each offload plan's measured device peak against its prediction,
-#      the link's bandwidth as priced;
+#      the link's bandwidth as priced; then a bf16 Llama (debugmodel) under none, full and
+#      sac-titan: its allocated and reserved peaks, segments and activations against the dry run's;
 #   5. the CPU tests, built and run in parallel, if the time spent so far leaves room
 #      (CPU_TESTS=auto|yes|no);
 #   6. prints a summary table (also written to summary.txt).
@@ -260,6 +261,47 @@ PY
     else
       fail "bench offload" "exit $? after $(( $(now) - t ))s (see bench_offload.*)"
       tail -n 20 "$LOGS/bench_offload.log" "$LOGS/bench_offload.stderr"
+    fi
+  fi
+fi
+
+# ---- 4c. a Llama on the GPU (issue 42): its measured peaks against the dry run's predictions ---
+# torchtitan's debugmodel (6 layers, dim 256, 16 heads, vocabulary 2048) in bf16 at sequence 128,
+# batch 8 under none, full and sac-titan: allocated, reserved, segments and activation bytes each
+# measured on the device against the same step dry-run on Meta counting like CUDA's allocator (what
+# docs/benchmarks.md predicts for Llama 3 8B). On the emulated device this is 4 minutes of CPU.
+if [[ $build_ok -eq 1 ]]; then
+  if [[ -z "$GPU" ]]; then
+    row "bench llama" "skipped" "no GPU"
+  elif [[ $(time_left) -lt 60 ]]; then
+    row "bench llama" "skipped" "out of time ($(elapsed)s spent)"
+  else
+    section "bench/memory_vs_recompute --device cuda --model llama --config debugmodel --dtype bf16"
+    t=$(now)
+    if timeout 90 "$BUILD/bench/memory_vs_recompute" --device cuda --model llama --config debugmodel --dtype bf16 \
+        --strategies none,full,sac-titan --steps 2 --warmup 1 --no-timeline --no-interleave \
+        --out "$LOGS/memory_vs_recompute_llama" >"$LOGS/bench_llama.log" 2>"$LOGS/bench_llama.stderr"; then
+      verdict=$(python3 - "$LOGS/memory_vs_recompute_llama/results.json" 2>&1 <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+pairs = [("peak_bytes", "predicted_peak_bytes"), ("peak_reserved_bytes", "predicted_peak_reserved_bytes"),
+         ("segments", "predicted_segments"), ("activation_bytes", "predicted_activation_bytes")]
+bad = ["%s %s %s != %s" % (r["strategy"], m, r[m], r[p]) for r in rows for m, p in pairs if r[m] != r[p]]
+print(("FAILED|" + "; ".join(bad)) if bad else
+      "ok|%d strategies, allocated, reserved, segments and activations == predicted (%s)" %
+      (len(rows), ", ".join("%s %.1f MiB" % (r["strategy"], r["peak_bytes"] / 2**20) for r in rows)))
+PY
+)
+      if [[ "$verdict" == ok\|* || "$verdict" == FAILED\|* ]]; then
+        [[ "$verdict" == FAILED\|* ]] && FAILED=1
+        row "bench llama" "${verdict%%|*}" "$(( $(now) - t ))s, bf16 debugmodel: ${verdict#*|}"
+      else
+        fail "bench llama" "results.json not read: $(echo "$verdict" | tail -n 1)"
+      fi
+      grep -A4 '^strategy' "$LOGS/bench_llama.log"
+    else
+      fail "bench llama" "exit $? after $(( $(now) - t ))s (see bench_llama.*)"
+      tail -n 20 "$LOGS/bench_llama.log" "$LOGS/bench_llama.stderr"
     fi
   fi
 fi
