@@ -91,7 +91,12 @@ void map_scalar_cpu(const char* op, const Tensor& out, const Tensor& a, const F&
 // The scalar is converted to the accumulation type first (a "wrapped number").
 template <class Op>
 void scalar_cpu(const char* op, const Tensor& out, const Tensor& a, double s) {
-  map_scalar_cpu(op, out, a, [s](auto x) { return Op::scalar(x, static_cast<decltype(x)>(s)); });
+  Tensor ac = cast_cpu(a, out.dtype());
+  auto loop = make_loop(out, {&ac});
+  REMAT_DISPATCH_NUMERIC_TYPES(out.dtype(), op, [&] {
+    cpu::scalar_op_kernel<Op>(loop, out.data_ptr<scalar_t>(), ac.data_ptr<scalar_t>(),
+                              static_cast<cpu::acc_t<scalar_t>>(s));
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -212,6 +212,30 @@ TEMPLATE_TEST_CASE("bfloat16 binary ops give the bits of the op in float, rounde
   }
 }
 
+TEMPLATE_TEST_CASE("bfloat16 ops with a number give the bits of the op in float with the number as float, rounded "
+                   "once", "[pointwise]", cpu::AddOp, cpu::SubOp, cpu::MulOp, cpu::DivOp) {
+  // 0.1 has no bfloat16: rounding it first would change the products (PyTorch keeps a wrapped
+  // number in opmath, float); contiguous runs with whole vectors, a tail, only a tail, several chunks
+  for (int64_t n : {int64_t(5), int64_t(16), int64_t(77), int64_t(100000)}) {
+    INFO("n " << n);
+    std::vector<BFloat16> a(static_cast<size_t>(n)), out(a.size());
+    for (size_t k = 0; k < a.size(); ++k) a[k] = BFloat16(std::sin(0.37f * float(k)) * 5.0f);
+    cpu::LoopShape s;
+    s.ndim = 1;
+    s.noperands = 2;
+    s.sizes = {n};
+    s.strides[0] = {1};
+    s.strides[1] = {1};
+    cpu::scalar_op_kernel<TestType>(s, out.data(), a.data(), 0.1f);
+    int64_t wrong = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const BFloat16 want(TestType::scalar(float(a[k]), 0.1f));
+      wrong += std::memcmp(&out[k], &want, sizeof want) != 0;
+    }
+    CHECK(wrong == 0);
+  }
+}
+
 TEST_CASE("relu is PyTorch's clamp_min(x, 0): NaN and -0 as they are, contiguous or strided, float and bfloat16",
           "[pointwise]") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
