@@ -19,6 +19,17 @@ namespace {
 
 // The loop of out[o, i, j] = in[o, j, i] as a contiguous() of a transpose makes it: out
 // [outer, R, C] row-major; in [outer, C, R] row-major, read transposed.
+// One contiguous run of n elements, output and one input.
+cpu::LoopShape contiguous_loop(int64_t n) {
+  cpu::LoopShape s;
+  s.ndim = 1;
+  s.noperands = 2;
+  s.sizes = {n};
+  s.strides[0] = {1};
+  s.strides[1] = {1};
+  return s;
+}
+
 cpu::LoopShape transposed(int64_t outer, int64_t R, int64_t C) {
   cpu::LoopShape s;
   s.ndim = 3;
@@ -98,12 +109,7 @@ TEST_CASE("copy_kernel converts float <-> bfloat16 as BFloat16's scalar conversi
                           -INFINITY, NAN};
   for (int k = 0; k < 40; ++k) f.push_back(std::ldexp(1.0f + k / 64.0f, k - 20));
   const int64_t n = static_cast<int64_t>(f.size());
-  cpu::LoopShape s;
-  s.ndim = 1;
-  s.noperands = 2;
-  s.sizes = {n};
-  s.strides[0] = {1};
-  s.strides[1] = {1};
+  const cpu::LoopShape s = contiguous_loop(n);
   std::vector<BFloat16> b(f.size());
   cpu::copy_kernel(s, b.data(), f.data());
   std::vector<float> back(f.size());
@@ -220,12 +226,7 @@ TEMPLATE_TEST_CASE("bfloat16 ops with a number give the bits of the op in float 
     INFO("n " << n);
     std::vector<BFloat16> a(static_cast<size_t>(n)), out(a.size());
     for (size_t k = 0; k < a.size(); ++k) a[k] = BFloat16(std::sin(0.37f * float(k)) * 5.0f);
-    cpu::LoopShape s;
-    s.ndim = 1;
-    s.noperands = 2;
-    s.sizes = {n};
-    s.strides[0] = {1};
-    s.strides[1] = {1};
+    const cpu::LoopShape s = contiguous_loop(n);
     cpu::scalar_op_kernel<TestType>(s, out.data(), a.data(), 0.1f);
     int64_t wrong = 0;
     for (int64_t k = 0; k < n; ++k) {
