@@ -27,13 +27,16 @@ struct OpRow {
   // "philox"; empty for the others) and the time that function alone needs for the op's calls.
   std::string bound_function;
   double bound_ms = -1;
+  // `ops --beside`: the lowest and highest remat / PyTorch ratio of the rounds (each round times
+  // remat's op, then PyTorch's); < 0 without --beside.
+  double ratio_min = -1, ratio_max = -1;
   // remat_ms / torch_ms, or < 0 when either is absent.
   double ratio() const { return remat_ms > 0 && torch_ms > 0 ? remat_ms / torch_ms : -1; }
 };
 
 // The rows as a JSON document: {"threads": N, "reps": R, "min_sample_s": S, "clock": "wall" or
 // "cpu", "rows": [{"op", "dtype",
-// "shape", "threads", "remat_ms", "pct_copy", "torch_ms", "torch_out_ms", "ratio", "bound_function",
+// "shape", "threads", "remat_ms", "pct_copy", "torch_ms", "torch_out_ms", "ratio", "ratio_min", "ratio_max", "bound_function",
 // "bound_ms", "pct_bound"}, ...]}, an absent figure (and bound_function of a row with none) as
 // null; pct_bound = 100 bound_ms / remat_ms. reps, min_sample_s and clock: how `ops` times a row (clock "cpu": the
 // process's CPU time), so that the script does alike.
@@ -63,13 +66,27 @@ TorchFigures parse_torch_figures(const std::string& source, const std::string& t
 // time the same thing: same --threads, both with or both without --quick).
 void attach_torch_figures(std::vector<OpRow>& rows, const TorchFigures& figures);
 
+// `ops --beside COMMAND` asks `bench/torch_ops.py --serve` (bench/peer_process.h) for PyTorch's
+// figures a row at a time, one JSON line each way. First how to time, {"threads", "reps",
+// "min_sample_s", "clock"}; it answers {"torch_version", "threads", "clock"} (parse_torch_session:
+// figures with no rows, `source` the command; throws remat::Error on a malformed answer, an
+// {"error": ...} one, or another thread count or clock than asked). Then a row at a time, {"op",
+// "dtype", "shape"}; it answers {"torch_ms", "torch_out_ms"} (torch_out_ms null where the op has no
+// out= form) or {"error": "..."} (parse_torch_row_answer throws remat::Error with it).
+std::string torch_session_request(int threads, int reps, double min_sample_s, const std::string& clock);
+TorchFigures parse_torch_session(const std::string& command, const std::string& answer, int threads,
+                                 const std::string& clock);
+std::string torch_row_request(const OpRow& row);
+TorchFigures::Figure parse_torch_row_answer(const std::string& command, const OpRow& row, const std::string& answer);
+
 // Throws remat::Error unless the figures were taken on `threads` threads (and, given, by `clock`).
 void check_torch_timing(const TorchFigures& figures, int threads, const std::string& clock = "");
 
 // The columns `ops --compare` adds to a table: PyTorch's ms, the ratio, PyTorch's ms without the
-// allocation ("n/a" for an absent figure), each with a leading space.
-std::string compare_header();
-std::string compare_columns(const OpRow& row);
+// allocation ("n/a" for an absent figure), each with a leading space; with `ranges` (`ops
+// --beside`), the lowest and highest of the rounds' ratios after the ratio.
+std::string compare_header(bool ranges = false);
+std::string compare_columns(const OpRow& row, bool ranges = false);
 
 // A figure as `format` prints it ("%.3f"), "n/a" when absent (< 0).
 std::string figure_text(const char* format, double v);

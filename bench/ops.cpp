@@ -5,13 +5,18 @@
 // reductions as GB/s against copy bandwidth, and the transformer ops (softmax, layer_norm,
 // cross_entropy, dropout, AdamW) forward and forward+backward through autograd, each in f32 and bf16.
 //
-//   ops [--quick] [--threads N] [--clock wall|cpu] [--list-rows] [--compare FILE] [--json FILE]
+//   ops [--quick] [--threads N] [--clock wall|cpu] [--only TEXT] [--list-rows]
+//       [--compare FILE | --beside COMMAND [--rounds N]] [--json FILE]
 //
 // --quick: small sizes and few repetitions (a CI smoke run, seconds). --threads N: the thread count
 // of remat's loops (OpenMP), of Eigen's GEMM and of OpenBLAS (default: OpenMP's, the core count).
 // --clock cpu: time by the process's CPU time instead of the wall clock, so that time slices given
 // to other processes on a busy machine do not count (meaningful with --threads 1 only).
-// PyTorch side by side: --list-rows, --compare FILE and --json FILE (bench/op_rows.h, bench/torch_ops.py).
+// --only TEXT: only the rows whose op name holds TEXT, and no GEMM tables.
+// PyTorch side by side: --list-rows, --compare FILE and --json FILE (bench/op_rows.h, bench/torch_ops.py),
+// or --beside COMMAND (say `~/.cache/remat/venv/bin/python bench/torch_ops.py --serve`): each row
+// timed --rounds times (3) in turn with PyTorch's, so that both see the machine alike
+// (bench/peer_process.h).
 // Figures are medians over repetitions after a warm-up; a sample is one or more calls (enough to
 // last a few milliseconds). GB = 1e9 bytes; bytes are the minimum an op must move (every input
 // read once, every output written once), so 100% of copy bandwidth is the best a memory-bound op
@@ -25,12 +30,14 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "bench/machine_peaks.h"
 #include "bench/op_bounds.h"
 #include "bench/op_rows.h"
+#include "bench/peer_process.h"
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/onednn_matmul.h"
@@ -72,6 +79,10 @@ bool g_list_only = false;  // --list-rows: the rows are recorded, nothing is tim
 std::vector<bench::OpRow> g_rows;
 int g_threads = 1;
 const bench::TorchFigures* g_torch = nullptr;
+// --beside: PyTorch's figures asked of this peer row by row, in turn with remat's, --rounds times.
+bench::PeerProcess* g_beside = nullptr;
+int g_rounds = 1;
+std::string g_only;  // --only: the rows whose op name holds this text (all when empty)
 bench::FunctionRates g_rates;  // the arithmetic bounds' functions (bench/op_bounds.h), measured in this run
 
 double now_s() { return now_seconds(g_cpu_clock ? Clock::kProcessCpu : Clock::kWall); }
@@ -159,29 +170,64 @@ constexpr ScalarType kBandwidthDtypes[] = {kFloat, kBFloat16};
 
 const char* dtype_name(ScalarType t) { return t == kBFloat16 ? "bf16" : "f32"; }
 
+// A section's title and column header, printed before its first row (with --only a section may
+// have none).
+std::string g_pending_header;
+
 void print_bandwidth_header(const char* title) {
   if (g_list_only) return;
-  std::printf("\n%s\n", title);
-  std::printf("%-34s %-5s %-16s %10s %10s %8s", "op", "dtype", "shape", "ms", "GB/s", "% copy");
-  std::printf("%s\n", g_torch != nullptr ? bench::compare_header().c_str() : "");
+  char columns[160];
+  std::snprintf(columns, sizeof columns, "%-34s %-5s %-16s %10s %10s %8s", "op", "dtype", "shape", "ms", "GB/s", "% copy");
+  g_pending_header = std::string("\n") + title + "\n" + columns +
+                     (g_torch != nullptr || g_beside != nullptr ? bench::compare_header(g_beside != nullptr) : "") + "\n";
 }
 
-void print_bandwidth_row(const std::string& op, ScalarType dtype, const Shape& shape, double seconds, double bytes,
-                         double copy_gbs) {
-  double gbs = bytes / seconds / 1e9;
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// Times f (the op of one row) and prints the row; with --beside, round after round of remat's
+// median, then PyTorch's for the same row, asked of the peer (bench/peer_process.h); the row's
+// figures are the medians over the rounds.
+void print_bandwidth_row(const Sizes& s, const std::string& op, ScalarType dtype, const Shape& shape,
+                         const std::function<void()>& f, double bytes, double copy_gbs) {
+  if (!g_only.empty() && op.find(g_only) == std::string::npos) return;
   bench::OpRow row{op, dtype_name(dtype), shape, g_threads};
+  double seconds = 1.0;
   if (!g_list_only) {
+    std::vector<double> remat_s, torch_ms, torch_out_ms, ratios;
+    for (int r = 0; r < g_rounds; ++r) {
+      remat_s.push_back(median_seconds(f, s));
+      if (g_beside == nullptr) continue;
+      const auto fig = bench::parse_torch_row_answer(g_beside->command(), row,
+                                                     g_beside->ask(bench::torch_row_request(row)));
+      torch_ms.push_back(fig.ms);
+      torch_out_ms.push_back(fig.out_ms);
+      ratios.push_back(remat_s.back() * 1e3 / fig.ms);
+    }
+    seconds = median_of(remat_s);
     row.remat_ms = seconds * 1e3;
-    row.pct_copy = 100.0 * gbs / copy_gbs;
+    row.pct_copy = 100.0 * bytes / seconds / 1e9 / copy_gbs;
+    if (g_beside != nullptr) {
+      row.torch_ms = median_of(torch_ms);
+      const bool has_out = std::all_of(torch_out_ms.begin(), torch_out_ms.end(), [](double v) { return v >= 0; });
+      row.torch_out_ms = has_out ? median_of(torch_out_ms) : -1;
+      row.ratio_min = *std::min_element(ratios.begin(), ratios.end());
+      row.ratio_max = *std::max_element(ratios.begin(), ratios.end());
+    }
   }
   std::vector<bench::OpRow> one = {row};
   if (g_torch != nullptr) bench::attach_torch_figures(one, *g_torch);
   bench::attach_bound(one[0], g_rates);
   g_rows.push_back(one[0]);
   if (g_list_only) return;
+  std::printf("%s", g_pending_header.c_str());
+  g_pending_header.clear();
   std::printf("%-34s %-5s %-16s %10.3f %10.1f %7.0f%%", op.c_str(), dtype_name(dtype), bench::shape_text(shape).c_str(),
-              seconds * 1e3, gbs, row.pct_copy);
-  std::printf("%s\n", g_torch != nullptr ? bench::compare_columns(one[0]).c_str() : "");
+              seconds * 1e3, bytes / seconds / 1e9, row.pct_copy);
+  std::printf("%s\n", g_torch != nullptr || g_beside != nullptr ? bench::compare_columns(one[0], g_beside != nullptr).c_str() : "");
 }
 
 void mm_section(const Sizes& s, double peak_gflops) {
@@ -332,7 +378,7 @@ void pointwise_section(const Sizes& s, double copy_gbs) {
     const double e = static_cast<double>(elementSize(dt));
     Tensor a = seeded(shape, 3, false, dt), b = seeded(shape, 4, false, dt);
     auto row = [&](const char* op, double bytes, const std::function<void()>& f) {
-      print_bandwidth_row(op, dt, shape, median_seconds(f, s), bytes, copy_gbs);
+      print_bandwidth_row(s, op, dt, shape, f, bytes, copy_gbs);
     };
     row("add  (a + b)", 3 * n * e, [&] { Tensor c = a + b; });
     row("mul  (a * b)", 3 * n * e, [&] { Tensor c = a * b; });
@@ -353,7 +399,7 @@ void pointwise_section(const Sizes& s, double copy_gbs) {
     const double e = static_cast<double>(elementSize(dt));
     Tensor a = seeded(shape, 3, false, dt);
     auto row = [&](const char* op, double bytes, const std::function<void()>& f) {
-      print_bandwidth_row(op, dt, shape, median_seconds(f, s), bytes, copy_gbs);
+      print_bandwidth_row(s, op, dt, shape, f, bytes, copy_gbs);
     };
     row("sum (all)", n * e + e, [&] { Tensor c = sum(a); });
     row("sum (last dim)", (n + s.rows) * e, [&] { Tensor c = sum(a, {-1}); });
@@ -370,12 +416,12 @@ void transformer_section(const Sizes& s, double copy_gbs) {
       const Shape shape = {s.norm_rows, s.norm_cols};
       const double n = static_cast<double>(s.norm_rows * s.norm_cols);
       Tensor x = seeded(shape, 5, /*requires_grad=*/true, dt), dy = seeded(shape, 6, false, dt), xd = x.detach();
-      print_bandwidth_row("softmax(dim=-1) fwd", dt, shape, median_seconds([&] { Tensor y = softmax(xd, -1); }, s),
+      print_bandwidth_row(s, "softmax(dim=-1) fwd", dt, shape, [&] { Tensor y = softmax(xd, -1); },
                           2 * n * e, copy_gbs);
-      print_bandwidth_row("softmax(dim=-1) fwd+bwd", dt, shape, median_seconds([&] {
+      print_bandwidth_row(s, "softmax(dim=-1) fwd+bwd", dt, shape, [&] {
                             x.set_grad(Tensor());
                             softmax(x, -1).backward(dy);
-                          }, s),
+                          },
                           5 * n * e, copy_gbs);
     }
     {  // layer_norm with weight and bias. fwd: read x, write y (mean/rstd and w, b are one row each).
@@ -387,14 +433,14 @@ void transformer_section(const Sizes& s, double copy_gbs) {
       Tensor x = seeded(shape, 7, true, dt), dy = seeded(shape, 8, false, dt), xd = x.detach();
       Tensor w = ones({d}, TensorOptions().dtype(dt)).requires_grad_(), b = zeros({d}, TensorOptions().dtype(dt)).requires_grad_();
       Tensor wd = w.detach(), bd = b.detach();
-      print_bandwidth_row("layer_norm fwd", dt, shape, median_seconds([&] { Tensor y = layer_norm(xd, {d}, wd, bd); }, s),
+      print_bandwidth_row(s, "layer_norm fwd", dt, shape, [&] { Tensor y = layer_norm(xd, {d}, wd, bd); },
                           2 * n * e, copy_gbs);
-      print_bandwidth_row("layer_norm fwd+bwd", dt, shape, median_seconds([&] {
+      print_bandwidth_row(s, "layer_norm fwd+bwd", dt, shape, [&] {
                             x.set_grad(Tensor());
                             w.set_grad(Tensor());
                             b.set_grad(Tensor());
                             layer_norm(x, {d}, w, b).backward(dy);
-                          }, s),
+                          },
                           5 * n * e + rows_bytes, copy_gbs);
     }
     {  // cross_entropy (mean over rows). fwd: read logits (targets: one int64 per row). bwd: read
@@ -406,13 +452,13 @@ void transformer_section(const Sizes& s, double copy_gbs) {
       Tensor targets = from_vector(idx, {s.ce_rows}, TensorOptions().dtype(kLong));
       Tensor logits = seeded(shape, 9, true, dt), ld = logits.detach();
       const double target_bytes = 8.0 * s.ce_rows;
-      print_bandwidth_row("cross_entropy fwd", dt, shape,
-                          median_seconds([&] { Tensor l = cross_entropy(ld, targets); }, s), n * e + target_bytes,
+      print_bandwidth_row(s, "cross_entropy fwd", dt, shape,
+                          [&] { Tensor l = cross_entropy(ld, targets); }, n * e + target_bytes,
                           copy_gbs);
-      print_bandwidth_row("cross_entropy fwd+bwd", dt, shape, median_seconds([&] {
+      print_bandwidth_row(s, "cross_entropy fwd+bwd", dt, shape, [&] {
                             logits.set_grad(Tensor());
                             cross_entropy(logits, targets).backward();
-                          }, s),
+                          },
                           3 * n * e + 2 * target_bytes, copy_gbs);
     }
     {  // dropout (p = 0.1). fwd: read x, write y and the Bool mask. bwd: read dy and the mask, write dx.
@@ -421,10 +467,10 @@ void transformer_section(const Sizes& s, double copy_gbs) {
       Tensor x = seeded(shape, 10, false, dt), dy = seeded(shape, 14, false, dt);
       Generator gen(15);
       auto [y, mask] = native_dropout(x, 0.1, &gen);
-      print_bandwidth_row("native_dropout (p=0.1)", dt, shape,
-                          median_seconds([&] { auto r = native_dropout(x, 0.1, &gen); }, s), 2 * n * e + n, copy_gbs);
-      print_bandwidth_row("native_dropout_backward", dt, shape,
-                          median_seconds([&] { Tensor dx = native_dropout_backward(dy, mask, 1.0 / 0.9); }, s),
+      print_bandwidth_row(s, "native_dropout (p=0.1)", dt, shape,
+                          [&] { auto r = native_dropout(x, 0.1, &gen); }, 2 * n * e + n, copy_gbs);
+      print_bandwidth_row(s, "native_dropout_backward", dt, shape,
+                          [&] { Tensor dx = native_dropout_backward(dy, mask, 1.0 / 0.9); },
                           2 * n * e + n, copy_gbs);
     }
     {  // AdamW's fused update of one parameter: read param, grad, exp_avg, exp_avg_sq; write param
@@ -434,9 +480,9 @@ void transformer_section(const Sizes& s, double copy_gbs) {
       Tensor p = seeded(shape, 16, false, dt), g = seeded(shape, 17, false, dt);
       Tensor m = zeros(shape, TensorOptions().dtype(dt)), v = zeros(shape, TensorOptions().dtype(dt));
       int64_t step = 0;
-      print_bandwidth_row("_fused_adamw_ (one parameter)", dt, shape, median_seconds([&] {
+      print_bandwidth_row(s, "_fused_adamw_ (one parameter)", dt, shape, [&] {
                             _fused_adamw_(p, m, v, g, 1e-3, 0.9, 0.999, 0.01, 1e-8, ++step);
-                          }, s),
+                          },
                           7 * n * e, copy_gbs);
     }
   }
@@ -457,39 +503,39 @@ void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
     const double e = static_cast<double>(elementSize(dt));
     Tensor scores = seeded(scores_shape, 11, false, dt), hidden = seeded(hidden_shape, 12, false, dt);
     const double n = static_cast<double>(scores.numel()), h = static_cast<double>(hidden.numel());
-    print_bandwidth_row("mul (scores * scale)", dt, scores_shape,
-                        median_seconds([&] { Tensor y = mul(scores, 0.125); }, s), 2 * n * e, copy_gbs);
-    print_bandwidth_row("masked_fill (causal, -inf)", dt, scores_shape,
-                        median_seconds([&] { Tensor y = masked_fill(scores, future, -inf); }, s), 2 * n * e, copy_gbs);
+    print_bandwidth_row(s, "mul (scores * scale)", dt, scores_shape,
+                        [&] { Tensor y = mul(scores, 0.125); }, 2 * n * e, copy_gbs);
+    print_bandwidth_row(s, "masked_fill (causal, -inf)", dt, scores_shape,
+                        [&] { Tensor y = masked_fill(scores, future, -inf); }, 2 * n * e, copy_gbs);
     Tensor masked = masked_fill(scores, future, -inf);
-    print_bandwidth_row("softmax(dim=-1) of masked scores", dt, scores_shape,
-                        median_seconds([&] { Tensor y = softmax(masked, -1); }, s), 2 * n * e, copy_gbs);
+    print_bandwidth_row(s, "softmax(dim=-1) of masked scores", dt, scores_shape,
+                        [&] { Tensor y = softmax(masked, -1); }, 2 * n * e, copy_gbs);
     // the math attention's causal path: the two ops above in one pass (PyTorch's _masked_softmax)
-    print_bandwidth_row("_masked_softmax (causal [L, S] mask)", dt, scores_shape,
-                        median_seconds([&] { Tensor y = _masked_softmax(scores, future, -1, 0); }, s), 2 * n * e,
+    print_bandwidth_row(s, "_masked_softmax (causal [L, S] mask)", dt, scores_shape,
+                        [&] { Tensor y = _masked_softmax(scores, future, -1, 0); }, 2 * n * e,
                         copy_gbs);
     Tensor attn = _masked_softmax(scores, future, -1, 0), dattn = seeded(scores_shape, 14, false, dt);
-    print_bandwidth_row("_softmax_backward_data", dt, scores_shape,
-                        median_seconds([&] { Tensor y = _softmax_backward_data(dattn, attn, -1); }, s), 3 * n * e,
+    print_bandwidth_row(s, "_softmax_backward_data", dt, scores_shape,
+                        [&] { Tensor y = _softmax_backward_data(dattn, attn, -1); }, 3 * n * e,
                         copy_gbs);
-    print_bandwidth_row("masked_fill (its backward, 0)", dt, scores_shape,
-                        median_seconds([&] { Tensor y = masked_fill(dattn, future, 0.0); }, s), 2 * n * e, copy_gbs);
-    print_bandwidth_row("_masked_softmax_backward (both above)", dt, scores_shape,
-                        median_seconds([&] { Tensor y = _masked_softmax_backward(dattn, attn, future, -1); }, s),
+    print_bandwidth_row(s, "masked_fill (its backward, 0)", dt, scores_shape,
+                        [&] { Tensor y = masked_fill(dattn, future, 0.0); }, 2 * n * e, copy_gbs);
+    print_bandwidth_row(s, "_masked_softmax_backward (both above)", dt, scores_shape,
+                        [&] { Tensor y = _masked_softmax_backward(dattn, attn, future, -1); },
                         3 * n * e, copy_gbs);
-    print_bandwidth_row("gelu (tanh)", dt, hidden_shape,
-                        median_seconds([&] { Tensor y = gelu(hidden, "tanh"); }, s), 2 * h * e, copy_gbs);
+    print_bandwidth_row(s, "gelu (tanh)", dt, hidden_shape,
+                        [&] { Tensor y = gelu(hidden, "tanh"); }, 2 * h * e, copy_gbs);
     Tensor dy = seeded(hidden_shape, 13, false, dt);
-    print_bandwidth_row("gelu_backward (tanh)", dt, hidden_shape,
-                        median_seconds([&] { Tensor y = gelu_backward(dy, hidden, "tanh"); }, s), 3 * h * e, copy_gbs);
+    print_bandwidth_row(s, "gelu_backward (tanh)", dt, hidden_shape,
+                        [&] { Tensor y = gelu_backward(dy, hidden, "tanh"); }, 3 * h * e, copy_gbs);
     // the Llama's SwiGLU gate (F.silu(w1(x)) * w3(x)) at the same shape
-    print_bandwidth_row("silu", dt, hidden_shape, median_seconds([&] { Tensor y = silu(hidden); }, s), 2 * h * e,
+    print_bandwidth_row(s, "silu", dt, hidden_shape, [&] { Tensor y = silu(hidden); }, 2 * h * e,
                         copy_gbs);
-    print_bandwidth_row("silu_backward", dt, hidden_shape,
-                        median_seconds([&] { Tensor y = silu_backward(dy, hidden); }, s), 3 * h * e, copy_gbs);
+    print_bandwidth_row(s, "silu_backward", dt, hidden_shape,
+                        [&] { Tensor y = silu_backward(dy, hidden); }, 3 * h * e, copy_gbs);
     Tensor g = dy.reshape(bias_shape);
-    print_bandwidth_row("sum (dim 0: fc1's bias gradient)", dt, bias_shape,
-                        median_seconds([&] { Tensor db = sum(g, {0}); }, s), (h + 4.0 * d) * e, copy_gbs);
+    print_bandwidth_row(s, "sum (dim 0: fc1's bias gradient)", dt, bias_shape,
+                        [&] { Tensor db = sum(g, {0}); }, (h + 4.0 * d) * e, copy_gbs);
   }
 }
 
@@ -497,12 +543,12 @@ void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
 constexpr int64_t kMaxThreads = 4096;
 
 [[noreturn]] void usage_error(const std::string& what) {
-  throw UsageError(what + " (usage: ops [--quick] [--threads N] [--clock wall|cpu] [--list-rows] [--compare FILE] "
-                          "[--json FILE])");
+  throw UsageError(what + " (usage: ops [--quick] [--threads N] [--clock wall|cpu] [--only TEXT] [--list-rows] "
+                          "[--compare FILE | --beside COMMAND [--rounds N]] [--json FILE])");
 }
 
 // Prints the machine's copy bandwidth and FMA peak, then the GEMMs; returns the "% copy" reference.
-double machine_and_gemm_sections(const Sizes& s, int threads, bool quick) {
+double machine_and_gemm_sections(const Sizes& s, int threads, bool quick, bool gemms) {
   std::printf("ops benchmark%s: %d thread(s), median of %d samples after a warm-up, %s time\n",
               quick ? " (--quick)" : "", threads, s.reps, g_cpu_clock ? "CPU" : "wall-clock");
   Bandwidth bw = measure_copy(s, threads);
@@ -522,8 +568,10 @@ double machine_and_gemm_sections(const Sizes& s, int threads, bool quick) {
 #endif
   g_rates = bench::measure_function_rates(threads, s.min_sample_s, s.reps, g_cpu_clock ? Clock::kProcessCpu : Clock::kWall);
   std::printf("%s", bench::rates_text(g_rates, threads).c_str());
-  mm_section(s, peak);
-  gpt_gemm_section(s, peak, threads);
+  if (gemms) {  // not with --only: that times rows only
+    mm_section(s, peak);
+    gpt_gemm_section(s, peak, threads);
+  }
   return bw.reference();
 }
 
@@ -531,23 +579,33 @@ double machine_and_gemm_sections(const Sizes& s, int threads, bool quick) {
 int run(int argc, char** argv) {
   bool quick = false;
   int threads = omp_get_max_threads();
-  std::string compare_path, json_path;
+  std::string compare_path, json_path, beside_command;
+  int rounds = -1;  // --rounds; 3 with --beside when not given
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
-      std::printf("usage: ops [--quick] [--threads N (1 to %lld)] [--clock wall|cpu] [--list-rows] [--compare FILE] "
-                  "[--json FILE]\n",
+      std::printf("usage: ops [--quick] [--threads N (1 to %lld)] [--clock wall|cpu] [--only TEXT] [--list-rows] "
+                  "[--compare FILE | --beside COMMAND [--rounds N]] [--json FILE]\n",
                   static_cast<long long>(kMaxThreads));
       return 0;
     } else if (arg == "--quick") {
       quick = true;
     } else if (arg == "--list-rows") {
       g_list_only = true;
-    } else if (arg == "--clock" || arg == "--threads" || arg == "--compare" || arg == "--json") {
+    } else if (arg == "--clock" || arg == "--threads" || arg == "--compare" || arg == "--json" || arg == "--beside" ||
+               arg == "--rounds" || arg == "--only") {
       if (i + 1 >= argc) usage_error("missing value for " + arg);
       const std::string v = argv[++i];
       if (arg == "--threads") {
         threads = static_cast<int>(parse_int("--threads", v, 1, kMaxThreads));
+      } else if (arg == "--rounds") {
+        rounds = static_cast<int>(parse_int("--rounds", v, 1, 99));
+      } else if (arg == "--beside") {
+        if (v.find_first_not_of(" \t") == std::string::npos) usage_error("--beside needs a command, got '" + v + "'");
+        beside_command = v;
+      } else if (arg == "--only") {
+        if (v.empty()) usage_error("--only needs some text of a row's op name");
+        g_only = v;
       } else if (arg == "--compare") {
         compare_path = v;
       } else if (arg == "--json") {
@@ -562,8 +620,12 @@ int run(int argc, char** argv) {
   }
   const Sizes& s = quick ? kQuick : kFull;
   g_threads = threads;
-  if (g_list_only && (!compare_path.empty() || !json_path.empty()))
-    usage_error("--list-rows times nothing: it takes neither --compare nor --json");
+  if (g_list_only && (!compare_path.empty() || !json_path.empty() || !beside_command.empty()))
+    usage_error("--list-rows times nothing: it takes neither --compare, --beside nor --json");
+  if (!compare_path.empty() && !beside_command.empty())
+    usage_error("--compare reads PyTorch's figures from a file, --beside asks a running PyTorch: give one");
+  if (rounds > 0 && beside_command.empty()) usage_error("--rounds counts the rounds of --beside: give --beside too");
+  g_rounds = beside_command.empty() ? 1 : rounds > 0 ? rounds : 3;
   bench::TorchFigures torch;
   if (!compare_path.empty()) {
     torch = bench::parse_torch_figures(compare_path, read_input_file(compare_path, "--compare", 64 << 20));
@@ -571,28 +633,56 @@ int run(int argc, char** argv) {
     g_torch = &torch;
   }
   if (!json_path.empty()) bench::check_output_file("--json", json_path);
+  const std::string clock = g_cpu_clock ? "cpu" : "wall";
+  std::unique_ptr<bench::PeerProcess> beside;
+  bench::TorchFigures beside_session;
+  if (!beside_command.empty()) {
+    beside = std::make_unique<bench::PeerProcess>("--beside", beside_command);
+    beside_session = bench::parse_torch_session(
+        beside_command, beside->ask(bench::torch_session_request(threads, s.reps, s.min_sample_s, clock)), threads,
+        clock);
+    g_beside = beside.get();
+  }
   omp_set_num_threads(threads);  // remat's parallel_for and OpenBLAS (OpenMP build) read this
   openblas_set_num_threads(threads);
   Eigen::setNbThreads(threads);
 
+  if (!g_only.empty()) {  // refuse a text no row holds before the minute the machine's limits take
+    const bool list_only = g_list_only;
+    g_list_only = true;
+    pointwise_section(s, 1.0);
+    transformer_section(s, 1.0);
+    gpt_elementwise_section(s, 1.0);
+    g_list_only = list_only;
+    const bool none = g_rows.empty();
+    g_rows.clear();
+    if (none) usage_error("--only '" + g_only + "': no row's op name holds it");
+  }
   // The machine's limits and the GEMMs (not with --list-rows: only the bandwidth rows are listed).
-  const double copy_gbs = g_list_only ? 1.0 : machine_and_gemm_sections(s, threads, quick);
+  const double copy_gbs = g_list_only ? 1.0 : machine_and_gemm_sections(s, threads, quick, /*gemms=*/g_only.empty());
   pointwise_section(s, copy_gbs);
   transformer_section(s, copy_gbs);
   gpt_elementwise_section(s, copy_gbs);
-  const std::string rows = bench::rows_json(g_rows, threads, s.reps, s.min_sample_s, g_cpu_clock ? "cpu" : "wall");
+  const std::string rows = bench::rows_json(g_rows, threads, s.reps, s.min_sample_s, clock);
   if (g_list_only) return std::printf("%s", rows.c_str()) < 0 ? 1 : 0;
 
   // On a shared machine the load can change during the run: a reference far from the first one
   // means the "% copy" columns are only rough.
   std::printf("\ncopy bandwidth re-measured at the end: %.1f GB/s (reference: %.1f GB/s)\n",
               measure_copy(s, threads).reference(), copy_gbs);
-  std::printf("\nops bound by arithmetic: each against its function alone (above), %% bound = bound ms / ms\n%s",
-              bench::bounds_table(g_rows).c_str());
+  if (std::any_of(g_rows.begin(), g_rows.end(), [](const bench::OpRow& r) { return !r.bound_function.empty(); }))
+    std::printf("\nops bound by arithmetic: each against its function alone (above), %% bound = bound ms / ms\n%s",
+                bench::bounds_table(g_rows).c_str());
   if (g_torch != nullptr)
     std::printf("PyTorch %s (%s): ratio = remat ms / torch ms; torch out ms: into an existing output (out=, copy_), "
                 "n/a where the op has no such form (in place, or no out= variant; null in --json)\n",
                 torch.version.c_str(), compare_path.c_str());
+  if (g_beside != nullptr)
+    std::printf("PyTorch %s (--beside %s): each row timed %d time(s) in turn, remat's median then PyTorch's, the "
+                "figures the medians of the rounds; ratio = remat ms / torch ms; rounds' range: the lowest and highest "
+                "ratio of a round; torch out ms: into an existing output (out=, copy_), n/a where the op has no such "
+                "form\n",
+                beside_session.version.c_str(), beside_command.c_str(), g_rounds);
   if (!json_path.empty()) write_file_atomically(json_path, rows);
   return 0;
 }

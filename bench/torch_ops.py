@@ -261,11 +261,31 @@ def median_seconds(f, reps, min_sample_s, now=time.perf_counter):
     return statistics.median(samples)
 
 
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def time_row(row, reps, min_sample_s, now, made=None):
+    """One row's (torch_ms, torch_out_ms or None). `made`: a one-entry cache of the last row's calls,
+    so that --serve, asked for the same row round after round, makes its tensors once."""
+    key = (row["op"], row["dtype"], tuple(row["shape"]))
+    if made is not None and made.get("key") == key:
+        call, out_call = made["calls"]
+    else:
+        if made is not None:
+            made.clear()  # the last row's tensors go before this one's are made
+        call, out_call = OPS[row["op"]](key[2], DTYPES[row["dtype"]])
+        if made is not None:
+            made.update(key=key, calls=(call, out_call))
+    ms = median_seconds(call, reps, min_sample_s, now) * 1e3
+    out_ms = None if out_call is None else median_seconds(out_call, reps, min_sample_s, now) * 1e3
+    return ms, out_ms
+
+
 def time_rows(listing, only=None):
     """PyTorch's figures for the rows of `ops --list-rows` (`only`: a subset of op names, for tests)."""
     threads, reps, min_sample_s = listing["threads"], listing["reps"], listing["min_sample_s"]
     clock = listing.get("clock", "wall")
-    now = {"wall": time.perf_counter, "cpu": time.process_time}[clock]
+    now = CLOCKS[clock]
     torch.set_num_threads(threads)
     unknown = sorted({r["op"] for r in listing["rows"]} - OPS.keys())
     if unknown:
@@ -274,9 +294,7 @@ def time_rows(listing, only=None):
     for r in listing["rows"]:
         if only is not None and r["op"] not in only:
             continue
-        call, out_call = OPS[r["op"]](tuple(r["shape"]), DTYPES[r["dtype"]])
-        ms = median_seconds(call, reps, min_sample_s, now) * 1e3
-        out_ms = None if out_call is None else median_seconds(out_call, reps, min_sample_s, now) * 1e3
+        ms, out_ms = time_row(r, reps, min_sample_s, now)
         out.append({"op": r["op"], "dtype": r["dtype"], "shape": r["shape"], "torch_ms": ms, "torch_out_ms": out_ms})
         print(f"{r['op']:<40} {r['dtype']:<5} {ms:10.3f} ms" + (f" {out_ms:10.3f} ms (out=)" if out_ms else ""),
               file=sys.stderr)
@@ -284,11 +302,80 @@ def time_rows(listing, only=None):
             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "rows": out}
 
 
+def session_error(request):
+    """Why the first request of --serve cannot be taken, or None."""
+    if not isinstance(request, dict):
+        return "the first request must be a JSON object {threads, reps, min_sample_s, clock}"
+    for key, ok in (("threads", lambda v: isinstance(v, int) and v >= 1),
+                    ("reps", lambda v: isinstance(v, int) and v >= 1),
+                    ("min_sample_s", lambda v: isinstance(v, (int, float)) and 0 <= v <= 60),
+                    ("clock", lambda v: v in CLOCKS)):
+        if key not in request or isinstance(request[key], bool) or not ok(request[key]):
+            return f"the first request's '{key}' is missing or out of range: {json.dumps(request)}"
+    return None
+
+
+def row_error(request):
+    """Why a row request of --serve cannot be taken, or None."""
+    if not isinstance(request, dict) or not isinstance(request.get("op"), str):
+        return f"a row request must be a JSON object with 'op', 'dtype' and 'shape': {json.dumps(request)}"
+    if request["op"] not in OPS:
+        return f"no PyTorch form for the row '{request['op']}': add it to OPS in bench/torch_ops.py"
+    if request.get("dtype") not in DTYPES:
+        return f"row '{request['op']}': dtype must be one of {sorted(DTYPES)}, got {json.dumps(request.get('dtype'))}"
+    shape = request.get("shape")
+    if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape):
+        return f"row '{request['op']}': shape must be a list of integers >= 1, got {json.dumps(shape)}"
+    return None
+
+
+def serve(lines, write):
+    """`ops --beside`: one JSON request a line, one JSON answer a line (bench/op_rows.h). The first
+    request says how to time; each one after names a row, answered with its figures. A request
+    that cannot be taken is answered {"error": ...} and ends the session."""
+    session = None
+    for line in lines:
+        try:
+            request = json.loads(line)
+        except ValueError:
+            write({"error": f"not a JSON line: {line.strip()[:200]}"})
+            return 1
+        if session is None:
+            why = session_error(request)
+            if why:
+                write({"error": why})
+                return 1
+            session = dict(request, now=CLOCKS[request["clock"]], made={})
+            torch.set_num_threads(request["threads"])
+            write({"torch_version": torch.__version__, "threads": torch.get_num_threads(), "clock": request["clock"],
+                   "cpu_capability": torch.backends.cpu.get_cpu_capability()})
+            continue
+        why = row_error(request)
+        if why:
+            write({"error": why})
+            return 1
+        ms, out_ms = time_row(request, session["reps"], session["min_sample_s"], session["now"], session["made"])
+        write({"torch_ms": ms, "torch_out_ms": out_ms})
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", required=True, help="the JSON of `ops --list-rows`")
-    ap.add_argument("--out", required=True, help="where to write PyTorch's figures (JSON for `ops --compare`)")
+    ap.add_argument("--rows", help="the JSON of `ops --list-rows`")
+    ap.add_argument("--out", help="where to write PyTorch's figures (JSON for `ops --compare`)")
+    ap.add_argument("--serve", action="store_true",
+                    help="answer `ops --beside`: a JSON request a line on stdin, a JSON answer a line on stdout")
     args = ap.parse_args()
+    if args.serve:
+        if args.rows or args.out:
+            ap.error("--serve takes its rows on stdin: give neither --rows nor --out")
+
+        def write(answer):
+            sys.stdout.write(json.dumps(answer) + "\n")
+            sys.stdout.flush()
+        sys.exit(serve(sys.stdin, write))
+    if not args.rows or not args.out:
+        ap.error("give --rows and --out (or --serve)")
     with open(args.rows) as f:
         listing = json.load(f)
     figures = time_rows(listing)

@@ -69,10 +69,10 @@ inline __m512 load_widened_avx512(const T* q) {
   }
 }
 
-// The sums of M runs of n contiguous floats, or bfloat16 widened exactly, read together (M
-// streams): per run, four 16-lane accumulators over 64 elements a step, 16 a step after, the tail
-// (zero-padded) into the second, then the lanes combined in a fixed order. One pass over the
-// input, no buffer; each run's bits do not depend on M.
+// The sums of M runs of n contiguous bfloat16 widened exactly (or floats; float sums go through
+// sum_runs_f32 below), read together (M streams): per run, four 16-lane accumulators over 64
+// elements a step, 16 a step after, the tail (zero-padded) into the second, then the lanes
+// combined in a fixed order. One pass over the input, no buffer; each run's bits do not depend on M.
 template <int M, class T>
 void sum_runs_avx512(const T* const* p, int64_t n, float* out) {
   __m512 a[M][4];
@@ -98,34 +98,71 @@ void sum_runs_avx512(const T* const* p, int64_t n, float* out) {
   }
 }
 
-// One run: sum_runs_avx512 with M = 1.
+// Float sums read 256 bits at a time. On AMD Zen 4 (1 thread, [4096, 4096] f32, each variant
+// timed in one process) 512-bit loads took 1.1-1.3x as long, whole sums and row sums alike;
+// PyTorch's sum kernels run their AVX2 build on AVX-512 machines too (REGISTER_DISPATCH leaves
+// the AVX512 slot empty: ATen/native/DispatchStub.h). The sums of M runs of n floats, read
+// together (M streams): per run, two 8-lane accumulators over 16 elements a step, the tail
+// (zero-padded) likewise, then their lanes combined in a fixed order. Each run's bits do not
+// depend on M.
+template <int M>
+void sum_runs_f32(const float* const* p, int64_t n, float* out) {
+  __m256 a[M][2];
+  for (int m = 0; m < M; ++m) a[m][0] = a[m][1] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+#pragma GCC unroll 8
+    for (int m = 0; m < M; ++m) {
+      a[m][0] = _mm256_add_ps(a[m][0], _mm256_loadu_ps(p[m] + i));
+      a[m][1] = _mm256_add_ps(a[m][1], _mm256_loadu_ps(p[m] + i + 8));
+    }
+  }
+  for (int m = 0; m < M; ++m) {
+    if (i < n) {
+      float tail[16] = {};
+      for (int64_t j = i; j < n; ++j) tail[j - i] = p[m][j];
+      a[m][0] = _mm256_add_ps(a[m][0], _mm256_loadu_ps(tail));
+      a[m][1] = _mm256_add_ps(a[m][1], _mm256_loadu_ps(tail + 8));
+    }
+    const __m256 v = _mm256_add_ps(a[m][0], a[m][1]);
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));  // lanes k + k+4
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));                                          // + k+2
+    out[m] = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));                      // + 1
+  }
+}
+
+// One run: float by sum_runs_f32, bfloat16 by sum_runs_avx512 (512 bits of widened bfloat16 are
+// 256 bits read), with M = 1.
 template <class T>
 float sum_run_avx512(const T* p, int64_t n) {
   float r;
-  sum_runs_avx512<1>(&p, n, &r);
+  if constexpr (std::is_same_v<T, float>) {
+    sum_runs_f32<1>(&p, n, &r);
+  } else {
+    sum_runs_avx512<1>(&p, n, &r);
+  }
   return r;
 }
 
 // The sum of one chunk of a whole-tensor sum (n <= kSumChunk elements). A whole float chunk: read
-// as four streams at once (its quarters), two accumulators a stream (alternate 16-element blocks),
-// combined in a fixed order. Four streams keep more of memory's bandwidth busy on one core than one
-// stream does (AMD Zen 4, 1 thread: 0.7-0.8x the time of one stream read four vectors at a time).
-// A shorter chunk (the last one, or a small tensor's only one) and bfloat16 (half the bytes an
-// element, widened as it is read: one stream was the faster there): sum_run_avx512, one stream,
-// so a sum of up to kSumChunk elements has the bits of one run.
+// as four streams at once (its quarters, sum_runs_f32), combined in a fixed order. Four streams
+// keep more of memory's bandwidth busy on one core than one stream does (AMD Zen 4, 1 thread:
+// 0.7-0.8x the time of one stream). A shorter chunk (the last one, or a small tensor's only one)
+// and bfloat16 (half the bytes an element, widened as it is read: one stream was the faster
+// there): sum_run_avx512, one stream, so a sum of up to kSumChunk elements has the bits of one run.
 template <class T>
 float sum_chunk_avx512(const T* p, int64_t n) {
-  if (!std::is_same_v<T, float> || n != kSumChunk) return sum_run_avx512(p, n);
-  constexpr int kStreams = 4;
-  constexpr int64_t q = kSumChunk / kStreams;  // a multiple of 32
-  __m512 a[kStreams], b[kStreams];
-  for (int k = 0; k < kStreams; ++k) a[k] = b[k] = _mm512_setzero_ps();
-  for (int64_t i = 0; i < q; i += 32) {
-    for (int k = 0; k < kStreams; ++k) a[k] = _mm512_add_ps(a[k], load_widened_avx512(p + k * q + i));
-    for (int k = 0; k < kStreams; ++k) b[k] = _mm512_add_ps(b[k], load_widened_avx512(p + k * q + i + 16));
+  if constexpr (std::is_same_v<T, float>) {
+    if (n == kSumChunk) {
+      constexpr int kStreams = 4;
+      constexpr int64_t q = kSumChunk / kStreams;
+      const float* quarters[kStreams] = {p, p + q, p + 2 * q, p + 3 * q};
+      float sums[kStreams];
+      sum_runs_f32<kStreams>(quarters, q, sums);
+      return (sums[0] + sums[1]) + (sums[2] + sums[3]);
+    }
   }
-  for (int k = 0; k < kStreams; ++k) a[k] = _mm512_add_ps(a[k], b[k]);
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
+  return sum_run_avx512(p, n);
 }
 #endif
 
@@ -339,18 +376,20 @@ void reduce_kernel(const ReduceShape& s, T* out, const T* in, double scale) {
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<R, SumReducer> && std::is_same_v<T, float>) {
     if (s.red_sizes.size() == 1 && s.red_strides[0] == 1 && s.red_sizes[0] > 0) {
-      // float row sums (sum over a contiguous last dim): four rows read at once, four streams, each
-      // row's bits those of reduce_one's (AMD Zen 4, 1 thread, [4096, 4096]: 0.8-0.95x the time of
-      // a row at a time; bfloat16 rows four at once took 1.7-2x, so they go a row at a time).
+      // float row sums (sum over a contiguous last dim): eight rows read at once, eight streams,
+      // each row's bits those of reduce_one's (AMD Zen 4, 1 thread, [4096, 4096]: 0.8-0.9x the
+      // time of four rows at once, 512 bits at a time, as this was before; bfloat16 rows four at
+      // once took 1.7-2x, so they go a row at a time).
+      constexpr int kRows = 8;
       parallel_for(0, n_out, grain, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; i += 4) {
-          const int m = static_cast<int>(std::min<int64_t>(4, e - i));
-          const T* rows[4];
-          int64_t outs[4];
-          float sums[4];
+        for (int64_t i = b; i < e; i += kRows) {
+          const int m = static_cast<int>(std::min<int64_t>(kRows, e - i));
+          const T* rows[kRows];
+          int64_t outs[kRows];
+          float sums[kRows];
           for (int k = 0; k < m; ++k) rows[k] = in + in_offset(i + k, &outs[k]);
-          if (m == 4) {
-            sum_runs_avx512<4>(rows, s.red_sizes[0], sums);
+          if (m == kRows) {
+            sum_runs_f32<kRows>(rows, s.red_sizes[0], sums);
           } else {
             for (int k = 0; k < m; ++k) sums[k] = sum_run_avx512(rows[k], s.red_sizes[0]);
           }

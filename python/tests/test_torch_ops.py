@@ -61,3 +61,64 @@ def test_an_unknown_row_is_refused_by_name(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode != 0
     assert "no PyTorch form for the row(s) ['frobnicate']" in r.stderr
+
+
+def serve(lines):
+    """Runs `torch_ops.py --serve` on these request lines; (exit status, answers, stderr)."""
+    r = subprocess.run([sys.executable, SCRIPT, "--serve"], input="".join(json.dumps(x) + "\n" for x in lines),
+                       capture_output=True, text=True, timeout=300)
+    return r.returncode, [json.loads(line) for line in r.stdout.splitlines()], r.stderr
+
+
+SESSION = {"threads": 1, "reps": 1, "min_sample_s": 0.0, "clock": "cpu"}
+
+
+def test_serve_answers_the_session_then_each_row_a_line_each():
+    rows = [{"op": "add_ (acc += b, in place)", "dtype": "f32", "shape": [64, 64]},
+            {"op": "add_ (acc += b, in place)", "dtype": "f32", "shape": [64, 64]},  # the same row again: a round
+            {"op": "gelu (tanh)", "dtype": "bf16", "shape": [8, 8, 64]}]
+    code, answers, _ = serve([SESSION] + rows)
+    assert code == 0
+    assert len(answers) == 4
+    assert answers[0]["threads"] == 1 and answers[0]["clock"] == "cpu"
+    assert isinstance(answers[0]["torch_version"], str)
+    for a in answers[1:]:
+        assert a["torch_ms"] > 0
+    assert answers[1]["torch_out_ms"] is None  # in place: no out= form
+    assert answers[3]["torch_out_ms"] > 0
+
+
+def test_serve_answers_a_request_it_cannot_take_with_an_error_and_ends():
+    bad_sessions = [
+        ([1], "the first request must be a JSON object"),
+        ({"threads": 0, "reps": 1, "min_sample_s": 0.0, "clock": "cpu"}, "'threads' is missing or out of range"),
+        ({"threads": 1, "reps": 1, "min_sample_s": 0.0, "clock": "sundial"}, "'clock' is missing or out of range"),
+        ({"threads": 1, "reps": True, "min_sample_s": 0.0, "clock": "cpu"}, "'reps' is missing or out of range"),
+    ]
+    for session, why in bad_sessions:
+        code, answers, _ = serve([session, {"op": "gelu", "dtype": "f32", "shape": [4]}])
+        assert code == 1
+        assert len(answers) == 1 and why in answers[0]["error"], answers
+    bad_rows = [
+        ({"op": "frobnicate", "dtype": "f32", "shape": [2]},
+         "no PyTorch form for the row 'frobnicate': add it to OPS in bench/torch_ops.py"),
+        ({"op": "gelu", "dtype": "f16", "shape": [2]}, "row 'gelu': dtype must be one of ['bf16', 'f32'], got \"f16\""),
+        ({"op": "gelu", "dtype": "f32", "shape": [0]}, "row 'gelu': shape must be a list of integers >= 1, got [0]"),
+        ({"dtype": "f32"}, "a row request must be a JSON object with 'op', 'dtype' and 'shape'"),
+    ]
+    for row, why in bad_rows:
+        code, answers, _ = serve([SESSION, row, {"op": "gelu", "dtype": "f32", "shape": [4]}])
+        assert code == 1
+        assert len(answers) == 2 and answers[1]["error"].startswith(why), answers
+
+
+def test_serve_takes_no_rows_file():
+    r = subprocess.run([sys.executable, SCRIPT, "--serve", "--rows", "x.json"], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "--serve takes its rows on stdin: give neither --rows nor --out" in r.stderr
+
+
+def test_serve_answers_a_line_that_is_not_json_with_an_error():
+    r = subprocess.run([sys.executable, SCRIPT, "--serve"], input="hello\n", capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1
+    assert json.loads(r.stdout) == {"error": "not a JSON line: hello"}

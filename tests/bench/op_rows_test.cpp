@@ -27,6 +27,7 @@ TEST_CASE("op rows: the JSON has every figure, null when absent, and the ratio")
   a.remat_ms = 1.0;
   a.pct_copy = 85.0;
   a.torch_ms = 2.0;
+  a.ratio_min = 0.4, a.ratio_max = 0.625;  // --beside's rounds
   OpRow b{"sum (all)", "bf16", {4, 8}, 2};
   const nlohmann::json doc = nlohmann::json::parse(rows_json({a, b}, 2, 7, 0.02, "cpu"));
   CHECK(doc["threads"] == 2);
@@ -43,8 +44,11 @@ TEST_CASE("op rows: the JSON has every figure, null when absent, and the ratio")
   CHECK(r["pct_copy"] == 85.0);
   CHECK(r["torch_ms"] == 2.0);
   CHECK(r["ratio"] == 0.5);
+  CHECK(r["ratio_min"] == 0.4);
+  CHECK(r["ratio_max"] == 0.625);
   CHECK(r["torch_out_ms"].is_null());
-  for (const char* key : {"remat_ms", "pct_copy", "torch_ms", "torch_out_ms", "ratio", "bound_function", "bound_ms", "pct_bound"})
+  for (const char* key : {"remat_ms", "pct_copy", "torch_ms", "torch_out_ms", "ratio", "ratio_min", "ratio_max",
+                          "bound_function", "bound_ms", "pct_bound"})
     CHECK(doc["rows"][1][key].is_null());
 }
 
@@ -125,4 +129,64 @@ TEST_CASE("op rows: an output path in a missing folder is refused before the run
   CHECK_THROWS_AS(check_output_file("--json", "/no-such-folder/ops.json"), UsageError);
   CHECK_NOTHROW(check_output_file("--json", "ops.json"));
   CHECK(shape_text({2, 3}) == "[2, 3]");
+}
+
+TEST_CASE("op rows: --beside's requests name how to time and the row; its answers are read and checked") {
+  const auto session = nlohmann::json::parse(torch_session_request(2, 7, 0.02, "cpu"));
+  CHECK(session == nlohmann::json{{"threads", 2}, {"reps", 7}, {"min_sample_s", 0.02}, {"clock", "cpu"}});
+  const TorchFigures f =
+      parse_torch_session("py", R"({"torch_version": "2.15.0", "threads": 2, "clock": "cpu", "x": 1})", 2, "cpu");
+  CHECK(f.version == "2.15.0");
+  CHECK(f.source == "py");
+  CHECK(f.rows.empty());
+
+  const OpRow row{"sum (all)", "bf16", {4, 8}, 2};
+  CHECK(nlohmann::json::parse(torch_row_request(row)) ==
+        nlohmann::json{{"op", "sum (all)"}, {"dtype", "bf16"}, {"shape", {4, 8}}});
+  const auto fig = parse_torch_row_answer("py", row, R"({"torch_ms": 0.5, "torch_out_ms": null})");
+  CHECK(fig.ms == 0.5);
+  CHECK(fig.out_ms < 0);
+  CHECK(fig.shape == row.shape);
+  CHECK(parse_torch_row_answer("py", row, R"({"torch_ms": 0.5, "torch_out_ms": 0.25})").out_ms == 0.25);
+}
+
+TEST_CASE("op rows: a broken --beside answer is refused naming the command, the row and the key") {
+  auto session_error = [](const std::string& answer, int threads = 2) {
+    try {
+      parse_torch_session("py", answer, threads, "wall");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(session_error("[1]") == "ops --beside py: its first answer is not a JSON object: [1] (run bench/torch_ops.py --serve)");
+  CHECK(session_error(R"({"error": "bad reps"})") == "ops --beside py: bad reps");
+  CHECK(session_error(R"({"error": 3})") == "ops --beside py: 3");
+  CHECK(session_error(R"({"torch_version": 2, "threads": 2, "clock": "wall"})") ==
+        "ops --beside py: its first answer needs 'torch_version' (a string), 'threads' (an integer >= 1) and 'clock' "
+        "(\"wall\" or \"cpu\"), got {\"torch_version\": 2, \"threads\": 2, \"clock\": \"wall\"}");
+  CHECK(session_error(R"({"torch_version": "t", "threads": 2, "clock": "cpu"})") ==
+        "ops --beside py: it times on 2 thread(s) by the cpu clock, asked for 2 by the wall clock");
+  CHECK(session_error(R"({"torch_version": "t", "threads": 2, "clock": "wall"})", 1) ==
+        "ops --beside py: it times on 2 thread(s) by the wall clock, asked for 1 by the wall clock");
+
+  const OpRow row{"gelu", "f32", {4}, 1};
+  auto row_error = [&](const std::string& answer) {
+    try {
+      parse_torch_row_answer("py", row, answer);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(row_error("nope") == "ops --beside py: its answer for row 'gelu' f32 is not a JSON object: nope");
+  CHECK(row_error(R"({"error": "no PyTorch form"})") == "ops --beside py: row 'gelu' f32: no PyTorch form");
+  CHECK(row_error(R"({"torch_out_ms": null})") == "ops --beside py: row 'gelu' f32 has no 'torch_ms'");
+  CHECK(row_error(R"({"torch_ms": "1", "torch_out_ms": null})") ==
+        "ops --beside py: row 'gelu' f32: 'torch_ms' must be a number >= 0 or null, got \"1\"");
+  CHECK(row_error(R"({"torch_ms": null, "torch_out_ms": null})") ==
+        "ops --beside py: row 'gelu' f32: 'torch_ms' must be a number > 0, got {\"torch_ms\": null, \"torch_out_ms\": "
+        "null}");
+  CHECK(row_error(R"({"torch_ms": 0, "torch_out_ms": null})") ==
+        "ops --beside py: row 'gelu' f32: 'torch_ms' must be a number > 0, got {\"torch_ms\": 0, \"torch_out_ms\": null}");
 }

@@ -13,7 +13,9 @@ using remat::testing::run_binary;
 using remat::testing::test_dir;
 using Catch::Matchers::Contains;
 
-#define USAGE " (usage: ops [--quick] [--threads N] [--clock wall|cpu] [--list-rows] [--compare FILE] [--json FILE])\n"
+#define USAGE                                                                                                    \
+  " (usage: ops [--quick] [--threads N] [--clock wall|cpu] [--only TEXT] [--list-rows] [--compare FILE | --beside " \
+  "COMMAND [--rounds N]] [--json FILE])\n"
 
 TEST_CASE("bench/ops refuses bad numbers and flags with one line, exit 2", "[bench][cli]") {
   struct Case {
@@ -30,8 +32,18 @@ TEST_CASE("bench/ops refuses bad numbers and flags with one line, exit 2", "[ben
       {"--fast", "error: unknown flag '--fast'" USAGE},
       {"--compare", "error: missing value for --compare" USAGE},
       {"--json", "error: missing value for --json" USAGE},
-      {"--list-rows --json x.json", "error: --list-rows times nothing: it takes neither --compare nor --json" USAGE},
-      {"--list-rows --compare x.json", "error: --list-rows times nothing: it takes neither --compare nor --json" USAGE},
+      {"--list-rows --json x.json", "error: --list-rows times nothing: it takes neither --compare, --beside nor --json" USAGE},
+      {"--list-rows --compare x.json",
+       "error: --list-rows times nothing: it takes neither --compare, --beside nor --json" USAGE},
+      {"--list-rows --beside cat", "error: --list-rows times nothing: it takes neither --compare, --beside nor --json" USAGE},
+      {"--beside", "error: missing value for --beside" USAGE},
+      {"--beside ' '", "error: --beside needs a command, got ' '" USAGE},
+      {"--compare x.json --beside cat",
+       "error: --compare reads PyTorch's figures from a file, --beside asks a running PyTorch: give one" USAGE},
+      {"--rounds 3", "error: --rounds counts the rounds of --beside: give --beside too" USAGE},
+      {"--rounds 0 --beside cat", "error: --rounds: expected an integer from 1 to 99, got '0'\n"},
+      {"--only ''", "error: --only needs some text of a row's op name" USAGE},
+      {"--quick --only 'no such op'", "error: --only 'no such op': no row's op name holds it" USAGE},
       {"--compare no-such.json", "error: --compare: cannot read 'no-such.json': No such file or directory\n"},
       {"--json /no-such-folder/o.json",
        "error: --json: cannot write '/no-such-folder/o.json' (its folder '/no-such-folder' is missing or not "
@@ -129,6 +141,74 @@ TEST_CASE("bench/ops --list-rows, then --compare and --json: every row with rema
   CHECK_THAT(run.out, Contains("philox (remat's vectorised, L1-resident, 1 thread(s) at once)"));
   CHECK_THAT(run.out, Contains("ops bound by arithmetic"));
   CHECK_THAT(run.out, Contains("% bound   torch %"));
+}
+
+// A stand-in for `bench/torch_ops.py --serve` (no PyTorch in this test): answers the session line
+// with `session`, then every row with `row`.
+std::string fake_peer(const std::string& name, const std::string& session, const std::string& row) {
+  std::ofstream(test_dir() + "/" + name) << "read line\necho '" << session << "'\nwhile read line; do echo '" << row
+                                         << "'; done\n";
+  return "--beside 'sh " + name + "'";
+}
+
+TEST_CASE("bench/ops --beside --only: each row timed in turn with the peer's, the rounds' medians and range",
+          "[bench][cli]") {
+  const std::string beside = fake_peer("peer.sh", R"({"torch_version": "fake", "threads": 1, "clock": "wall"})",
+                                       R"({"torch_ms": 1000.0, "torch_out_ms": null})");
+  const auto run = run_binary("bench/ops", "--quick --threads 1 --only 'sum (all)' --rounds 2 " + beside + " --json o.json", 120);
+  REQUIRE(run.status == 0);
+  CHECK_THAT(run.out, Contains("rounds' range"));
+  CHECK_THAT(run.out, Contains("PyTorch fake (--beside sh peer.sh): each row timed 2 time(s) in turn"));
+  CHECK_THAT(run.out, !Contains("mm, f32, square"));  // --only: no GEMM tables
+  const nlohmann::json out = nlohmann::json::parse(read_text(test_dir() + "/o.json"));
+  REQUIRE(out["rows"].size() == 2);  // f32 and bf16
+  for (const auto& row : out["rows"]) {
+    INFO(row.dump());
+    CHECK(row["op"] == "sum (all)");
+    CHECK(row["torch_ms"] == 1000.0);
+    CHECK(row["torch_out_ms"].is_null());
+    CHECK(row["ratio_min"].get<double>() > 0);
+    CHECK(row["ratio_min"].get<double>() <= row["ratio_max"].get<double>());
+    CHECK(row["ratio_max"].get<double>() < 1);
+  }
+  // --only with --list-rows lists those rows alone
+  const auto listed = run_binary("bench/ops", "--quick --threads 1 --only gelu --list-rows", 120);
+  REQUIRE(listed.status == 0);
+  const nlohmann::json listing = nlohmann::json::parse(listed.out);
+  std::set<std::string> ops;
+  for (const auto& row : listing["rows"]) ops.insert(row["op"].get<std::string>());
+  CHECK(ops == std::set<std::string>{"gelu", "gelu (tanh)", "gelu_backward (tanh)"});
+}
+
+TEST_CASE("bench/ops --beside: a peer that fails, answers an error or another setting is refused in one line, exit 1",
+          "[bench][cli]") {
+  struct Case {
+    std::string beside;
+    std::string error;
+  };
+  const Case cases[] = {
+      {"--beside 'exit 3'", "error: ops --beside exit 3: it answered no line to "
+                            R"({"clock":"wall","min_sample_s":0.002,"reps":3,"threads":1})"
+                            " (it exited with status 3)\n"},
+      {fake_peer("err.sh", R"({"error": "no torch here"})", "{}"), "error: ops --beside sh err.sh: no torch here\n"},
+      {fake_peer("threads.sh", R"({"torch_version": "fake", "threads": 2, "clock": "wall"})", "{}"),
+       "error: ops --beside sh threads.sh: it times on 2 thread(s) by the wall clock, asked for 1 by the wall clock\n"},
+      {fake_peer("junk.sh", "hello", "{}"),
+       "error: ops --beside sh junk.sh: its first answer is not a JSON object: hello (run bench/torch_ops.py --serve)\n"},
+      {fake_peer("rowerr.sh", R"({"torch_version": "fake", "threads": 1, "clock": "wall"})",
+                 R"({"error": "no PyTorch form for the row"})"),
+       "error: ops --beside sh rowerr.sh: row 'sum (all)' f32: no PyTorch form for the row\n"},
+      {fake_peer("neg.sh", R"({"torch_version": "fake", "threads": 1, "clock": "wall"})", R"({"torch_ms": -1, "torch_out_ms": null})"),
+       "error: ops --beside sh neg.sh: row 'sum (all)' f32: 'torch_ms' must be a number >= 0 or null, got -1\n"},
+      {fake_peer("quit.sh", R"({"torch_version": "fake", "threads": 1, "clock": "wall"})", "x'; exit 4; echo '"),
+       "error: ops --beside sh quit.sh: its answer for row 'sum (all)' f32 is not a JSON object: x\n"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.beside);
+    const auto r = run_binary("bench/ops", "--quick --threads 1 --only 'sum (all)' " + c.beside, 60);
+    CHECK(r.status == 1);
+    CHECK(r.err == c.error);
+  }
 }
 
 TEST_CASE("bench/ops: a full disk for stdout is a failed run, one line, exit 1", "[bench][cli]") {
