@@ -47,6 +47,20 @@ FAILED=0
 SKIPPED_FOR_DEVICE=0
 row() { ROWS+=("$1|$2|$3"); }
 fail() { FAILED=1; row "$1" "FAILED" "$2"; }
+# A results.json check's verdict ("ok|detail" or "FAILED|detail", printed by its Python) as a row
+# named $1 whose detail starts with $2. Anything else means the check could not read the file: a
+# row "ok" when $4 is ok (the step ran; only its check is lost), else a failure.
+verdict_row() {
+  local name=$1 prefix=$2 verdict=$3 unread=$4
+  if [[ "$verdict" == ok\|* || "$verdict" == FAILED\|* ]]; then
+    [[ "$verdict" == FAILED\|* ]] && FAILED=1
+    row "$name" "${verdict%%|*}" "$prefix: ${verdict#*|}"
+  elif [[ "$unread" == ok ]]; then
+    row "$name" "ok" "$prefix; results.json not checked: $(echo "$verdict" | tail -n 1)"
+  else
+    fail "$name" "results.json not read: $(echo "$verdict" | tail -n 1)"
+  fi
+}
 now() { date +%s; }
 T0=$(now)
 elapsed() { echo $(( $(now) - T0 )); }
@@ -251,12 +265,7 @@ print(("FAILED" if bad else "ok") + "|%d budgets, measured device peak %s predic
       o.get("host_link_datasheet_bandwidth", 0) / 1e9, o["caveat"]))
 PY
 )
-      if [[ "$verdict" == ok\|* || "$verdict" == FAILED\|* ]]; then
-        [[ "$verdict" == FAILED\|* ]] && FAILED=1
-        row "bench offload" "${verdict%%|*}" "$(( $(now) - t ))s, --offload $OFFLOAD: ${verdict#*|}"
-      else
-        row "bench offload" "ok" "$(( $(now) - t ))s, --offload $OFFLOAD; results.json not checked: $(echo "$verdict" | tail -n 1)"
-      fi
+      verdict_row "bench offload" "$(( $(now) - t ))s, --offload $OFFLOAD" "$verdict" ok
       sed -n '/^keep\/recompute against keep\/recompute\/offload/,/^host peak/p' "$LOGS/bench_offload.log" | head -n 24
     else
       fail "bench offload" "exit $? after $(( $(now) - t ))s (see bench_offload.*)"
@@ -292,12 +301,7 @@ print(("FAILED|" + "; ".join(bad)) if bad else
       (len(rows), ", ".join("%s %.1f MiB" % (r["strategy"], r["peak_bytes"] / 2**20) for r in rows)))
 PY
 )
-      if [[ "$verdict" == ok\|* || "$verdict" == FAILED\|* ]]; then
-        [[ "$verdict" == FAILED\|* ]] && FAILED=1
-        row "bench llama" "${verdict%%|*}" "$(( $(now) - t ))s, bf16 debugmodel: ${verdict#*|}"
-      else
-        fail "bench llama" "results.json not read: $(echo "$verdict" | tail -n 1)"
-      fi
+      verdict_row "bench llama" "$(( $(now) - t ))s, bf16 debugmodel" "$verdict" failed
       grep -A4 '^strategy' "$LOGS/bench_llama.log"
     else
       fail "bench llama" "exit $? after $(( $(now) - t ))s (see bench_llama.*)"

@@ -54,6 +54,15 @@ inline __m256i float_to_bf16x16(__m512 x) {
   const __m512i bits = _mm512_mask_blend_epi32(nan, rounded, _mm512_set1_epi32(0x7fc0));
   return _mm512_cvtepi32_epi16(bits);
 }
+
+// 16 floats, or 16 bfloat16 widened exactly: for a kernel written once for both element types.
+inline __m512 load16_as_float(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16_as_float(const BFloat16* p) { return bf16x16_to_float(p); }
+// 16 floats stored, or rounded to bfloat16 once.
+inline void store16_from_float(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
+inline void store16_from_float(BFloat16* p, __m512 v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), float_to_bf16x16(v));
+}
 #endif
 
 inline void float_to_bf16(const float* in, BFloat16* out, int64_t n) {

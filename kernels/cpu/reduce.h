@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/bfloat16_convert.h"
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/pointwise.h"
@@ -58,17 +59,6 @@ struct MaxReducer {
 constexpr int64_t kSumChunk = 4 * kGrainSize;
 
 #if defined(__AVX512F__)
-// 16 floats, or 16 bfloat16 widened exactly.
-template <class T>
-inline __m512 load_widened_avx512(const T* q) {
-  if constexpr (std::is_same_v<T, float>) {
-    return _mm512_loadu_ps(q);
-  } else {
-    return _mm512_castsi512_ps(
-        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q))), 16));
-  }
-}
-
 // The sums of M runs of n contiguous bfloat16 widened exactly (or floats; float sums go through
 // sum_runs_f32 below), read together (M streams): per run, four 16-lane accumulators over 64
 // elements a step, 16 a step after, the tail (zero-padded) into the second, then the lanes
@@ -83,16 +73,16 @@ void sum_runs_avx512(const T* const* p, int64_t n, float* out) {
 #pragma GCC unroll 4
     for (int m = 0; m < M; ++m) {
 #pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) a[m][j] = _mm512_add_ps(a[m][j], load_widened_avx512(p[m] + i + 16 * j));
+      for (int j = 0; j < 4; ++j) a[m][j] = _mm512_add_ps(a[m][j], load16_as_float(p[m] + i + 16 * j));
     }
   }
   for (; i + 16 <= n; i += 16)
-    for (int m = 0; m < M; ++m) a[m][0] = _mm512_add_ps(a[m][0], load_widened_avx512(p[m] + i));
+    for (int m = 0; m < M; ++m) a[m][0] = _mm512_add_ps(a[m][0], load16_as_float(p[m] + i));
   for (int m = 0; m < M; ++m) {
     if (i < n) {
       T tail[16] = {};
       for (int64_t j = i; j < n; ++j) tail[j - i] = p[m][j];
-      a[m][1] = _mm512_add_ps(a[m][1], load_widened_avx512(tail));
+      a[m][1] = _mm512_add_ps(a[m][1], load16_as_float(tail));
     }
     out[m] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[m][0], a[m][1]), _mm512_add_ps(a[m][2], a[m][3])));
   }
@@ -244,7 +234,7 @@ void column_rows(A* __restrict acc, const T* const* rows, int64_t n) {
 // Sums of float or bfloat16 rows, 16 columns a vector: the same order as the loop above.
 template <int M, class T>
 void column_sum_rows_avx512(float* acc, const T* const* rows, int64_t n) {
-  auto load = [](const T* p) { return load_widened_avx512(p); };
+  auto load = [](const T* p) { return load16_as_float(p); };
   int64_t c = 0;
   for (; c + 32 <= n; c += 32) {
     __m512 a0 = _mm512_loadu_ps(acc + c), a1 = _mm512_loadu_ps(acc + c + 16);

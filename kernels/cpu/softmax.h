@@ -15,6 +15,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/bfloat16_convert.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/pointwise.h"
 #include "kernels/cpu/vectorized_rows.h"
@@ -97,14 +98,6 @@ void softmax_forward(T* out, const T* in, int64_t outer, int64_t dim_size, int64
 }
 
 #if defined(__AVX512F__)
-// 16 floats, or 16 bfloat16 widened exactly; 16 floats stored, or rounded to bfloat16 once.
-inline __m512 softmax_load16(const float* p) { return _mm512_loadu_ps(p); }
-inline __m512 softmax_load16(const BFloat16* p) { return bf16x16_to_float(p); }
-inline void softmax_store16(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
-inline void softmax_store16(BFloat16* p, __m512 v) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), float_to_bf16x16(v));
-}
-
 // dx = y * (dy - sum(dy * y)) over one float or bfloat16 row (bfloat16 straight from its data, no
 // widened rows), 0 where mask (when given) is true: the dot in 16 float lanes, combined in a fixed
 // order, then the tail; each dx computed in float and rounded once. Float rows ran through Eigen's
@@ -113,17 +106,17 @@ template <class T>
 void softmax_backward_row_avx512(T* dx, const T* dy, const T* y, const bool* mask, int64_t n) {
   __m512 acc = _mm512_setzero_ps();
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(softmax_load16(dy + i), softmax_load16(y + i), acc);
+  for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(load16_as_float(dy + i), load16_as_float(y + i), acc);
   float dot = _mm512_reduce_add_ps(acc);
   for (int64_t k = i; k < n; ++k) dot += float(dy[k]) * float(y[k]);
   const __m512 d = _mm512_set1_ps(dot);
   for (i = 0; i + 16 <= n; i += 16) {
-    __m512 r = _mm512_mul_ps(softmax_load16(y + i), _mm512_sub_ps(softmax_load16(dy + i), d));
+    __m512 r = _mm512_mul_ps(load16_as_float(y + i), _mm512_sub_ps(load16_as_float(dy + i), d));
     if (mask != nullptr) {
       const __m128i mb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(mask + i));
       r = _mm512_maskz_mov_ps(_mm512_testn_epi32_mask(_mm512_cvtepu8_epi32(mb), _mm512_cvtepu8_epi32(mb)), r);
     }
-    softmax_store16(dx + i, r);
+    store16_from_float(dx + i, r);
   }
   for (int64_t k = i; k < n; ++k)
     dx[k] = mask != nullptr && mask[k] ? T(0.0f) : T(float(y[k]) * (float(dy[k]) - dot));
