@@ -537,6 +537,13 @@ void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
     print_bandwidth_row(s, "sum (dim 0: fc1's bias gradient)", dt, bias_shape,
                         [&] { Tensor db = sum(g, {0}); }, (h + 4.0 * d) * e, copy_gbs);
   }
+  // The Llama's rotary (torchtitan's apply_rotary_emb, in complex64 whatever the model's dtype): q
+  // as [batch, seq, heads, head_dim / 2] complex times freqs_cis [1, seq, 1, head_dim / 2], at the
+  // debugmodel's 16 heads of 16: runs of 8 complex numbers, freqs_cis broadcast over the heads.
+  const Shape rotary_shape = {8, t, 16, 8};
+  Tensor q = view_as_complex(seeded({8, t, 16, 8, 2}, 15)), freqs = view_as_complex(seeded({1, t, 1, 8, 2}, 16));
+  print_bandwidth_row(s, "mul (rotary: complex q * freqs_cis)", kFloat, rotary_shape, [&] { Tensor y = mul(q, freqs); },
+                      2.0 * static_cast<double>(q.numel()) * 8 + static_cast<double>(freqs.numel()) * 8, copy_gbs);
 }
 
 // --threads: OpenMP starts every thread asked for (99999999999 would never finish starting).

@@ -192,6 +192,15 @@ def silu_backward(shape, dt):
             (lambda: torch.ops.aten.silu_backward.grad_input(dy, h, grad_input=c)))
 
 
+def rotary(shape, dt):
+    """torchtitan's apply_rotary_emb product: q [b, s, h, d/2] complex64 times freqs_cis [1, s, 1, d/2]
+    (complex64 whatever the model's dtype: the row is listed as f32)."""
+    q = torch.view_as_complex(randn(list(shape) + [2], torch.float32, 15))
+    freqs = torch.view_as_complex(randn([1, shape[1], 1, shape[3], 2], torch.float32, 16))
+    c = torch.empty(q.shape, dtype=q.dtype)
+    return (lambda: q * freqs), (lambda: torch.mul(q, freqs, out=c))
+
+
 INF = math.inf
 
 
@@ -242,6 +251,7 @@ OPS = {
     "silu": unary(F.silu, lambda a, c: torch.ops.aten.silu.out(a, out=c)),
     "silu_backward": silu_backward,
     "sum (dim 0: fc1's bias gradient)": reduction(lambda a: a.sum(0)),
+    "mul (rotary: complex q * freqs_cis)": rotary,
 }
 
 

@@ -9,7 +9,7 @@ SCRIPT = os.path.join(ROOT, "bench", "torch_ops.py")
 
 # One row per op the script knows, at the shapes `ops --quick` gives each kind of row.
 SHAPES = {"softmax": [16, 32], "layer_norm": [16, 32], "cross_entropy": [16, 40], "scores": [8, 4, 8, 8],
-          "hidden": [8, 8, 64], "bias": [64, 64]}
+          "hidden": [8, 8, 64], "bias": [64, 64], "rotary": [8, 8, 16, 8]}
 
 
 def shape_of(op):
@@ -23,6 +23,8 @@ def shape_of(op):
         return SHAPES["scores"]
     if op.startswith("gelu") and "tanh" in op:
         return SHAPES["hidden"]
+    if "rotary" in op:
+        return SHAPES["rotary"]
     return SHAPES["bias"]
 
 

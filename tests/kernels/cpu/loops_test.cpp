@@ -1,7 +1,10 @@
-// Tests kernels/cpu/loops.h: LoopShape's coalescing, and for_each_run's runs and offsets from any
-// starting element (a thread's share of the space begins anywhere, mid-run included).
-#include <catch2/catch.hpp>
+// Tests kernels/cpu/loops.h: LoopShape's coalescing, for_each_run's runs and offsets from any
+// starting element (a thread's share of the space begins anywhere, mid-run included), and
+// parallel_for_each_row_block's blocks of rows.
+#include <omp.h>
 
+#include <algorithm>
+#include <catch2/catch.hpp>
 #include <vector>
 
 #include "kernels/cpu/loops.h"
@@ -70,4 +73,41 @@ TEST_CASE("LoopShape::coalesce: contiguous dims merge, a broadcast dim stays", "
   CHECK(flat.ndim == 1);
   CHECK(flat.sizes[0] == 12);
   CHECK(flat.is_contiguous());
+}
+
+TEST_CASE("parallel_for_each_row_block: every element once, at its offset, in blocks inside one outer index",
+          "[loops]") {
+  using remat::kernels::cpu::parallel_for_each_row_block;
+  LoopShape flat;  // one dim: blocks of one row
+  flat.ndim = 1;
+  flat.noperands = 2;
+  flat.sizes[0] = 100;
+  flat.strides[0][0] = flat.strides[1][0] = 1;
+  for (const LoopShape& s : {rotary_like(), flat}) {
+    const int64_t numel = s.numel();
+    const int64_t inner = s.sizes[s.ndim - 1];
+    for (int threads : {1, 2}) {
+      INFO(s.ndim << " dims, " << threads << " thread(s)");
+      const int before = omp_get_max_threads();
+      omp_set_num_threads(threads);
+      std::vector<int> seen(static_cast<size_t>(numel), 0);
+      std::vector<int> bad(static_cast<size_t>(numel), 0);
+      parallel_for_each_row_block(s, [&](const auto& off, int64_t n, const auto& st, int64_t rows, const auto& rs) {
+        // the first element of the block: find it by operand 0's offset (out is dense here)
+        const int64_t first = off[0];
+        const bool in_one_outer = s.ndim < 2 || (first / inner) % s.sizes[s.ndim - 2] + rows <= s.sizes[s.ndim - 2];
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t k = 0; k < n; ++k) {
+            const int64_t e = first + r * (s.ndim < 2 ? 0 : rs[0]) + k * st[0];
+            seen[static_cast<size_t>(e)] += 1;
+            for (int i = 0; i < s.noperands; ++i)
+              if (off[i] + r * (s.ndim < 2 ? 0 : rs[i]) + k * st[i] != offset_of(s, i, e) || !in_one_outer)
+                bad[static_cast<size_t>(e)] = 1;
+          }
+      });
+      omp_set_num_threads(before);
+      CHECK(std::count(seen.begin(), seen.end(), 1) == numel);
+      CHECK(std::count(bad.begin(), bad.end(), 1) == 0);
+    }
+  }
 }
