@@ -533,6 +533,12 @@ void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
                         copy_gbs);
     print_bandwidth_row(s, "silu_backward", dt, hidden_shape,
                         [&] { Tensor y = silu_backward(dy, hidden); }, 3 * h * e, copy_gbs);
+    // attention's q, k and v copies for bmm: [batch, seq, heads, head] viewed as [batch, heads, seq,
+    // head] (transpose(1, 2)) made contiguous: runs of one head's 64 elements
+    Tensor qkv_part = seeded({8, t, 4, d / 4}, 17, false, dt).transpose(1, 2);
+    print_bandwidth_row(s, "contiguous (q: heads out of [b, t, h, d])", dt, qkv_part.sizes(),
+                        [&] { Tensor y = qkv_part.contiguous(); }, 2.0 * static_cast<double>(qkv_part.numel()) * e,
+                        copy_gbs);
     Tensor g = dy.reshape(bias_shape);
     print_bandwidth_row(s, "sum (dim 0: fc1's bias gradient)", dt, bias_shape,
                         [&] { Tensor db = sum(g, {0}); }, (h + 4.0 * d) * e, copy_gbs);

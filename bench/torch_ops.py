@@ -192,6 +192,14 @@ def silu_backward(shape, dt):
             (lambda: torch.ops.aten.silu_backward.grad_input(dy, h, grad_input=c)))
 
 
+def heads_out(shape, dt):
+    """attention's q made contiguous for bmm: [b, t, h, d] viewed as [b, h, t, d]."""
+    b, h, t, d = shape
+    q = randn([b, t, h, d], dt, 17).transpose(1, 2)
+    c = torch.empty(shape, dtype=dt)
+    return (lambda: q.contiguous()), (lambda: c.copy_(q))
+
+
 def rotary(shape, dt):
     """torchtitan's apply_rotary_emb product: q [b, s, h, d/2] complex64 times freqs_cis [1, s, 1, d/2]
     (complex64 whatever the model's dtype: the row is listed as f32)."""
@@ -252,6 +260,7 @@ OPS = {
     "silu_backward": silu_backward,
     "sum (dim 0: fc1's bias gradient)": reduction(lambda a: a.sum(0)),
     "mul (rotary: complex q * freqs_cis)": rotary,
+    "contiguous (q: heads out of [b, t, h, d])": heads_out,
 }
 
 

@@ -23,6 +23,8 @@ def shape_of(op):
         return SHAPES["scores"]
     if op.startswith("gelu") and "tanh" in op:
         return SHAPES["hidden"]
+    if "heads out" in op:
+        return SHAPES["scores"]
     if "rotary" in op:
         return SHAPES["rotary"]
     return SHAPES["bias"]

@@ -4,6 +4,7 @@
 // bfloat16 binary ops (contiguous, a broadcast row, a scalar) as the op in float rounded once.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <cstdint>
@@ -279,5 +280,28 @@ TEST_CASE("relu is PyTorch's clamp_min(x, 0): NaN and -0 as they are, contiguous
       widened[k] = float(outb[k]);
     }
     check(xb, widened);
+  }
+}
+
+TEST_CASE("copy_kernel's same-type runs copy every byte, short (inline moves) or long (memcpy)", "[pointwise]") {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{31}, size_t{32}, size_t{33}, size_t{64}, size_t{511}, size_t{512},
+                   size_t{513}, size_t{1000}}) {
+    INFO(n << " bytes");
+    std::vector<unsigned char> src(n + 8), dst(n + 8, 0xEE);
+    for (size_t k = 0; k < src.size(); ++k) src[k] = static_cast<unsigned char>(k * 37 + 1);
+    cpu::detail::copy_bytes(dst.data(), src.data(), n);
+    CHECK(std::memcmp(dst.data(), src.data(), n) == 0);
+    CHECK(std::count(dst.begin() + static_cast<std::ptrdiff_t>(n), dst.end(), 0xEE) == 8);  // nothing past n
+  }
+  for (int64_t run : {int64_t{64}, int64_t{200}}) {  // 256 and 800 bytes a run of floats
+    INFO("runs of " << run << " floats");
+    const int64_t rows = 9;
+    std::vector<float> in(static_cast<size_t>(3 * rows * run)), out(static_cast<size_t>(rows * run), -1.0f);
+    for (size_t k = 0; k < in.size(); ++k) in[k] = float(k) * 0.5f;
+    cpu::copy_kernel(strided_rows(rows, run), out.data(), in.data() + run);
+    int64_t wrong = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < run; ++j) wrong += out[r * run + j] != in[(r * 3 + 1) * run + j];
+    CHECK(wrong == 0);
   }
 }
