@@ -14,9 +14,12 @@ namespace remat::planner_detail {
 // region's menu of keep-sets priced analytically from the profile, combined over the regions by a
 // multiple-choice knapsack. A region rerun recomputes the calls up to its last needed output that
 // is not kept, less the kept ones (replayed), so its cost under a keep-set is known without a dry
-// run; regions that repeat (a second training step in `step`) cost once per instance. Bytes kept
-// only approximate the peak, which the caller checks by dry runs along the front. Empty when a
-// region is too irregular to enumerate (then the other moves still search).
+// run; regions that repeat (a second training step in `step`) cost once per instance. A region's
+// items are its keepable calls one by one, or (more than 18) the copies of one call's output as one
+// item (Data::Call::copy_of) and the rest one by one, or (still more) all calls of one op; each
+// region's keep-sets are every subset of its items, enumerated once for regions alike (a model's
+// layers). Bytes kept only approximate the peak, which the caller checks by dry runs along the
+// front. Empty when a region is too irregular to enumerate (then the other moves still search).
 // keepable[c]: whether call c may be kept. Each set has one entry per call of `data`; the first
 // keeps nothing.
 std::vector<std::vector<bool>> knapsack_frontier(const Data& data, const std::vector<bool>& keepable);

@@ -26,6 +26,11 @@ struct CheckpointPlan::Data {
     bool mutated = false;           // an in-place op changes its output later: SAC cannot keep it
     bool kept = false;
     bool offloaded = false;         // the plan moves its output to host memory (MUST_CPU_OFFLOAD)
+    // A copy (clone, contiguous, _to_copy) of its region's call copy_of's output (or of a view of
+    // it), its only tensor argument; -1 if none. Matmul's copies of q, k^T and v, which bmm saves,
+    // are copies of the qkv projection's output: the knapsack takes them as one item
+    // (knapsack_frontier.h).
+    int64_t copy_of = -1;
     // Its tensor outputs (tensor lists flattened, undefined ones left out): what a plan file lists.
     struct Output {
       ScalarType dtype = kFloat;

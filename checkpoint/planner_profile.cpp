@@ -50,6 +50,7 @@ void DryRunObserver::forward_call(int64_t region, const std::string& scope, cons
     c.arg_shapes = arg_shapes(args);
     c.outputs = output_metas(outputs);
     c.cost = estimator_->estimate(op, args, outputs);
+    c.copy_of = copied_call(r, op, args);
     data_->calls.push_back(std::move(c));
   }
   Data::Call& c = data_->calls[it->second];
@@ -67,6 +68,26 @@ void DryRunObserver::forward_call(int64_t region, const std::string& scope, cons
   for (const IValue& v : outputs)
     if (v.isTensor() && v.toTensor().defined() && !shares_storage_with(v.toTensor(), args))
       producer_[storage_id(v.toTensor())] = it->second;
+}
+
+int64_t DryRunObserver::copied_call(const Data::Region& region, const OperatorHandle& op,
+                                    const std::vector<IValue>& args) const {
+  static const char* const kCopies[] = {"aten::clone", "aten::contiguous", "aten::_to_copy"};
+  if (std::find_if(std::begin(kCopies), std::end(kCopies), [&](const char* name) { return op.name() == name; }) ==
+      std::end(kCopies))
+    return -1;
+  const IValue* source = nullptr;
+  for (const IValue& a : args) {
+    if (!a.isTensor() || !a.toTensor().defined()) continue;
+    if (source != nullptr) return -1;  // a copy of two tensors is no copy of one
+    source = &a;
+  }
+  if (source == nullptr) return -1;
+  auto p = producer_.find(storage_id(source->toTensor()));
+  // Only a call of the same region: a rerun of this region never recomputes another's.
+  if (p == producer_.end() || std::find(region.calls.begin(), region.calls.end(), p->second) == region.calls.end())
+    return -1;
+  return static_cast<int64_t>(p->second);
 }
 
 void DryRunObserver::released(int64_t region, int64_t seq) {

@@ -53,6 +53,9 @@ class DryRunObserver : public stats_detail::PlanningObserver {
   // scope, index and argument shapes); records the first difference.
   bool same_as_profile(size_t n, int64_t region, const std::string& scope, const OperatorHandle& op, int64_t index,
                        const std::vector<IValue>& args);
+  // The call of `region` (an index into data->calls) whose output, or a view of it, a copy (clone,
+  // contiguous, _to_copy) copies as its only tensor argument; -1 for any other call (Call::copy_of).
+  int64_t copied_call(const Data::Region& region, const OperatorHandle& op, const std::vector<IValue>& args) const;
   // The region `region` (a checkpoint call's id) is in this run's order; when profiling, its scope
   // narrowed to what it shares with `scope`.
   Data::Region& region_of(int64_t region, const std::string& scope);

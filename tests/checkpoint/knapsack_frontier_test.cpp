@@ -2,6 +2,7 @@
 // small hand-made regions whose fronts are worked out by hand in the comments, exactly.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -77,21 +78,66 @@ TEST_CASE("knapsack_frontier: regions that repeat cost once per instance; the fr
         Sets{keeps(3, {}), keeps(3, {1}), keeps(3, {0, 1}), keeps(3, {1, 2}), keeps(3, {0, 1, 2})});
 }
 
-TEST_CASE("knapsack_frontier: more than 16 keepable calls in a region are kept by op", "[planner][knapsack]") {
-  // 17 needed calls of 1 byte and cost 1, "a" at even positions (9 of them), "b" at odd ones (8).
-  //   {}: cost 17; all "a": 9 bytes, reruns up to the last "b" (position 15), recomputing the 8
-  //   "b": cost 8; all "b": 8 bytes, reruns to position 16, recomputing the 9 "a": cost 9; both:
-  //   17 bytes, cost 0. Every point is on the front: (0,17), (8,9) b, (9,8) a, (17,0).
+TEST_CASE("knapsack_frontier: more than 18 keepable calls in a region are kept by op", "[planner][knapsack]") {
+  // 19 needed calls of 1 byte and cost 1, "a" at even positions (10 of them), "b" at odd ones (9),
+  // none a copy. {}: cost 19; all "a": 10 bytes, reruns up to the last "b" (position 17),
+  // recomputing the 9 "b": cost 9; all "b": 9 bytes, reruns to position 18, recomputing the 10
+  // "a": cost 10; both: 19 bytes, cost 0. Every point is on the front: (0,19), (9,10) b, (10,9) a,
+  // (19,0).
   std::vector<Data::Call> calls;
   std::vector<size_t> region, a, b;
-  for (size_t i = 0; i < 17; ++i) {
+  for (size_t i = 0; i < 19; ++i) {
     calls.push_back(call(i % 2 == 0 ? "a" : "b", 1, 1));
     region.push_back(i);
     (i % 2 == 0 ? a : b).push_back(i);
   }
   Data d = data_of(calls, {region});
-  CHECK(knapsack_frontier(d, std::vector<bool>(17, true)) ==
-        Sets{keeps(17, {}), keeps(17, b), keeps(17, a), keeps(17, region)});
+  CHECK(knapsack_frontier(d, std::vector<bool>(19, true)) ==
+        Sets{keeps(19, {}), keeps(19, b), keeps(19, a), keeps(19, region)});
+}
+
+TEST_CASE("knapsack_frontier: past 18 keepable calls, the copies of one output are one item and the rest stay "
+          "one by one, so a projection is kept without the other matmuls",
+          "[planner][knapsack]") {
+  // A GPT block in small: P, the qkv projection (aten::addmm, 8 bytes, cost 10; backward does not
+  // need it), its copies Q, K, V (aten::clone of P's output, as matmul makes for bmm: 1 byte, cost
+  // 1, needed), 14 needed calls of 1 byte and cost 1, then F, the MLP's matmul (aten::addmm, 100
+  // bytes, cost 50, needed). 19 keepable calls: items P, {Q,K,V}, the 14 and F, 17 of them. Unless F
+  // is kept a rerun reaches it, so a keep-set of at most 8 bytes without P costs 77 less its bytes,
+  // at least 69; keeping P alone costs 67 (Q, K, V, the 14 and F): on the front. By op the two
+  // addmm would be one item of 108 bytes, and the cheapest keep-set of at most 8 bytes would cost 69.
+  std::vector<Data::Call> calls = {call("aten::addmm", 8, 10, /*needed=*/false)};
+  for (int k = 0; k < 3; ++k) {
+    calls.push_back(call("aten::clone", 1, 1));
+    calls.back().copy_of = 0;
+  }
+  for (int k = 0; k < 14; ++k) calls.push_back(call("aten::gelu", 1, 1));
+  calls.push_back(call("aten::addmm", 100, 50));
+  std::vector<size_t> region;
+  for (size_t c = 0; c < calls.size(); ++c) region.push_back(c);
+  Data d = data_of(calls, {region});
+  const Sets front = knapsack_frontier(d, std::vector<bool>(19, true));
+  CHECK(std::find(front.begin(), front.end(), keeps(19, {0})) != front.end());
+  for (const std::vector<bool>& s : front) {  // Q, K and V kept together or not at all
+    CHECK(s[1] == s[2]);
+    CHECK(s[2] == s[3]);
+  }
+  std::vector<size_t> needed(region.begin() + 1, region.end());
+  CHECK(front.back() == keeps(19, needed));  // nothing rerun: P not kept
+}
+
+TEST_CASE("knapsack_frontier: regions alike but for their calls share a menu, each keeping its own calls",
+          "[planner][knapsack]") {
+  // Two regions, calls 0, 1 and 2, 3, the same figures: A (2 bytes, cost 1), B (1 byte, cost 3).
+  // Each region's menu: (0,4) {}, (1,1) {B}, (3,0) {A,B} ({A} at (2,3) is dominated). Combined:
+  // (0,8), (1,5) one B, (2,2) both B, (4,1) one region whole and the other's B, (6,0) all.
+  Data d = data_of({call("aten::mm", 2, 1), call("aten::gelu", 1, 3), call("aten::mm", 2, 1), call("aten::gelu", 1, 3)},
+                   {{0, 1}, {2, 3}});
+  const Sets front = knapsack_frontier(d, std::vector<bool>(4, true));
+  REQUIRE(front.size() == 5);
+  CHECK(front[0] == keeps(4, {}));
+  CHECK(front[2] == keeps(4, {1, 3}));
+  CHECK(front[4] == keeps(4, {0, 1, 2, 3}));
 }
 
 TEST_CASE("knapsack_frontier: regions that share only some of their calls are not enumerated",

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/plan_data.h"
 #include "checkpoint/planner_profile.h"
 #include "remat.h"
 #include "tests/testing/matchers.h"
@@ -85,4 +86,43 @@ TEST_CASE("planner profile: a later dry run with more regions than the profile i
                          What(Contains("CheckpointPlan::with_kept: dry run 1") &&
                               Contains("in region 2 with arguments of shapes [8, 8] [8, 8], where the profiling run "
                                        "made only 2 op calls")));
+}
+
+TEST_CASE("planner profile: a copy names the call of its region whose output it copies, through views",
+          "[planner]") {
+  PlannedStep step = [](const PolicyFn& policy, Device device) {
+    const TensorOptions o = TensorOptions().device(device);
+    Tensor w = empty({8, 8}, o).requires_grad_();
+    CheckpointOptions c;
+    c.context_fn = [policy] { return create_selective_checkpoint_contexts(policy); };
+    auto first = [w](const Tensor& in) {
+      scope named("first");
+      return mm(in, w);
+    };
+    auto second = [w](const Tensor& in) {
+      scope named("second");
+      Tensor a = clone(in);                       // of the first region's output
+      Tensor b = mm(a, w);
+      Tensor t = contiguous(transpose(b, 0, 1));  // of a view of b (aten::clone, as in PyTorch)
+      Tensor u = clone(t);                        // of a copy of b
+      return mm(sin(b), u);                       // sin: no copy
+    };
+    Tensor h = checkpoint(first, empty({8, 8}, o), c);
+    mean(checkpoint(second, h, c)).backward();
+  };
+  const CheckpointPlan plan = plan_checkpointing(step, PlannerOptions{int64_t{1} << 40});
+  const planner_detail::Data& d = *plan.data;
+  auto copy_of = [&](const std::string& key) {
+    INFO(key);
+    REQUIRE(d.by_key.count(key) == 1);
+    return d.calls[d.by_key.at(key)].copy_of;
+  };
+  const int64_t b = static_cast<int64_t>(d.by_key.at("second / aten::mm / #0"));
+  const int64_t t = static_cast<int64_t>(d.by_key.at("second / aten::clone / #1"));
+  CHECK(copy_of("second / aten::clone / #0") == -1);  // a rerun of `second` never recomputes `first`'s mm
+  CHECK(copy_of("second / aten::clone / #1") == b);
+  CHECK(copy_of("second / aten::clone / #2") == t);
+  CHECK(copy_of("second / aten::sin / #0") == -1);
+  CHECK(copy_of("second / aten::mm / #0") == -1);
+  CHECK(copy_of("first / aten::mm / #0") == -1);
 }
