@@ -539,6 +539,11 @@ void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
     print_bandwidth_row(s, "contiguous (q: heads out of [b, t, h, d])", dt, qkv_part.sizes(),
                         [&] { Tensor y = qkv_part.contiguous(); }, 2.0 * static_cast<double>(qkv_part.numel()) * e,
                         copy_gbs);
+    // split's backward: q's, k's and v's gradients [batch, seq, d] joined into qkv's [batch, seq, 3 d]
+    std::vector<Tensor> qkv_grads = {seeded({8, t, d}, 18, false, dt), seeded({8, t, d}, 19, false, dt),
+                                     seeded({8, t, d}, 20, false, dt)};
+    print_bandwidth_row(s, "cat (q, k, v gradients, last dim)", dt, {8, t, 3 * d},
+                        [&] { Tensor y = cat(qkv_grads, 2); }, 6.0 * 8 * t * d * e, copy_gbs);
     Tensor g = dy.reshape(bias_shape);
     print_bandwidth_row(s, "sum (dim 0: fc1's bias gradient)", dt, bias_shape,
                         [&] { Tensor db = sum(g, {0}); }, (h + 4.0 * d) * e, copy_gbs);

@@ -200,6 +200,14 @@ def heads_out(shape, dt):
     return (lambda: q.contiguous()), (lambda: c.copy_(q))
 
 
+def cat_qkv(shape, dt):
+    """split's backward: three [b, t, d] gradients joined on the last dim into [b, t, 3 d]."""
+    b, t, d3 = shape
+    parts = [randn([b, t, d3 // 3], dt, seed) for seed in (18, 19, 20)]
+    c = torch.empty(shape, dtype=dt)
+    return (lambda: torch.cat(parts, 2)), (lambda: torch.cat(parts, 2, out=c))
+
+
 def rotary(shape, dt):
     """torchtitan's apply_rotary_emb product: q [b, s, h, d/2] complex64 times freqs_cis [1, s, 1, d/2]
     (complex64 whatever the model's dtype: the row is listed as f32)."""
@@ -261,6 +269,7 @@ OPS = {
     "sum (dim 0: fc1's bias gradient)": reduction(lambda a: a.sum(0)),
     "mul (rotary: complex q * freqs_cis)": rotary,
     "contiguous (q: heads out of [b, t, h, d])": heads_out,
+    "cat (q, k, v gradients, last dim)": cat_qkv,
 }
 
 

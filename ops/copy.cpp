@@ -99,9 +99,43 @@ void triu_impl(const char* op, const Tensor& out, const Tensor& self, int64_t di
   });
 }
 
+// cat of contiguous inputs of out's dtype into a contiguous out (split's backward joining q's, k's
+// and v's gradients): row by row of the dims outside dim, each input's part of the row in turn, so
+// out is written once, in order, as ATen's cat_serial_kernel (cpu/CatKernel.cpp). An input at a
+// time over all of out ran at 1.18x PyTorch's time (f32, [8, 128, 3 x 256], 1 thread). False for
+// any other layout (the strided copies then).
+bool cat_contiguous_cpu(const Tensor& out, const std::vector<Tensor>& tensors, int64_t dim) {
+  if (!out.is_contiguous()) return false;
+  for (const Tensor& t : tensors)
+    if (!t.is_contiguous() || t.dtype() != out.dtype() || !t.device().is_cpu()) return false;
+  const int64_t e = static_cast<int64_t>(elementSize(out.dtype()));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d) outer *= out.sizes()[d];
+  for (int64_t d = dim + 1; d < out.dim(); ++d) inner *= out.sizes()[d];
+  std::vector<std::pair<const char*, int64_t>> parts;  // each input's data and bytes a row
+  for (const Tensor& t : tensors)
+    if (t.numel() > 0) parts.emplace_back(static_cast<const char*>(t.data_ptr()), t.sizes()[dim] * inner * e);
+  const int64_t row_elements = out.sizes()[dim] * inner;
+  char* o = static_cast<char*>(out.data_ptr());
+  cpu::parallel_for(0, outer, std::max<int64_t>(1, cpu::kGrainSize / std::max<int64_t>(row_elements, 1)),
+                    [&](int64_t b, int64_t end) {
+                      for (int64_t r = b; r < end; ++r) {
+                        char* dst = o + r * row_elements * e;
+                        for (const auto& [src, bytes] : parts) {
+                          cpu::detail::copy_bytes(dst, src + r * bytes, static_cast<size_t>(bytes));
+                          dst += bytes;
+                        }
+                      }
+                    });
+  return true;
+}
+
 // What ops/copy_kernels.h's kernels and registration need of the CPU.
 struct CPUCopyOps {
   using Backend = structured::CPUBackend;
+  static bool cat_contiguous(const Tensor& out, const std::vector<Tensor>& tensors, int64_t dim) {
+    return cat_contiguous_cpu(out, tensors, dim);
+  }
   static void fill(const Tensor& out, double value) { fill_raw(out, value); }
   static void copy_into(const Tensor& out, const Tensor& src) { copy_into_cpu(out, src); }
   // device -> host: staged on the host first

@@ -8,6 +8,8 @@
 //   static bool copy_across(const Tensor& self, const Tensor& src);  // copy_ from another device
 //                                                                 // (false: not one it copies from)
 //   static void move_out(const Tensor& converted, const Tensor& out);  // _to_copy's bytes to out's device
+//   static bool cat_contiguous(const Tensor& out, const std::vector<Tensor>& tensors, int64_t dim);
+//                                                                  // cat by its own loop, or false
 //   static constexpr auto triu = &...;                            // its triu kernel, impl(op, out, args...)
 // impl_copy_kernels registers every Def of ops/copy_defs.h with them.
 #pragma once
@@ -53,9 +55,11 @@ struct CopyKernels {
     });
   }
 
-  // Each tensor into its slice of out along dim.
+  // Each tensor into its slice of out along dim (the backend's own loop first, when it has one for
+  // the layout: DeviceOps::cat_contiguous).
   static void cat(const char* op, const Tensor& out, const std::vector<Tensor>& tensors, int64_t dim) {
     dim = maybe_wrap_dim(dim, tensors[0].dim(), op);
+    if (DeviceOps::cat_contiguous(out, tensors, dim)) return;
     int64_t offset = 0;
     for (const Tensor& t : tensors) {
       Shape sizes = out.sizes();

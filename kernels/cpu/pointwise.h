@@ -463,10 +463,11 @@ void transpose_copy(const LoopShape& s, O* out, const I* in) {
 }  // namespace detail
 
 namespace detail {
-// n bytes from src to dst (not overlapping). A short run (up to 512 bytes: a head's 64 elements) in
-// 32-byte moves inline, where a call to memcpy cost about as much as the copy itself.
+// n bytes from src to dst (not overlapping). A run of up to 4 KiB (a head's 64 elements, a row of
+// cat's inputs) in 32-byte moves inline: a call to memcpy cost about as much as a short copy, and
+// 256-bit moves stream faster than memcpy's 512-bit ones on AMD Zen 4.
 inline void copy_bytes(void* dst, const void* src, size_t n) {
-  if (n > 512) {
+  if (n > 4096) {
     std::memcpy(dst, src, n);
     return;
   }

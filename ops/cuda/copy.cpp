@@ -68,6 +68,7 @@ void triu_impl(const char*, const Tensor& out, const Tensor& self, int64_t diago
 // What ops/copy_kernels.h's kernels and registration need of CUDA.
 struct CUDACopyOps {
   using Backend = structured::CUDABackend;
+  static bool cat_contiguous(const Tensor&, const std::vector<Tensor>&, int64_t) { return false; }  // strided copies
   static void fill(const Tensor& out, double value) { fill_cuda(out, value); }
   static void copy_into(const Tensor& out, const Tensor& src) { copy_into_cuda(out, src); }
   static bool copy_across(const Tensor& self, const Tensor& src) {

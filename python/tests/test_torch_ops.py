@@ -23,6 +23,8 @@ def shape_of(op):
         return SHAPES["scores"]
     if op.startswith("gelu") and "tanh" in op:
         return SHAPES["hidden"]
+    if op.startswith("cat"):
+        return [8, 8, 96]
     if "heads out" in op:
         return SHAPES["scores"]
     if "rotary" in op:

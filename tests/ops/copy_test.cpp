@@ -1,6 +1,8 @@
 // Tests ops/copy.cpp: clone, _to_copy, copy_, fill_, zero_, zeros_like, ones_like, cat, triu,
 // slice_backward (values, strided operands, version counter, gradients, bf16, Meta, errors)
 // and their derivative rules.
+#include <omp.h>
+
 #include <catch2/catch.hpp>
 
 #include "remat.h"
@@ -134,6 +136,37 @@ TEST_CASE("cat: dims, negative dim, promotion, strided inputs", "[copy]") {
   Tensor c3 = cat({x3, x3.slice(1, 0, 1)}, 1);
   CHECK(c3.sizes() == Shape{2, 4, 4});
   check_values(c3.slice(1, 3, 4), {0, 1, 2, 3, 12, 13, 14, 15});
+}
+
+TEST_CASE("cat of contiguous inputs (row by row of out) equals the slices it is made of, any dim and thread count",
+          "[copy]") {
+  // split's backward at a size the threads share (rows over 32768 elements), in f32, bf16 and int64
+  for (ScalarType dt : {kFloat, kBFloat16, kLong}) {
+    for (int64_t dim : {0, 1, 2}) {
+      INFO(toString(dt) << ", dim " << dim);
+      Shape part = {4, 96, 128};
+      std::vector<Tensor> parts;
+      for (int64_t k = 0; k < 3; ++k) {
+        Shape sz = part;
+        sz[dim] += k;  // unequal parts
+        parts.push_back(add(iota(sz, kFloat), double(1000 * k)).to(dt));
+      }
+      parts.push_back(zeros([&] { Shape z = part; z[dim] = 0; return z; }(), TensorOptions().dtype(dt)));  // empty
+      for (int threads : {1, 2}) {
+        const int before = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        Tensor c = cat(parts, dim);
+        omp_set_num_threads(before);
+        int64_t at = 0;
+        for (const Tensor& p : parts) {
+          const int64_t len = p.sizes()[dim];
+          CHECK(equal(c.slice(dim, at, at + len), p));
+          at += len;
+        }
+        CHECK(at == c.sizes()[dim]);
+      }
+    }
+  }
 }
 
 TEST_CASE("triu: diagonal offsets, batches, strided input", "[copy]") {
