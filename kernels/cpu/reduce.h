@@ -108,11 +108,10 @@ void sum_runs_f32(const float* const* p, int64_t n, float* out) {
     }
   }
   for (int m = 0; m < M; ++m) {
-    if (i < n) {
-      float tail[16] = {};
-      for (int64_t j = i; j < n; ++j) tail[j - i] = p[m][j];
-      a[m][0] = _mm256_add_ps(a[m][0], _mm256_loadu_ps(tail));
-      a[m][1] = _mm256_add_ps(a[m][1], _mm256_loadu_ps(tail + 8));
+    if (i < n) {  // fewer than 16 left: loaded under a mask, the rest zeros
+      const __m512 tail = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << (n - i)) - 1), p[m] + i);
+      a[m][0] = _mm256_add_ps(a[m][0], _mm512_castps512_ps256(tail));
+      a[m][1] = _mm256_add_ps(a[m][1], _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(tail), 1)));
     }
     const __m256 v = _mm256_add_ps(a[m][0], a[m][1]);
     __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));  // lanes k + k+4
