@@ -10,6 +10,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "engine/core/device_caching_allocator.h"
 #include "engine/core/dry_run.h"
 #include "engine/core/error.h"
@@ -77,6 +81,25 @@ LargeBlockCache& large_cache() {
   return *c;
 }
 
+// Blocks of 2 MiB and more start on a 2 MiB boundary and are marked MADV_HUGEPAGE, as c10's
+// alloc_cpu does under THP_MEM_ALLOC_ENABLE=1: under the kernel's default "madvise" setting only
+// marked memory gets transparent huge pages, and a memory-bound kernel streaming a large tensor
+// through 4 KiB pages spends a large share of its time on TLB misses (an in-place add of two
+// 4096x4096 f32 tensors: 6.0 ms through 4 KiB pages, 4.2 ms through 2 MiB ones). The cache above
+// keeps these blocks, so the huge pages are faulted in once, not every step.
+constexpr size_t kHugePage = size_t{2} << 20;
+
+void* system_block(size_t rounded) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (rounded >= kHugePage) {
+    void* p = std::aligned_alloc(kHugePage, (rounded + kHugePage - 1) / kHugePage * kHugePage);
+    if (p != nullptr) madvise(p, rounded, MADV_HUGEPAGE);  // a refusal leaves 4 KiB pages: still correct
+    return p;
+  }
+#endif
+  return std::aligned_alloc(kAlignment, rounded);
+}
+
 size_t rounded_size(size_t nbytes) {
   size_t r = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
   return r <= kSmallLimit ? r : (nbytes + kPage - 1) / kPage * kPage;
@@ -105,7 +128,7 @@ void* aligned_block(size_t nbytes, bool* from_system) {
     }
   }
   *from_system = true;
-  return std::aligned_alloc(kAlignment, rounded);
+  return system_block(rounded);
 }
 
 // Frees or caches a block; returns true when it went back to the system.

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -27,11 +28,53 @@ constexpr double kKappa = 0.044715;
 constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2 pi)
 }  // namespace gelu_constants
 
+#if defined(__AVX512F__)
+#define REMAT_GELU_TANH_AVX512 1
+// gelu_run's tanh form (below) for 16 floats in registers: the Eigen expression's operations in its
+// order (Eigen's packet tanh), so the same bits.
+inline __m512 gelu_tanh16(__m512 x) {
+  using namespace gelu_constants;
+  const __m512 cube = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(float(kKappa)), x), x), x);
+  const __m512 t = Eigen::internal::ptanh(_mm512_mul_ps(_mm512_set1_ps(float(kBeta)), _mm512_add_ps(x, cube)));
+  return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), _mm512_add_ps(_mm512_set1_ps(1.0f), t));
+}
+
+// out = gelu(x), tanh form, on the calling thread, T float or BFloat16 (widened in registers,
+// rounded once). Why not Eigen's expression over bfloat16 blocks widened into buffers: the two
+// extra passes made bf16 slower than f32 (0.56 against 0.49 ms at the GPT's MLP shape, 1 thread,
+// Xeon with AMX), and sac-mm recomputes this op in every backward.
+template <class T>
+void gelu_tanh_avx512(T* out, const T* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {  // two vectors at once: tanh's chain is long
+    const __m512 a = gelu_tanh16(load16_as_float(x + i)), b = gelu_tanh16(load16_as_float(x + i + 16));
+    store16_from_float(out + i, a);
+    store16_from_float(out + i + 16, b);
+  }
+  for (; i < n; i += 16) {
+    if (n - i >= 16) {
+      store16_from_float(out + i, gelu_tanh16(load16_as_float(x + i)));
+    } else {  // the tail through a zeroed vector: each lane is computed alone, so the same bits
+      T in[16], res[16];
+      std::memset(static_cast<void*>(in), 0, sizeof(in));
+      std::memcpy(static_cast<void*>(in), x + i, static_cast<size_t>(n - i) * sizeof(T));
+      store16_from_float(res, gelu_tanh16(load16_as_float(in)));
+      std::memcpy(static_cast<void*>(out + i), res, static_cast<size_t>(n - i) * sizeof(T));
+    }
+  }
+}
+#endif
+
 // out[i] = gelu(x[i]) for i < n, on the calling thread; tanh_form selects approximate="tanh",
 // else the exact erf form.
 template <class T>
 void gelu_run(T* out, const T* x, int64_t n, bool tanh_form) {
   using namespace gelu_constants;
+#ifdef REMAT_GELU_TANH_AVX512
+  if constexpr (std::is_same_v<T, float>) {
+    if (tanh_form) return gelu_tanh_avx512(out, x, n);
+  }
+#endif
   using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
   Eigen::Map<const Array> xa(x, n);
   Eigen::Map<Array> y(out, n);
@@ -48,6 +91,12 @@ void gelu_run(T* out, const T* x, int64_t n, bool tanh_form) {
 template <class T>
 void gelu_contiguous(T* out, const T* x, int64_t n, bool tanh_form) {
   if constexpr (std::is_same_v<T, BFloat16>) {
+#ifdef REMAT_GELU_TANH_AVX512
+    if (tanh_form) {
+      parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) { gelu_tanh_avx512(out + b, x + b, e - b); });
+      return;
+    }
+#endif
     map_bf16_blocks<1>(out, {x}, n, [tanh_form](float* o, const float* const* in, int64_t len) {
       gelu_run<float>(o, in[0], len, tanh_form);
     });
@@ -57,7 +106,6 @@ void gelu_contiguous(T* out, const T* x, int64_t n, bool tanh_form) {
 }
 
 #if defined(__AVX512F__)
-#define REMAT_GELU_TANH_AVX512 1
 // gelu_backward_run's tanh form (below) for 16 floats in registers: its operations in its order
 // (Eigen's packet exp, its min's operand order), in one pass with no block temporaries. Through the
 // four Eigen passes over a block the f32 kernel ran at 28% of exp's own throughput (bench:ops, AMD

@@ -2,7 +2,11 @@
 // Tests engine/core/allocator.cpp (CPU/Meta allocators, exact statistics, observer, set_allocator).
 #include <catch2/catch.hpp>
 
+#include <cinttypes>
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -61,6 +65,38 @@ TEST_CASE("A freed large block is reused for the same size; empty_cache returns 
   empty_cache();
   REQUIRE(memory_reserved() == reserved0);
   REQUIRE(memory_allocated() == allocated0);
+}
+
+// The flags of the mapping holding p, as /proc/self/smaps lists them ("" when not found).
+std::string mapping_flags(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+TEST_CASE("A block of 2 MiB or more starts on a 2 MiB boundary and asks for huge pages (c10's THP_MEM_ALLOC_ENABLE)",
+          "[allocator]") {
+  constexpr int64_t kHugePage = 2 << 20;
+  Tensor big = empty({3 * kHugePage / 4});  // 3 huge pages of floats
+  REQUIRE(reinterpret_cast<uintptr_t>(big.data_ptr()) % kHugePage == 0);
+  Tensor small = empty({kHugePage / 4 - 1024});  // under 2 MiB: the 64-byte alignment only
+  REQUIRE(reinterpret_cast<uintptr_t>(small.data_ptr()) % 64 == 0);
+  // madvise(MADV_HUGEPAGE) marks the mapping "hg"; a kernel without transparent huge pages has no
+  // such file and refuses the advice, which leaves 4 KiB pages.
+  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    const std::string flags = mapping_flags(big.data_ptr());
+    INFO(flags);
+    REQUIRE(flags.find(" hg") != std::string::npos);
+  }
 }
 
 TEST_CASE("max_memory_allocated tracks the peak since reset_peak_memory_stats", "[allocator]") {
