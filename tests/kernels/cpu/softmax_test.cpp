@@ -78,3 +78,64 @@ TEST_CASE("bfloat16 softmax backward, plain and masked: the formula, the same bi
 TEST_CASE("float softmax backward, plain and masked: the formula, the same bits on any thread count", "[softmax]") {
   check_backward<float>(1e-6, 1e-6);
 }
+
+namespace {
+
+// Softmax forward over rows of len (last dim) on `threads` threads.
+template <class T>
+std::vector<T> softmax_rows(const std::vector<T>& x, int64_t len, int threads) {
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  std::vector<T> y(x.size());
+  cpu::softmax_forward(y.data(), x.data(), static_cast<int64_t>(x.size()) / len, len, 1, false);
+  omp_set_num_threads(before);
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("softmax forward over the last dim, float and bfloat16: the formula in double, the same bits on any "
+          "thread count, bfloat16 the float result rounded once",
+          "[softmax][bf16]") {
+  for (int64_t len : {int64_t(1), int64_t(5), int64_t(16), int64_t(17), int64_t(77), int64_t(128)}) {
+    INFO("len " << len);
+    const int64_t rows = 600;  // more rows than one thread's grain
+    std::vector<float> xf(rows * len);
+    std::vector<BFloat16> xb(xf.size());
+    for (size_t k = 0; k < xf.size(); ++k) {
+      xb[k] = BFloat16(8.0f * std::sin(0.37f * float(k)));
+      xf[k] = float(xb[k]);  // the same values in both types
+    }
+    const std::vector<float> yf = softmax_rows(xf, len, 1), yf2 = softmax_rows(xf, len, 2);
+    const std::vector<BFloat16> yb = softmax_rows(xb, len, 1), yb2 = softmax_rows(xb, len, 2);
+    CHECK(std::memcmp(yf.data(), yf2.data(), yf.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(yb.data(), yb2.data(), yb.size() * sizeof(BFloat16)) == 0);
+    int64_t wrong = 0, not_rounded_once = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+      double max = -INFINITY, sum = 0;
+      for (int64_t k = 0; k < len; ++k) max = std::max(max, double(xf[i * len + k]));
+      for (int64_t k = 0; k < len; ++k) sum += std::exp(double(xf[i * len + k]) - max);
+      for (int64_t k = 0; k < len; ++k) {
+        const double want = std::exp(double(xf[i * len + k]) - max) / sum;
+        if (std::abs(yf[i * len + k] - want) > 1e-6 * want + 1e-12) ++wrong;  // a few ulp of exp and the sum
+        if (yb[i * len + k].bits != BFloat16(yf[i * len + k]).bits) ++not_rounded_once;
+      }
+    }
+    CHECK(wrong == 0);
+    CHECK(not_rounded_once == 0);
+  }
+}
+
+TEST_CASE("softmax forward: -inf scores give 0, a NaN makes its row NaN, a row of -inf is NaN (as PyTorch's)",
+          "[softmax]") {
+  const float inf = INFINITY;
+  // three rows of 20 (a whole vector and a tail)
+  std::vector<float> x(60, 1.0f);
+  for (int k = 10; k < 20; ++k) x[k] = -inf;  // row 0: half masked
+  x[20 + 17] = NAN;                           // row 1: one NaN, in the tail
+  for (int k = 40; k < 60; ++k) x[k] = -inf;  // row 2: all -inf
+  const std::vector<float> y = softmax_rows(x, 20, 1);
+  for (int k = 0; k < 10; ++k) CHECK(y[k] == Approx(0.1f));
+  for (int k = 10; k < 20; ++k) CHECK(y[k] == 0.0f);
+  for (int k = 20; k < 60; ++k) CHECK(std::isnan(y[k]));
+}
