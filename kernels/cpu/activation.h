@@ -10,7 +10,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -51,17 +50,8 @@ void gelu_tanh_avx512(T* out, const T* x, int64_t n) {
     store16_from_float(out + i, a);
     store16_from_float(out + i + 16, b);
   }
-  for (; i < n; i += 16) {
-    if (n - i >= 16) {
-      store16_from_float(out + i, gelu_tanh16(load16_as_float(x + i)));
-    } else {  // the tail through a zeroed vector: each lane is computed alone, so the same bits
-      T in[16], res[16];
-      std::memset(static_cast<void*>(in), 0, sizeof(in));
-      std::memcpy(static_cast<void*>(in), x + i, static_cast<size_t>(n - i) * sizeof(T));
-      store16_from_float(res, gelu_tanh16(load16_as_float(in)));
-      std::memcpy(static_cast<void*>(out + i), res, static_cast<size_t>(n - i) * sizeof(T));
-    }
-  }
+  for (; i + 16 <= n; i += 16) store16_from_float(out + i, gelu_tanh16(load16_as_float(x + i)));
+  if (i < n) store_tail_from_float(out, i, n, gelu_tanh16(load_tail_as_float(x, i, n, 0.0f)));
 }
 #endif
 

@@ -63,6 +63,22 @@ inline void store16_from_float(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
 inline void store16_from_float(BFloat16* p, __m512 v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), float_to_bf16x16(v));
 }
+// Elements [i, n) of an array (fewer than 16) widened to float, the other lanes `fill`, and stored
+// back from float: a run's tail goes through the same vector code, so each element gets the same
+// bits wherever it falls.
+template <class T>
+__m512 load_tail_as_float(const T* p, int64_t i, int64_t n, float fill) {
+  T lanes[16];
+  for (T& lane : lanes) lane = T(fill);
+  std::memcpy(static_cast<void*>(lanes), p + i, static_cast<size_t>(n - i) * sizeof(T));
+  return load16_as_float(lanes);
+}
+template <class T>
+void store_tail_from_float(T* p, int64_t i, int64_t n, __m512 v) {
+  T lanes[16];
+  store16_from_float(lanes, v);
+  std::memcpy(static_cast<void*>(p + i), lanes, static_cast<size_t>(n - i) * sizeof(T));
+}
 #endif
 
 inline void float_to_bf16(const float* in, BFloat16* out, int64_t n) {

@@ -12,7 +12,6 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -28,22 +27,6 @@ namespace remat::kernels::cpu {
 inline int64_t rows_grain(int64_t row_len) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(row_len, 1)); }
 
 #if defined(__AVX512F__)
-// Elements [i, n) of a row (fewer than 16) widened to float, the other lanes `fill`: a row's tail
-// runs the vector code, so each element gets the same bits wherever it falls.
-template <class T>
-__m512 load_tail_as_float(const T* p, int64_t i, int64_t n, float fill) {
-  T lanes[16];
-  std::fill(lanes, lanes + 16, T(fill));
-  std::memcpy(static_cast<void*>(lanes), p + i, static_cast<size_t>(n - i) * sizeof(T));
-  return load16_as_float(lanes);
-}
-template <class T>
-void store_tail_from_float(T* p, int64_t i, int64_t n, __m512 v) {
-  T lanes[16];
-  store16_from_float(lanes, v);
-  std::memcpy(static_cast<void*>(p + i), lanes, static_cast<size_t>(n - i) * sizeof(T));
-}
-
 // y = exp(x - max) / sum(exp(x - max)) over one float or bfloat16 row of n, in float: the max and
 // the sum in 16 lanes, combined in a fixed order; the exponentials (Eigen's packet exp) kept in
 // `e` (n floats; y itself for float), then scaled by 1/sum and rounded once. Through Eigen's
