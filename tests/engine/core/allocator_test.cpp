@@ -67,6 +67,7 @@ TEST_CASE("A freed large block is reused for the same size; empty_cache returns 
   REQUIRE(memory_allocated() == allocated0);
 }
 
+namespace {
 // The flags of the mapping holding p, as /proc/self/smaps lists them ("" when not found).
 std::string mapping_flags(const void* p) {
   std::ifstream smaps("/proc/self/smaps");
@@ -82,6 +83,7 @@ std::string mapping_flags(const void* p) {
   }
   return "";
 }
+}  // namespace
 
 TEST_CASE("A block of 2 MiB or more starts on a 2 MiB boundary and asks for huge pages (c10's THP_MEM_ALLOC_ENABLE)",
           "[allocator]") {
