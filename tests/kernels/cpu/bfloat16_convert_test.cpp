@@ -60,3 +60,23 @@ TEST_CASE("bf16_to_float is exact", "[bfloat16_convert]") {
     }
   }
 }
+
+TEST_CASE("float_to_bf16 matches BFloat16(float) over every sign, exponent and top mantissa", "[bfloat16_convert]") {
+  // Each high half (sign, exponent, 7 mantissa bits) with low halves at the rounding's edges: below,
+  // at and above the tie, and the extremes. Runs of 16 consecutive high halves fill a vector, so most
+  // vectors are all normal (vcvtneps2bf16's path where the CPU has it) and those that reach a
+  // subnormal or NaN high half take the integer path, every lane checked either way.
+  for (uint32_t low : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x1234u}) {
+    std::vector<float> x(65536);
+    for (uint32_t high = 0; high < 65536; ++high) x[high] = from_bits(high << 16 | low);
+    std::vector<BFloat16> out(x.size());
+    float_to_bf16(x.data(), out.data(), static_cast<int64_t>(x.size()));
+    int64_t mismatches = 0;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (out[i].bits != BFloat16(x[i]).bits) {
+        if (mismatches++ < 5) FAIL_CHECK("bits 0x" << std::hex << (i << 16 | low) << ": got 0x" << out[i].bits
+                                                    << ", BFloat16 gives 0x" << BFloat16(x[i]).bits);
+      }
+    CHECK(mismatches == 0);
+  }
+}
