@@ -59,14 +59,25 @@ void check_transpose(int64_t outer, int64_t R, int64_t C) {
 }  // namespace
 
 TEST_CASE("copy_kernel transposes exactly at sizes around its tile and block, with outer dims", "[pointwise]") {
+  // C 48: a 16-bit band of 32 columns then one of 16; 256/257: the block's edge.
   for (int64_t R : {16, 17, 31, 128, 129, 300})
-    for (int64_t C : {16, 33, 128, 257}) {
+    for (int64_t C : {16, 33, 48, 128, 256, 257}) {
       check_transpose<float>(1, R, C);
       check_transpose<BFloat16>(1, R, C);
     }
   check_transpose<float>(3, 40, 50);
   check_transpose<BFloat16>(2, 130, 20);
   check_transpose<float>(2, 8, 64);  // below the tile: the plain walk
+}
+
+TEST_CASE("copy_kernel's transposes with outputs large enough to stream", "[pointwise]") {
+  // From kTransposeStreamBytes of output on, whole 64-byte lines go around the caches; lines that do
+  // not start on 64 bytes (rows of an odd length) take ordinary stores.
+  const int64_t floats = cpu::detail::kTransposeStreamBytes / static_cast<int64_t>(sizeof(float));
+  check_transpose<float>(1, 2048, floats / 2048);       // every line aligned
+  check_transpose<float>(1, 2051, floats / 2048 + 3);   // lines at every offset
+  check_transpose<BFloat16>(2, 2048, floats / 2048);    // 16-bit tiles 32 columns wide, two of them
+  check_transpose<BFloat16>(1, 4099, floats / 2048 + 5);
 }
 
 TEST_CASE("copy_kernel's transposes move bits (NaN payloads, -0, subnormals) for 16-, 32- and 64-bit types",
