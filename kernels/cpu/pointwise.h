@@ -13,6 +13,7 @@
 #include "kernels/cpu/bfloat16_blocks.h"
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/loops.h"
+#include "kernels/cpu/streaming_store.h"
 #include "kernels/cpu/x86_intrinsics.h"
 
 namespace remat::kernels::cpu {
@@ -142,10 +143,20 @@ void binary_float_block(float* o, const float* const* x, int64_t len) {
 // A bfloat16 binary op over one run, 16 lanes at a time, with no buffer: each input contiguous
 // (stride 1) or one value broadcast (stride 0), widened exactly, Op in float (GCC's vector
 // arithmetic on __m512), rounded as BFloat16's conversion: the bits of the widened-block path.
+// `stream`: o's whole 64-byte lines written around the caches (streaming_store.h); the caller fences.
 template <class Op>
-void binary_bf16_run_avx512(BFloat16* o, const BFloat16* x, const BFloat16* y, int64_t sx, int64_t sy, int64_t n) {
+void binary_bf16_run_avx512(BFloat16* o, const BFloat16* x, const BFloat16* y, int64_t sx, int64_t sy, int64_t n,
+                            bool stream = false) {
   const __m512 xb = _mm512_set1_ps(float(*x)), yb = _mm512_set1_ps(float(*y));
   int64_t i = 0;
+  if (stream) {
+    i = elements_to_alignment(o, 64, n);
+    if (i > 0) binary_bf16_run_avx512<Op>(o, x, y, sx, sy, i);
+    for (; i + 16 <= n; i += 16) {
+      const __m512 r = Op::scalar(sx ? bf16x16_to_float(x + i) : xb, sy ? bf16x16_to_float(y + i) : yb);
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(o + i), float_to_bf16x16(r));
+    }
+  }
   for (; i + 16 <= n; i += 16) {
     const __m512 r = Op::scalar(sx ? bf16x16_to_float(x + i) : xb, sy ? bf16x16_to_float(y + i) : yb);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), float_to_bf16x16(r));
@@ -162,9 +173,20 @@ void binary_bf16_run_avx512(BFloat16* o, const BFloat16* x, const BFloat16* y, i
 // c = a + b at [4096, 4096] (1 thread, both timed in one process), and PyTorch's add_kernel
 // runs its AVX2 build on AVX-512 machines too (REGISTER_DISPATCH leaves the AVX512 slot empty:
 // ATen/native/DispatchStub.h). Element by element, so the bits of any other loop.
+// `stream`: o's whole 64-byte lines written around the caches (streaming_store.h); the caller fences.
 template <class Op>
-void binary_f32_run_avx(float* o, const float* x, const float* y, int64_t n) {
+void binary_f32_run_avx(float* o, const float* x, const float* y, int64_t n, bool stream = false) {
   int64_t i = 0;
+  if (stream) {
+    i = elements_to_alignment(o, 64, n);
+    binary_f32_run_avx<Op>(o, x, y, i);
+    for (; i + 16 <= n; i += 16) {
+      const __m256 r0 = Op::scalar(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i));
+      const __m256 r1 = Op::scalar(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8));
+      _mm256_stream_ps(o + i, r0);
+      _mm256_stream_ps(o + i + 8, r1);
+    }
+  }
   for (; i + 16 <= n; i += 16) {
     const __m256 r0 = Op::scalar(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i));
     const __m256 r1 = Op::scalar(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8));
@@ -214,8 +236,11 @@ void binary_kernel(const LoopShape& s, T* out, const T* a, const T* b) {
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float>) {
     if (s.is_contiguous()) {
+      // In place (acc += b) the output's lines are read first anyway: nothing to save.
+      const bool stream = out != a && out != b && stream_output(3 * s.numel() * static_cast<int64_t>(sizeof(T)));
       parallel_for(0, s.numel(), kGrainSize, [&](int64_t lo, int64_t hi) {
-        binary_f32_run_avx<Op>(out + lo, a + lo, b + lo, hi - lo);
+        binary_f32_run_avx<Op>(out + lo, a + lo, b + lo, hi - lo, stream);
+        if (stream) stream_fence();
       });
       return;
     }
@@ -233,8 +258,10 @@ void binary_kernel(const LoopShape& s, T* out, const T* a, const T* b) {
     if (s.is_contiguous()) {
 #if defined(__AVX512F__)
       if constexpr (std::is_same_v<T, BFloat16>) {
+        const bool stream = out != a && out != b && stream_output(3 * s.numel() * static_cast<int64_t>(sizeof(T)));
         parallel_for(0, s.numel(), kGrainSize, [&](int64_t lo, int64_t hi) {
-          binary_bf16_run_avx512<Op>(out + lo, a + lo, b + lo, 1, 1, hi - lo);
+          binary_bf16_run_avx512<Op>(out + lo, a + lo, b + lo, 1, 1, hi - lo, stream);
+          if (stream) stream_fence();
         });
         return;
       }
@@ -541,8 +568,14 @@ template <class O, class I>
 void copy_kernel(const LoopShape& s, O* out, const I* in) {
   if constexpr (std::is_same_v<O, I>) {
     if (s.is_contiguous()) {
+      const bool stream = stream_output(2 * s.numel() * static_cast<int64_t>(sizeof(O)));
       parallel_for(0, s.numel(), kGrainSize, [&](int64_t b, int64_t e) {
-        std::copy(in + b, in + e, out + b);
+        if (stream) {
+          copy_bytes_streaming(out + b, in + b, static_cast<size_t>(e - b) * sizeof(O));
+          stream_fence();
+        } else {
+          std::copy(in + b, in + e, out + b);
+        }
       });
       return;
     }
