@@ -10,9 +10,37 @@
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/pointwise.h"
 #include "kernels/cpu/random.h"
+#include "kernels/cpu/streaming_store.h"
 #include "kernels/cpu/x86_intrinsics.h"
 
 namespace remat::kernels::cpu {
+
+#if defined(__AVX512F__)
+// masked_scale for float, 16 lanes at a time (the same products as the scalar loop); `stream`: the
+// output's whole lines around the caches (streaming_store.h). At [4096, 4096], Xeon with AMX,
+// against the `omp simd` loop below: 1 thread 10.3-11.3 -> 8.7-9.7 ms, 2 threads 4.1-4.3 -> 3.3;
+// streamed 5.4-5.5 and 2.7 ms.
+inline void masked_scale_f32_avx512(float* out, const float* in, const bool* mask, int64_t n, float s, bool stream) {
+  parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
+    const uint8_t* m = reinterpret_cast<const uint8_t*>(mask);
+    const int64_t head = stream ? b + elements_to_alignment(out + b, 64, e - b) : b;
+    int64_t i = b;
+    for (; i < head; ++i) out[i] = in[i] * (static_cast<float>(m[i]) * s);
+    const __m512 sv = _mm512_set1_ps(s);
+    for (; i + 16 <= e; i += 16) {
+      const __m512 keep = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + i))));
+      const __m512 r = _mm512_mul_ps(_mm512_loadu_ps(in + i), _mm512_mul_ps(keep, sv));
+      if (stream) {
+        _mm512_stream_ps(out + i, r);
+      } else {
+        _mm512_storeu_ps(out + i, r);
+      }
+    }
+    for (; i < e; ++i) out[i] = in[i] * (static_cast<float>(m[i]) * s);
+    if (stream) stream_fence();
+  });
+}
+#endif
 
 // forward: out = x * mask * scale         (scale = 1 / (1 - p); 0 for p = 1)
 // backward: dx = dout * mask * scale      (the same map applied to the gradient)
@@ -20,6 +48,13 @@ template <class T>
 void masked_scale(T* out, const T* in, const bool* mask, int64_t n, double scale) {
   using A = acc_t<T>;
   const A keep_scale = A(scale);
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    masked_scale_f32_avx512(out, in, mask, n, keep_scale,
+                            out != in && stream_output(n * static_cast<int64_t>(2 * sizeof(float) + sizeof(bool))));
+    return;
+  }
+#endif
   parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
     // Locals and restrict: with `out` possibly aliasing the captured scale, the compiler reloads
     // it and branches per element instead of vectorising. mask ? s : 0 as float(mask) * s (exact).
