@@ -1,10 +1,12 @@
 // Tests kernels/cpu/norm.h (ATen/native/cpu/layer_norm_kernel.cpp): layer_norm's backward sums its
 // parameter gradients in row chunks while each row is in L1; the sums match double-precision ones,
-// do not depend on the thread count, and bf16 rows give the float kernel's result on their values.
+// do not depend on the thread count, and bf16 rows give the float kernel's result on their values;
+// dx matches the formula in double at every tail length of the 16-lane row.
 #include <catch2/catch.hpp>
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -40,6 +42,20 @@ Case make_case(int64_t M, int64_t N) {
   return c;
 }
 
+// dweight and dbias against sums in double over every row.
+void check_param_grads(const Case& c, const std::vector<float>& dw, const std::vector<float>& db) {
+  const int64_t M = c.M, N = c.N;
+  for (int64_t j = 0; j < N; ++j) {
+    double want_w = 0, want_b = 0;
+    for (int64_t i = 0; i < M; ++i) {
+      want_w += double(c.dy[i * N + j]) * ((double(c.x[i * N + j]) - c.mean[i]) * c.rstd[i]);
+      want_b += c.dy[i * N + j];
+    }
+    CHECK(dw[j] == Approx(want_w).margin(1e-4));
+    CHECK(db[j] == Approx(want_b).margin(1e-4));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("layer_norm_backward's dweight and dbias match double sums over every row, across row chunks",
@@ -51,15 +67,7 @@ TEST_CASE("layer_norm_backward's dweight and dbias match double sums over every 
     std::vector<float> dx(M * N), dw(N, -1.0f), db(N, -1.0f);
     cpu::layer_norm_backward<float>(dx.data(), dw.data(), db.data(), c.dy.data(), c.x.data(), c.mean.data(),
                                     c.rstd.data(), c.w.data(), M, N);
-    for (int64_t j = 0; j < N; ++j) {
-      double want_w = 0, want_b = 0;
-      for (int64_t i = 0; i < M; ++i) {
-        want_w += double(c.dy[i * N + j]) * ((double(c.x[i * N + j]) - c.mean[i]) * c.rstd[i]);
-        want_b += c.dy[i * N + j];
-      }
-      CHECK(dw[j] == Approx(want_w).margin(1e-4));
-      CHECK(db[j] == Approx(want_b).margin(1e-4));
-    }
+    check_param_grads(c, dw, db);
   }
 }
 
@@ -99,4 +107,39 @@ TEST_CASE("layer_norm_backward on bfloat16 rows is the float kernel on their val
   CHECK(wrong == 0);
   CHECK(dwb == dwf);
   CHECK(dbb == dbf);
+}
+
+TEST_CASE("layer_norm_backward's dx matches the formula in double, with and without weight, at every tail length",
+          "[norm]") {
+  // rows of whole 16-lane vectors, a tail, only a tail; dweight and dbias wanted or not
+  for (int64_t N : {1, 15, 16, 17, 40, 1024, 1031}) {
+    for (bool affine : {true, false}) {
+      for (bool grads : {true, false}) {
+        INFO("N = " << N << (affine ? ", weight" : ", no weight") << (grads ? ", parameter gradients" : ""));
+        const int64_t M = 5;
+        Case c = make_case(M, N);
+        std::vector<float> dx(M * N, -1.0f), dw(N, -1.0f), db(N, -1.0f);
+        cpu::layer_norm_backward<float>(dx.data(), grads ? dw.data() : nullptr, grads ? db.data() : nullptr,
+                                        c.dy.data(), c.x.data(), c.mean.data(), c.rstd.data(),
+                                        affine ? c.w.data() : nullptr, M, N);
+        int64_t wrong = 0;
+        double worst = 0;
+        for (int64_t i = 0; i < M; ++i) {
+          double sum_g = 0, sum_gx = 0;
+          auto gw = [&](int64_t j) { return double(c.dy[i * N + j]) * (affine ? double(c.w[j]) : 1.0); };
+          auto xhat = [&](int64_t j) { return (double(c.x[i * N + j]) - c.mean[i]) * c.rstd[i]; };
+          for (int64_t j = 0; j < N; ++j) sum_g += gw(j), sum_gx += gw(j) * xhat(j);
+          for (int64_t j = 0; j < N; ++j) {
+            const double want = c.rstd[i] * (gw(j) - sum_g / N - xhat(j) * sum_gx / N);
+            const double err = std::fabs(dx[i * N + j] - want);
+            worst = std::max(worst, err);
+            wrong += err > 1e-4 * (1.0 + std::fabs(want));
+          }
+        }
+        INFO("largest error " << worst);
+        CHECK(wrong == 0);
+        if (grads) check_param_grads(c, dw, db);
+      }
+    }
+  }
 }
