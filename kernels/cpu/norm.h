@@ -135,7 +135,8 @@ void norm_backward_rows(A* dweight, A* dbias, int64_t M, int64_t N, int64_t scra
 // sums dy * weight and dy * weight * xhat and adds into dw_acc and db_acc, the second writes dx
 // (xhat recomputed). The Eigen form below makes six passes: `bench:ops` layer_norm fwd+bwd f32
 // [1024, 1024], Xeon with AMX, in turn: 1 thread 0.96-0.97 -> 0.77-0.79 ms, 2 threads 0.50-0.51 ->
-// 0.40-0.44 (PyTorch 0.98-1.18 and 0.63-0.88). The sums' order differs from Eigen's: last bits may.
+// 0.40-0.44 (PyTorch 0.98-1.18 and 0.63-0.88). The sums run in another order than Eigen's, so dx's last bits
+// may differ from the Eigen form's.
 inline void layer_norm_backward_row_f32(float* dx, float* dw_acc, float* db_acc, const float* dy, const float* x,
                                         float mu, float r, const float* weight, int64_t N) {
   const __m512 muv = _mm512_set1_ps(mu), rv = _mm512_set1_ps(r);

@@ -1,5 +1,5 @@
-// No PyTorch counterpart (ATen's CPU loops always store through the caches); glibc's memcpy does
-// the same past its non-temporal threshold. Large contiguous outputs written around the caches.
+// No PyTorch counterpart (ATen's CPU loops always store through the caches; glibc's memcpy streams
+// past its non-temporal threshold): large contiguous outputs written around the caches.
 //
 // An ordinary store first reads the 64-byte line it writes (the read-for-ownership), so c = a + b
 // moves four tensors' bytes, not three. A non-temporal store writes whole lines straight to
