@@ -101,7 +101,9 @@ constexpr uint64_t kMaxCompareBytes = 64 << 20;
                "--no-interleave: skip the second timing, in which every strategy takes one step in turn (the\n"
                "  fairer overheads on a shared machine; its table follows the main one)\n"
                "--profile-ops: after each strategy's run, its ops by time per timed step (calls, ms, share), as\n"
-               "  torch.profiler's key_averages() lists them (bench/torch_reference.py --profile-ops: PyTorch's)\n"
+               "  torch.profiler's key_averages() lists them (bench/torch_reference.py --profile-ops: PyTorch's), with\n"
+               "  the bytes each moved at least; on the CPU, the other ops than matrix products against the copy\n"
+               "  bandwidth measured after the run (the time their bytes take at it)\n"
                "--attention sdpa: the fused aten::_scaled_dot_product_flash_attention_for_cpu (CPU) or\n"
                "  aten::_scaled_dot_product_efficient_attention (CUDA) (saves output and logsumexp; the SAC\n"
                "  strategies save it) instead of the math composite (default)\n"
@@ -386,8 +388,13 @@ StrategyResult run(const Strategy& s, const Args& a, size_t index, size_t total,
       DispatchModeTLS::pop();
       scope.pushed = false;
       if (isatty(fileno(stderr))) std::fprintf(stderr, "\n");  // past the progress bar
-      std::printf("%s: its ops per timed step (%lld steps; the dispatch mode's boxing not counted)\n%s\n",
+      std::printf("%s: its ops per timed step (%lld steps; the dispatch mode's boxing not counted)\n%s",
                   s.name.c_str(), static_cast<long long>(a.steps), scope.profile->table(a.steps).c_str());
+      // Against the copy bandwidth measured now, on the step's thread count (CPU only: a device's
+      // ops run asynchronously, so their host-side times say nothing of their bytes).
+      if (device.is_cpu())
+        std::printf("%s", scope.profile->roofline(a.steps, measure_copy_bandwidth(omp_get_max_threads())).c_str());
+      std::printf("\n");
     }
     check_losses(s.name, measured, a.warmup);
     record_measured(measured, a.warmup, &r);
