@@ -117,3 +117,42 @@ TEST_CASE("A first gradient that is an expanded view is copied, so later accumul
   (x * from_vector({1, 2, 3}, {3}, kDouble)).sum().backward();
   REQUIRE(values(x.grad()) == std::vector<double>{2, 3, 4});
 }
+
+TEST_CASE("A first gradient that is a view of a fresh product is stolen, without its view metadata", "[accumulate_grad]") {
+  // linear's weight gradient is t(t(product)) (mm's backward for a transposed operand, then
+  // t's backward): a view whose base only the view holds. PyTorch steals it (new_grad.detach()).
+  Tensor w = from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, f64(true));
+  Tensor x = from_vector({1, 0, 2, 1, 1, 1}, {2, 3}, kDouble);
+  auto mode = std::make_shared<CountingMode>();
+  {
+    DispatchModeGuard g(mode);
+    mm(x, w.t()).sum().backward();
+  }
+  CHECK(mode->count("aten::clone") == 0);
+  CHECK_FALSE(w.grad().is_view());
+  CHECK(w.grad().is_contiguous());
+  CHECK(values(w.grad()) == std::vector<double>{2, 1, 3, 2, 1, 3});  // column sums of x, per row of w
+  mm(x, w.t()).sum().backward();  // accumulated in place into the stolen buffer
+  CHECK(values(w.grad()) == std::vector<double>{4, 2, 6, 4, 2, 6});
+}
+
+namespace {
+// A custom backward returning a view of a tensor the caller keeps (held).
+Tensor held;
+struct ViewOfHeld : autograd::Function<ViewOfHeld> {
+  static Tensor forward(autograd::AutogradContext*, Tensor x) { return x * 1.0; }
+  static std::vector<Tensor> backward(autograd::AutogradContext*, std::vector<Tensor>) { return {held.view({2})}; }
+};
+}  // namespace
+
+TEST_CASE("A first gradient that is a view of a tensor someone else holds is copied", "[accumulate_grad]") {
+  // Stealing it would let the next accumulation write into the caller's tensor.
+  held = from_vector({5, 6}, {2}, kDouble);
+  Tensor x = from_vector({1, 2}, {2}, f64(true));
+  ViewOfHeld::apply(x).sum().backward();
+  CHECK_FALSE(x.grad().is_alias_of(held));
+  ViewOfHeld::apply(x).sum().backward();
+  CHECK(values(x.grad()) == std::vector<double>{10, 12});
+  CHECK(values(held) == std::vector<double>{5, 6});  // the caller's tensor untouched
+  held = Tensor();
+}
