@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/bfloat16_convert.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/pointwise.h"
 #include "kernels/cpu/vectorized_rows.h"
@@ -131,36 +132,44 @@ void norm_backward_rows(A* dweight, A* dbias, int64_t M, int64_t N, int64_t scra
 }
 
 #if defined(__AVX512F__)
-// layer_norm_backward_row for float in two passes over the row, 16 lanes at a time: the first
-// sums dy * weight and dy * weight * xhat and adds into dw_acc and db_acc, the second writes dx
-// (xhat recomputed). The Eigen form below makes six passes: `bench:ops` layer_norm fwd+bwd f32
-// [1024, 1024], Xeon with AMX, in turn: 1 thread 0.96-0.97 -> 0.77-0.79 ms, 2 threads 0.50-0.51 ->
-// 0.40-0.44 (PyTorch 0.98-1.18 and 0.63-0.88). The sums run in another order than Eigen's, so dx's last bits
-// may differ from the Eigen form's.
-inline void layer_norm_backward_row_f32(float* dx, float* dw_acc, float* db_acc, const float* dy, const float* x,
-                                        float mu, float r, const float* weight, int64_t N) {
+// layer_norm_backward_row for float or bfloat16 rows (widened in registers, dx rounded once) in two
+// passes over the row, 16 lanes at a time: the first sums dy * weight and dy * weight * xhat and
+// adds into dw_acc and db_acc, the second writes dx (xhat recomputed); a row's tail runs the same
+// code on zero-filled lanes. The Eigen form below makes six passes: `bench:ops` layer_norm fwd+bwd
+// f32 [1024, 1024], Xeon with AMX, in turn: 1 thread 0.96-0.97 -> 0.77-0.79 ms, 2 threads 0.50-0.51
+// -> 0.40-0.44 (PyTorch 0.98-1.18 and 0.63-0.88). The sums run in another order than Eigen's, so
+// dx's last bits may differ from the Eigen form's. bfloat16 rows widened into buffers first took
+// 1.16x float's time there while moving half the bytes.
+template <class T>
+void layer_norm_backward_row_avx512(T* dx, float* dw_acc, float* db_acc, const T* dy, const T* x, float mu, float r,
+                                    const float* weight, int64_t N) {
   const __m512 muv = _mm512_set1_ps(mu), rv = _mm512_set1_ps(r);
   __m512 sum_g = _mm512_setzero_ps(), sum_gx = _mm512_setzero_ps();
-  for (int64_t j = 0; j < N; j += 16) {
-    const __mmask16 m = N - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (N - j)) - 1);
-    const __m512 g = _mm512_maskz_loadu_ps(m, dy + j);
-    const __m512 xhat = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), muv), rv);
+  // columns [j, j + 16) under mask m, g and the row's x already loaded (0 in masked-off lanes)
+  auto sums = [&](int64_t j, __mmask16 m, __m512 g, __m512 xv) {
+    const __m512 xhat = _mm512_mul_ps(_mm512_sub_ps(xv, muv), rv);
     if (dw_acc) _mm512_mask_storeu_ps(dw_acc + j, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, dw_acc + j), _mm512_mul_ps(g, xhat)));
     if (db_acc) _mm512_mask_storeu_ps(db_acc + j, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, db_acc + j), g));
     const __m512 gw = weight ? _mm512_mul_ps(g, _mm512_maskz_loadu_ps(m, weight + j)) : g;
     sum_g = _mm512_add_ps(sum_g, gw);  // masked-off lanes hold 0
     sum_gx = _mm512_add_ps(sum_gx, _mm512_mul_ps(gw, xhat));
-  }
+  };
+  const int64_t full = N / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (N - full)) - 1);
+  for (int64_t j = 0; j < full; j += 16) sums(j, 0xFFFF, load16_as_float(dy + j), load16_as_float(x + j));
+  if (full < N) sums(full, tail, load_tail_as_float(dy, full, N, 0.0f), load_tail_as_float(x, full, N, 0.0f));
   const __m512 mean_g = _mm512_set1_ps(_mm512_reduce_add_ps(sum_g) / static_cast<float>(N));
   const __m512 mean_gx = _mm512_set1_ps(_mm512_reduce_add_ps(sum_gx) / static_cast<float>(N));
-  for (int64_t j = 0; j < N; j += 16) {
-    const __mmask16 m = N - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (N - j)) - 1);
-    const __m512 g = _mm512_maskz_loadu_ps(m, dy + j);
-    const __m512 xhat = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), muv), rv);
+  auto grad = [&](int64_t j, __mmask16 m, __m512 g, __m512 xv) {
+    const __m512 xhat = _mm512_mul_ps(_mm512_sub_ps(xv, muv), rv);
     const __m512 gw = weight ? _mm512_mul_ps(g, _mm512_maskz_loadu_ps(m, weight + j)) : g;
-    const __m512 d = _mm512_sub_ps(_mm512_sub_ps(gw, mean_g), _mm512_mul_ps(xhat, mean_gx));
-    _mm512_mask_storeu_ps(dx + j, m, _mm512_mul_ps(rv, d));
-  }
+    return _mm512_mul_ps(rv, _mm512_sub_ps(_mm512_sub_ps(gw, mean_g), _mm512_mul_ps(xhat, mean_gx)));
+  };
+  for (int64_t j = 0; j < full; j += 16)
+    store16_from_float(dx + j, grad(j, 0xFFFF, load16_as_float(dy + j), load16_as_float(x + j)));
+  if (full < N)
+    store_tail_from_float(dx, full, N,
+                          grad(full, tail, load_tail_as_float(dy, full, N, 0.0f), load_tail_as_float(x, full, N, 0.0f)));
 }
 #endif
 
@@ -171,7 +180,7 @@ void layer_norm_backward_row(A* dx, A* dw_acc, A* db_acc, const A* dy, const A* 
                              int64_t N) {
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<A, float>) {
-    layer_norm_backward_row_f32(dx, dw_acc, db_acc, dy, x, mu, r, weight, N);
+    layer_norm_backward_row_avx512(dx, dw_acc, db_acc, dy, x, mu, r, weight, N);
     return;
   }
 #endif
@@ -205,6 +214,14 @@ template <class T, class A = acc_t<T>>
 void layer_norm_backward(T* dx, A* dweight, A* dbias, const T* dy, const T* x, const A* mean, const A* rstd,
                          const A* weight, int64_t M, int64_t N) {
   if constexpr (kFloatBlocks<T>) {  // each row widened to float, run by the float row, rounded once
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<T, BFloat16>) {  // widened in registers
+      detail::norm_backward_rows<A>(dweight, dbias, M, N, 0, [&](int64_t i, A* dw, A* db, float*) {
+        detail::layer_norm_backward_row_avx512(dx + i * N, dw, db, dy + i * N, x + i * N, mean[i], rstd[i], weight, N);
+      });
+      return;
+    }
+#endif
     const int64_t row = aligned_row_floats(N);  // each widened row 64-byte aligned
     detail::norm_backward_rows<A>(dweight, dbias, M, N, 3 * row, [&](int64_t i, A* dw, A* db, float* buf) {
       bf16_to_float(dy + i * N, buf, N);
