@@ -15,6 +15,7 @@
 #include "kernels/cpu/bfloat16_convert.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/pointwise.h"
+#include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/vectorized_rows.h"
 
 namespace remat::kernels::cpu {
@@ -156,7 +157,11 @@ void layer_norm_backward_row_avx512(T* dx, float* dw_acc, float* db_acc, const T
   };
   const int64_t full = N / 16 * 16;
   const __mmask16 tail = static_cast<__mmask16>((1u << (N - full)) - 1);
-  for (int64_t j = 0; j < full; j += 16) sums(j, 0xFFFF, load16_as_float(dy + j), load16_as_float(x + j));
+  for (int64_t j = 0; j < full; j += 16) {
+    prefetch_ahead(dy + j);  // into the next rows: x is a saved activation, out of cache in a step
+    prefetch_ahead(x + j);
+    sums(j, 0xFFFF, load16_as_float(dy + j), load16_as_float(x + j));
+  }
   if (full < N) sums(full, tail, load_tail_as_float(dy, full, N, 0.0f), load_tail_as_float(x, full, N, 0.0f));
   const __m512 mean_g = _mm512_set1_ps(_mm512_reduce_add_ps(sum_g) / static_cast<float>(N));
   const __m512 mean_gx = _mm512_set1_ps(_mm512_reduce_add_ps(sum_gx) / static_cast<float>(N));

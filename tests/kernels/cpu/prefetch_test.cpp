@@ -1,0 +1,85 @@
+// Tests kernels/cpu/prefetch.h: a prefetch past the end of a buffer, into a page that may not be
+// read, is harmless, and so are the kernels that prefetch ahead of their loads when their input
+// ends at such a page (their results unchanged: the same bits as a copy of the input elsewhere).
+#include <catch2/catch.hpp>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/norm.h"
+#include "kernels/cpu/prefetch.h"
+
+namespace cpu = remat::kernels::cpu;
+
+namespace {
+
+// One readable page followed by one that faults on any access; unmapped when destroyed.
+struct GuardedPage {
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  char* base = nullptr;
+  GuardedPage() {
+    void* p = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(p != MAP_FAILED);
+    base = static_cast<char*>(p);
+    REQUIRE(mprotect(base + page, page, PROT_NONE) == 0);
+  }
+  ~GuardedPage() { munmap(base, 2 * page); }
+  // n floats ending exactly at the guard page
+  float* floats_at_end(int64_t n) { return reinterpret_cast<float*>(base + page) - n; }
+};
+
+}  // namespace
+
+TEST_CASE("prefetch_ahead past the end of a buffer, into a page that faults, is harmless", "[prefetch]") {
+  GuardedPage g;
+  float* last = g.floats_at_end(1);
+  *last = 1.5f;
+  cpu::prefetch_ahead(last);  // kPrefetchBytes into the guard page
+  cpu::prefetch_ahead(g.base + g.page - 64);
+  CHECK(*last == 1.5f);
+}
+
+#if defined(REMAT_GELU_TANH_AVX512)
+TEST_CASE("gelu_backward (tanh) with its inputs ending at a page that faults: the same bits", "[prefetch]") {
+  GuardedPage gx, gg;
+  for (int64_t n : {int64_t{16}, int64_t{37}, int64_t{512}}) {
+    float* x = gx.floats_at_end(n);
+    float* grad = gg.floats_at_end(n);
+    std::vector<float> x_copy(static_cast<size_t>(n)), grad_copy(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = x_copy[static_cast<size_t>(i)] = -3.0f + 0.17f * static_cast<float>(i % 41);
+      grad[i] = grad_copy[static_cast<size_t>(i)] = 1.0f - 0.01f * static_cast<float>(i);
+    }
+    std::vector<float> out(static_cast<size_t>(n)), expected(static_cast<size_t>(n));
+    cpu::gelu_tanh_backward_avx512(out.data(), grad, x, n);
+    cpu::gelu_tanh_backward_avx512(expected.data(), grad_copy.data(), x_copy.data(), n);
+    CHECK(std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)) == 0);
+  }
+}
+#endif
+
+#if defined(__AVX512F__)
+TEST_CASE("layer_norm's backward row with its inputs ending at a page that faults: the same bits", "[prefetch]") {
+  GuardedPage gx, gg;
+  const int64_t N = 256;
+  float* x = gx.floats_at_end(N);
+  float* dy = gg.floats_at_end(N);
+  std::vector<float> x_copy(N), dy_copy(N), weight(N, 0.75f);
+  for (int64_t j = 0; j < N; ++j) {
+    x[j] = x_copy[static_cast<size_t>(j)] = 0.01f * static_cast<float>(j % 53) - 0.2f;
+    dy[j] = dy_copy[static_cast<size_t>(j)] = 0.5f - 0.003f * static_cast<float>(j);
+  }
+  std::vector<float> dx(N), dx_expected(N), dw(N, 0.0f), dw_expected(N, 0.0f), db(N, 0.0f), db_expected(N, 0.0f);
+  cpu::detail::layer_norm_backward_row_avx512(dx.data(), dw.data(), db.data(), dy, x, 0.05f, 1.3f, weight.data(), N);
+  cpu::detail::layer_norm_backward_row_avx512(dx_expected.data(), dw_expected.data(), db_expected.data(), dy_copy.data(),
+                                              x_copy.data(), 0.05f, 1.3f, weight.data(), N);
+  CHECK(std::memcmp(dx.data(), dx_expected.data(), N * sizeof(float)) == 0);
+  CHECK(std::memcmp(dw.data(), dw_expected.data(), N * sizeof(float)) == 0);
+  CHECK(std::memcmp(db.data(), db_expected.data(), N * sizeof(float)) == 0);
+}
+#endif
