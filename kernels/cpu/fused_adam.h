@@ -14,6 +14,7 @@
 #include "engine/core/bfloat16.h"
 #include "kernels/cpu/bfloat16_convert.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/pointwise.h"
 #include "kernels/cpu/x86_intrinsics.h"
 
@@ -74,10 +75,14 @@ struct AdamW16 {
   }
 };
 
-// float: 16 at a time, the tail under a mask.
+// float: 16 at a time, the tail under a mask. All four streams are prefetched ahead
+// (kernels/cpu/prefetch.h): in a step they come from memory, and with four of them the hardware
+// prefetcher fell behind (one [4096, 4096] parameter, 1 thread, Xeon with AMX: 16.6-17.1 -> 15.3-16.5
+// ms in f32, 10.2-10.7 -> 7.4-7.9 in bf16).
 inline void adamw_avx512(float* p, const float* g, float* m, float* v, int64_t n, const AdamW16& u) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 k = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+    prefetch_ahead(p + i), prefetch_ahead(g + i), prefetch_ahead(m + i), prefetch_ahead(v + i);
     __m512 pv = _mm512_maskz_loadu_ps(k, p + i), mv = _mm512_maskz_loadu_ps(k, m + i);
     __m512 vv = _mm512_maskz_loadu_ps(k, v + i);
     u(pv, _mm512_maskz_loadu_ps(k, g + i), mv, vv);
@@ -94,6 +99,7 @@ inline void adamw_avx512(BFloat16* p, const BFloat16* g, BFloat16* m, BFloat16* 
   };
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
+    prefetch_ahead(p + i), prefetch_ahead(g + i), prefetch_ahead(m + i), prefetch_ahead(v + i);
     __m512 pv = bf16x16_to_float(p + i), mv = bf16x16_to_float(m + i), vv = bf16x16_to_float(v + i);
     u(pv, bf16x16_to_float(g + i), mv, vv);
     store(p + i, pv);

@@ -1,6 +1,7 @@
 // Tests kernels/cpu/prefetch.h: a prefetch past the end of a buffer, into a page that may not be
 // read, is harmless, and so are the kernels that prefetch ahead of their loads when their input
-// ends at such a page (their results unchanged: the same bits as a copy of the input elsewhere).
+// ends at such a page (their results unchanged: the same bits as a copy of the input elsewhere):
+// gelu_backward (tanh), layer_norm's backward row and fused_adamw.
 #include <catch2/catch.hpp>
 
 #include <sys/mman.h>
@@ -10,7 +11,9 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/core/bfloat16.h"
 #include "kernels/cpu/activation.h"
+#include "kernels/cpu/fused_adam.h"
 #include "kernels/cpu/norm.h"
 #include "kernels/cpu/prefetch.h"
 
@@ -19,6 +22,7 @@ namespace cpu = remat::kernels::cpu;
 namespace {
 
 // One readable page followed by one that faults on any access; unmapped when destroyed.
+// (Each buffer gets its own: kernels read several inputs, each prefetched ahead.)
 struct GuardedPage {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   char* base = nullptr;
@@ -29,8 +33,11 @@ struct GuardedPage {
     REQUIRE(mprotect(base + page, page, PROT_NONE) == 0);
   }
   ~GuardedPage() { munmap(base, 2 * page); }
-  // n floats ending exactly at the guard page
-  float* floats_at_end(int64_t n) { return reinterpret_cast<float*>(base + page) - n; }
+  // n elements of T ending exactly at the guard page
+  template <class T = float>
+  T* floats_at_end(int64_t n) {
+    return reinterpret_cast<T*>(base + page) - n;
+  }
 };
 
 }  // namespace
@@ -83,3 +90,24 @@ TEST_CASE("layer_norm's backward row with its inputs ending at a page that fault
   CHECK(std::memcmp(db.data(), db_expected.data(), N * sizeof(float)) == 0);
 }
 #endif
+
+TEMPLATE_TEST_CASE("fused_adamw with p, g, m and v ending at pages that fault: the same bits", "[prefetch]", float,
+                   remat::BFloat16) {
+  using T = TestType;
+  const cpu::AdamWStep step{1e-3, 0.9, 0.999, 0.01, 1e-8, 3, false};
+  for (int64_t n : {int64_t{16}, int64_t{37}, int64_t{600}}) {
+    GuardedPage pages[4];
+    T* at_end[4];
+    std::vector<T> copies[4];
+    for (int b = 0; b < 4; ++b) {
+      at_end[b] = pages[b].floats_at_end<T>(n);
+      copies[b].resize(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i)
+        at_end[b][i] = copies[b][static_cast<size_t>(i)] = T(0.01f * static_cast<float>((i * (b + 3)) % 29) + 0.1f * b);
+    }
+    cpu::fused_adamw(at_end[0], at_end[1], at_end[2], at_end[3], n, step);
+    cpu::fused_adamw(copies[0].data(), copies[1].data(), copies[2].data(), copies[3].data(), n, step);
+    for (int b : {0, 2, 3})  // p, m and v updated
+      CHECK(std::memcmp(at_end[b], copies[b].data(), static_cast<size_t>(n) * sizeof(T)) == 0);
+  }
+}
