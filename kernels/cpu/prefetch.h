@@ -33,4 +33,13 @@ inline void prefetch_ahead(const void* p) {
 #endif
 }
 
+// prefetch_ahead for each 64-byte line of the n elements at row: for a loop over rows that makes
+// more than one pass over each row (a norm's statistics, then its output), once at a row's start.
+template <class T>
+void prefetch_row_ahead(const T* row, int64_t n) {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(row);
+  const uintptr_t end = begin + static_cast<uintptr_t>(n) * sizeof(T);
+  for (uintptr_t line = begin; line < end; line += 64) prefetch_ahead(reinterpret_cast<const void*>(line));
+}
+
 }  // namespace remat::kernels::cpu
