@@ -13,6 +13,7 @@
 #include "kernels/cpu/bfloat16_blocks.h"
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/loops.h"
+#include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/streaming_store.h"
 #include "kernels/cpu/x86_intrinsics.h"
 
@@ -144,6 +145,8 @@ void binary_float_block(float* o, const float* const* x, int64_t len) {
 // (stride 1) or one value broadcast (stride 0), widened exactly, Op in float (GCC's vector
 // arithmetic on __m512), rounded as BFloat16's conversion: the bits of the widened-block path.
 // `stream`: o's whole 64-byte lines written around the caches (streaming_store.h); the caller fences.
+// Otherwise both inputs are prefetched ahead (prefetch.h): in a bf16 step the residual stream's add
+// read them from memory, 0.079-0.083 -> 0.068-0.069 ms a call (1 thread; float's loop gained nothing).
 template <class Op>
 void binary_bf16_run_avx512(BFloat16* o, const BFloat16* x, const BFloat16* y, int64_t sx, int64_t sy, int64_t n,
                             bool stream = false) {
@@ -158,6 +161,7 @@ void binary_bf16_run_avx512(BFloat16* o, const BFloat16* x, const BFloat16* y, i
     }
   }
   for (; i + 16 <= n; i += 16) {
+    prefetch_ahead(x + i * sx), prefetch_ahead(y + i * sy);
     const __m512 r = Op::scalar(sx ? bf16x16_to_float(x + i) : xb, sy ? bf16x16_to_float(y + i) : yb);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), float_to_bf16x16(r));
   }

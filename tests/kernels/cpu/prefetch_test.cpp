@@ -1,7 +1,8 @@
 // Tests kernels/cpu/prefetch.h: a prefetch past the end of a buffer, into a page that may not be
 // read, is harmless, and so are the kernels that prefetch ahead of their loads when their input
 // ends at such a page (their results unchanged: the same bits as a copy of the input elsewhere):
-// gelu_backward (tanh), layer_norm's forward and its backward row, and fused_adamw.
+// gelu (tanh) and its backward, layer_norm's forward and its backward row, fused_adamw, and the
+// bfloat16 binary run.
 #include <catch2/catch.hpp>
 
 #include <sys/mman.h>
@@ -15,6 +16,7 @@
 #include "kernels/cpu/activation.h"
 #include "kernels/cpu/fused_adam.h"
 #include "kernels/cpu/norm.h"
+#include "kernels/cpu/pointwise.h"
 #include "kernels/cpu/prefetch.h"
 
 namespace cpu = remat::kernels::cpu;
@@ -133,3 +135,38 @@ TEMPLATE_TEST_CASE("layer_norm's forward with x ending at a page that faults: th
   CHECK(mean == mean_expected);
   CHECK(rstd == rstd_expected);
 }
+
+#if defined(REMAT_GELU_TANH_AVX512)
+TEMPLATE_TEST_CASE("gelu (tanh) with x ending at a page that faults: the same bits", "[prefetch]", float, remat::BFloat16) {
+  using T = TestType;
+  GuardedPage page;
+  for (int64_t n : {int64_t{32}, int64_t{45}, int64_t{1000}}) {
+    T* x = page.floats_at_end<T>(n);
+    std::vector<T> x_copy(static_cast<size_t>(n)), out(static_cast<size_t>(n)), expected(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) x[i] = x_copy[static_cast<size_t>(i)] = T(0.11f * static_cast<float>(i % 57) - 3.0f);
+    cpu::gelu_tanh_avx512(out.data(), x, n);
+    cpu::gelu_tanh_avx512(expected.data(), x_copy.data(), n);
+    CHECK(std::memcmp(out.data(), expected.data(), out.size() * sizeof(T)) == 0);
+  }
+}
+#endif
+
+#if defined(__AVX512F__)
+TEST_CASE("bfloat16 add with both inputs ending at pages that fault: the same bits", "[prefetch]") {
+  using remat::BFloat16;
+  GuardedPage px, py;
+  for (int64_t n : {int64_t{16}, int64_t{50}, int64_t{1024}}) {
+    BFloat16* x = px.floats_at_end<BFloat16>(n);
+    BFloat16* y = py.floats_at_end<BFloat16>(n);
+    std::vector<BFloat16> x_copy(static_cast<size_t>(n)), y_copy(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = x_copy[static_cast<size_t>(i)] = BFloat16(0.3f * static_cast<float>(i % 19) - 2.0f);
+      y[i] = y_copy[static_cast<size_t>(i)] = BFloat16(1.0f / static_cast<float>(i + 1));
+    }
+    std::vector<BFloat16> out(static_cast<size_t>(n)), expected(static_cast<size_t>(n));
+    cpu::binary_bf16_run_avx512<cpu::AddOp>(out.data(), x, y, 1, 1, n);
+    cpu::binary_bf16_run_avx512<cpu::AddOp>(expected.data(), x_copy.data(), y_copy.data(), 1, 1, n);
+    CHECK(std::memcmp(out.data(), expected.data(), out.size() * sizeof(BFloat16)) == 0);
+  }
+}
+#endif
