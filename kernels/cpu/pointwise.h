@@ -161,7 +161,8 @@ void binary_bf16_run_avx512(BFloat16* o, const BFloat16* x, const BFloat16* y, i
     }
   }
   for (; i + 16 <= n; i += 16) {
-    prefetch_ahead(x + i * sx), prefetch_ahead(y + i * sy);
+    if (sx != 0) prefetch_ahead(x + i);  // a broadcast input (stride 0) is one value, in a register
+    if (sy != 0) prefetch_ahead(y + i);
     const __m512 r = Op::scalar(sx ? bf16x16_to_float(x + i) : xb, sy ? bf16x16_to_float(y + i) : yb);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), float_to_bf16x16(r));
   }
