@@ -57,9 +57,11 @@ TEST_CASE("peer process: a child that closes its output but does not end is kill
                                   "signal 9)");
   }
   {
-    PeerProcess deaf("--beside", "trap '' TERM; echo hi; exec sleep 100 < /dev/null");
+    // sleep keeps the pipe open and never reads it: the write of "a" lands in the pipe's buffer (had the child
+    // closed its input, say by `< /dev/null`, the write would race its exec and could fail with EPIPE)
+    PeerProcess deaf("--beside", "trap '' TERM; echo hi; exec sleep 100");
     CHECK(deaf.ask("a") == "hi");
-  }  // the destructor ends its input: it does not read it, so it is killed after 2 s
+  }  // the destructor ends its input: sleep does not notice, so it is killed after 2 s
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
 }
 
