@@ -18,6 +18,7 @@
 #include "kernels/cpu/bfloat16_convert.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/pointwise.h"
+#include "kernels/cpu/vec_exp.h"
 #include "kernels/cpu/vectorized_rows.h"
 #include "kernels/cpu/x86_intrinsics.h"
 
@@ -28,7 +29,7 @@ inline int64_t rows_grain(int64_t row_len) { return std::max<int64_t>(1, kGrainS
 
 #if defined(__AVX512F__)
 // y = exp(x - max) / sum(exp(x - max)) over one float or bfloat16 row of n, in float: the max and
-// the sum in 16 lanes, combined in a fixed order; the exponentials (Eigen's packet exp) kept in
+// the sum in 16 lanes, combined in a fixed order; the exponentials (exp16, vec_exp.h) kept in
 // `e` (n floats; y itself for float), then scaled by 1/sum and rounded once. Through Eigen's
 // passes over widened rows bfloat16 softmax ran at 31% of copy at attention's 128-element rows,
 // slower than float (Xeon with AMX, 1 thread), and sac-mm recomputes it in every backward.
@@ -42,14 +43,22 @@ void softmax_row_avx512(T* y, const T* x, int64_t n, float* e) {
   // a NaN anywhere reaches the sum below (exp(NaN - max)), so every output is NaN, as PyTorch's
   const __m512 row_max = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
   __m512 acc = _mm512_setzero_ps();
+  const __m512 neg_inf = _mm512_set1_ps(kNegInf);
   for (i = 0; i + 16 <= n; i += 16) {
-    const __m512 ex = Eigen::internal::pexp(_mm512_sub_ps(load16_as_float(x + i), row_max));
+    const __m512 v = load16_as_float(x + i);
+    // 16 masked entries (-inf, a causal mask's upper triangle: about half of attention's rows)
+    // are 16 zeros, exp's own value for them; adding them would change no bit of the sum
+    if (_mm512_cmp_ps_mask(v, neg_inf, _CMP_EQ_OQ) == 0xFFFF) {
+      _mm512_storeu_ps(e + i, _mm512_setzero_ps());
+      continue;
+    }
+    const __m512 ex = exp16(_mm512_sub_ps(v, row_max));
     _mm512_storeu_ps(e + i, ex);
     acc = _mm512_add_ps(acc, ex);
   }
   if (i < n) {
     const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    const __m512 ex = _mm512_maskz_mov_ps(m, Eigen::internal::pexp(_mm512_sub_ps(load_tail_as_float(x, i, n, 0.0f), row_max)));
+    const __m512 ex = _mm512_maskz_mov_ps(m, exp16(_mm512_sub_ps(load_tail_as_float(x, i, n, 0.0f), row_max)));
     _mm512_mask_storeu_ps(e + i, m, ex);
     acc = _mm512_add_ps(acc, ex);
   }

@@ -139,3 +139,31 @@ TEST_CASE("softmax forward: -inf scores give 0, a NaN makes its row NaN, a row o
   for (int k = 10; k < 20; ++k) CHECK(y[k] == 0.0f);
   for (int k = 20; k < 60; ++k) CHECK(std::isnan(y[k]));
 }
+
+TEST_CASE("softmax forward of causal rows (whole vectors of -inf skipped): the formula, 0 where masked; rows of "
+          "whole vectors that are all -inf, or -inf and one NaN, are NaN",
+          "[softmax]") {
+  const float inf = INFINITY;
+  const int64_t len = 128;  // attention's rows: 8 vectors, no tail
+  std::vector<float> x(len * len);
+  for (int64_t i = 0; i < len; ++i)
+    for (int64_t k = 0; k < len; ++k) x[i * len + k] = k <= i ? 4.0f * std::sin(0.37f * float(i * len + k)) : -inf;
+  const std::vector<float> y = softmax_rows(x, len, 1);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < len; ++i) {
+    double max = -INFINITY, sum = 0;
+    for (int64_t k = 0; k <= i; ++k) max = std::max(max, double(x[i * len + k]));
+    for (int64_t k = 0; k <= i; ++k) sum += std::exp(double(x[i * len + k]) - max);
+    for (int64_t k = 0; k < len; ++k) {
+      const double want = k <= i ? std::exp(double(x[i * len + k]) - max) / sum : 0.0;
+      if (!(std::abs(y[i * len + k] - want) <= 1e-6 * want + 1e-12)) ++wrong;
+    }
+  }
+  CHECK(wrong == 0);
+  std::vector<float> dead(3 * 32, -inf);  // rows of 32: two whole vectors each, no tail
+  dead[32 + 5] = NAN;                     // row 1: -inf but one NaN
+  dead[64 + 20] = 0.0f;                   // row 2: one live score in its second vector
+  const std::vector<float> z = softmax_rows(dead, 32, 1);
+  for (int k = 0; k < 64; ++k) CHECK(std::isnan(z[k]));
+  for (int k = 64; k < 96; ++k) CHECK(z[k] == (k == 84 ? 1.0f : 0.0f));
+}
