@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/random.h"
+#include "kernels/cpu/vec_exp.h"
 #include "remat.h"
 
 namespace remat::bench {
@@ -34,6 +35,15 @@ void erf_pass(float* out, const float* in, uint64_t) {
 }
 void exp_pass(float* out, const float* in, uint64_t) {
   Eigen::Map<Array>(out, kBuffer) = Eigen::Map<const Array>(in, kBuffer).exp();
+}
+// kernels/cpu/vec_exp.h's exp16, which softmax's rows and gelu_backward (tanh) call with AVX-512
+// (Eigen's exp without it, as those kernels then run).
+void exp16_pass(float* out, const float* in, uint64_t) {
+#if defined(__AVX512F__)
+  for (int64_t i = 0; i < kBuffer; i += 16) _mm512_storeu_ps(out + i, kernels::cpu::exp16(_mm512_loadu_ps(in + i)));
+#else
+  exp_pass(out, in, 0);
+#endif
 }
 // kBuffer words of Philox4x32-10 (kBuffer / 4 blocks), stored as they come (dropout compares each
 // with 1 - p): 16 blocks an instruction stream with AVX-512, as dropout's kernel runs it.
@@ -96,18 +106,19 @@ double pass_rate(Pass pass, float lo, float hi, int threads, double min_sample_s
 }
 
 // Each op's name in `ops` -> what bounds it. gelu_backward (tanh) needs one tanh or exp an
-// element (remat's takes exp), SiLU and its backward one exp (the sigmoid); softmax's backward and layer_norm need no such function.
+// element (remat's takes exp16), SiLU and its backward one exp (the sigmoid, Eigen's), softmax one
+// exp16; softmax's backward and layer_norm need no such function.
 const std::map<std::string, ArithmeticBound>& bounds() {
   static const std::map<std::string, ArithmeticBound> table = {
       {"gelu", {"erf", 1}},
       {"gelu (tanh)", {"tanh", 1}},
-      {"gelu_backward (tanh)", {"exp", 1}},
+      {"gelu_backward (tanh)", {"exp16", 1}},
       {"silu", {"exp", 1}},
       {"silu_backward", {"exp", 1}},
-      {"softmax(dim=-1) fwd", {"exp", 1}},
-      {"softmax(dim=-1) fwd+bwd", {"exp", 1}},
-      {"softmax(dim=-1) of masked scores", {"exp", 1}},
-      {"_masked_softmax (causal [L, S] mask)", {"exp", 1}},
+      {"softmax(dim=-1) fwd", {"exp16", 1}},
+      {"softmax(dim=-1) fwd+bwd", {"exp16", 1}},
+      {"softmax(dim=-1) of masked scores", {"exp16", 1}},
+      {"_masked_softmax (causal [L, S] mask)", {"exp16", 1}},
       {"cross_entropy fwd", {"exp", 1}},
       {"cross_entropy fwd+bwd", {"exp", 2}},
       {"native_dropout (p=0.1)", {"philox", 1}},
@@ -122,6 +133,7 @@ FunctionRates measure_function_rates(int threads, double min_sample_s, int sampl
   r.tanh = pass_rate(tanh_pass, -4.0f, 4.0f, threads, min_sample_s, samples, clock);
   r.erf = pass_rate(erf_pass, -4.0f, 4.0f, threads, min_sample_s, samples, clock);
   r.exp = pass_rate(exp_pass, -20.0f, 0.0f, threads, min_sample_s, samples, clock);
+  r.exp16 = pass_rate(exp16_pass, -20.0f, 0.0f, threads, min_sample_s, samples, clock);
   r.philox = pass_rate(philox_pass, 0.0f, 0.0f, threads, min_sample_s, samples, clock);
   return r;
 }
@@ -130,7 +142,8 @@ double function_rate(const FunctionRates& rates, const std::string& function) {
   if (function == "tanh") return rates.tanh;
   if (function == "erf") return rates.erf;
   if (function == "exp") return rates.exp;
-  REMAT_CHECK(function == "philox", "ops: no measured function '", function, "' (tanh, erf, exp or philox)");
+  if (function == "exp16") return rates.exp16;
+  REMAT_CHECK(function == "philox", "ops: no measured function '", function, "' (tanh, erf, exp, exp16 or philox)");
   return rates.philox;
 }
 
@@ -154,7 +167,7 @@ void attach_bound(OpRow& row, const FunctionRates& rates) {
 std::string rates_text(const FunctionRates& rates, int threads) {
   std::string text;
   char line[160];
-  for (const char* f : {"tanh", "erf", "exp", "philox"}) {
+  for (const char* f : {"tanh", "erf", "exp", "exp16", "philox"}) {
     std::snprintf(line, sizeof line, "%-6s (remat's vectorised, L1-resident, %d thread(s) at once): %8.2f G%s/s\n", f,
                   threads, function_rate(rates, f) / 1e9, std::strcmp(f, "philox") == 0 ? "words" : "elements");
     text += line;

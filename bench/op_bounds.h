@@ -1,8 +1,8 @@
 // The bound of the ops of bench/ops that arithmetic limits, not memory (no PyTorch counterpart:
 // benchmarks/operator_benchmark reports raw times). GELU's tanh or erf, the exp of softmax and
 // cross_entropy and dropout's Philox cost more than moving their bytes, so "% copy" cannot judge
-// them. Instead remat's own vectorised function (Eigen's packet tanh, erf and exp, as the kernels
-// call them; Philox4x32-10 16 blocks at a time) is timed over a buffer that stays in L1, on every
+// them. Instead remat's own vectorised function (Eigen's packet tanh, erf and exp and
+// kernels/cpu/vec_exp.h's exp16, as the kernels call them; Philox4x32-10 16 blocks at a time) is timed over a buffer that stays in L1, on every
 // thread at once, in the same run as the ops; an op's bound is the time that function alone needs
 // for the calls the op must make at least, and `ops` prints each such row's time against it.
 //
@@ -23,7 +23,7 @@ namespace remat::bench {
 // Elements per second of each function on `threads` threads together, each thread over its own
 // L1-resident buffer (Philox: 32-bit words, one an element of dropout's mask). 0: not measured.
 struct FunctionRates {
-  double tanh = 0, erf = 0, exp = 0, philox = 0;
+  double tanh = 0, erf = 0, exp = 0, exp16 = 0, philox = 0;
 };
 
 // The fastest of `samples` samples of each function, a sample repeating it over the buffer until
@@ -31,7 +31,7 @@ struct FunctionRates {
 FunctionRates measure_function_rates(int threads, double min_sample_s = 0.02, int samples = 5,
                                      Clock clock = Clock::kWall);
 
-// The rate of one function by its name ("tanh", "erf", "exp" or "philox"); throws remat::Error
+// The rate of one function by its name ("tanh", "erf", "exp", "exp16" or "philox"); throws remat::Error
 // for any other name.
 double function_rate(const FunctionRates& rates, const std::string& function);
 

@@ -1,5 +1,5 @@
 // Tests bench/op_bounds.{h,cpp} (no PyTorch counterpart): the throughput of remat's vectorised
-// tanh, erf, exp and Philox, and each arithmetic-bound op of `ops` set against it.
+// tanh, erf, exp, exp16 and Philox, and each arithmetic-bound op of `ops` set against it.
 #include "bench/op_bounds.h"
 
 #include <catch2/catch.hpp>
@@ -16,7 +16,7 @@ TEST_CASE("op bounds: every function's rate is measured, on one thread and on tw
   for (int threads : {1, 2}) {
     INFO(threads << " thread(s)");
     const FunctionRates r = measure_function_rates(threads, /*min_sample_s=*/0.002, /*samples=*/2);
-    for (const char* f : {"tanh", "erf", "exp", "philox"}) {
+    for (const char* f : {"tanh", "erf", "exp", "exp16", "philox"}) {
       INFO(f);
       CHECK(std::isfinite(function_rate(r, f)));
       CHECK(function_rate(r, f) > 0);
@@ -28,7 +28,7 @@ TEST_CASE("op bounds: every function's rate is measured, on one thread and on tw
 }
 
 TEST_CASE("op bounds: an unknown function is refused by name") {
-  CHECK_THROWS_WITH(function_rate(FunctionRates{}, "sin"), "ops: no measured function 'sin' (tanh, erf, exp or philox)");
+  CHECK_THROWS_WITH(function_rate(FunctionRates{}, "sin"), "ops: no measured function 'sin' (tanh, erf, exp, exp16 or philox)");
 }
 
 TEST_CASE("op bounds: which ops arithmetic bounds, and by how many calls an element") {
@@ -42,6 +42,9 @@ TEST_CASE("op bounds: which ops arithmetic bounds, and by how many calls an elem
   CHECK(ce->calls_per_element == 2);  // the forward's exp, the backward's softmax
   CHECK(arithmetic_bound("native_dropout (p=0.1)")->function == "philox");
   CHECK(arithmetic_bound("gelu")->function == "erf");
+  CHECK(arithmetic_bound("softmax(dim=-1) of masked scores")->function == "exp16");  // the function its kernel calls
+  CHECK(arithmetic_bound("gelu_backward (tanh)")->function == "exp16");
+  CHECK(arithmetic_bound("silu")->function == "exp");
   CHECK_FALSE(arithmetic_bound("add  (a + b)"));
   CHECK_FALSE(arithmetic_bound("native_dropout_backward"));  // memory-bound: no Philox
 }
