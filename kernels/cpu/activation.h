@@ -204,11 +204,34 @@ void gelu_backward_contiguous(T* grad_in, const T* grad_out, const T* x, int64_t
   }
 }
 
+#if defined(__AVX512F__)
+// silu_backward_run's formula for 16 floats in registers, s = 1 / (1 + exp16(-x)): one pass where
+// Eigen's expressions made two over a block (the sigmoid into a buffer, then the product).
+inline __m512 silu_backward16(__m512 g, __m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 s = _mm512_div_ps(one, _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+  return _mm512_mul_ps(_mm512_mul_ps(g, s), _mm512_fmadd_ps(x, _mm512_sub_ps(one, s), one));
+}
+#endif
+
 // grad_in[i] = grad_out[i] * silu'(x[i]) for i < n, on the calling thread.
 // forward: y = x s, s = sigmoid(x); dy/dx = s (1 + x (1 - s)). Through std::exp one element at a
 // time it took six times SiLU's forward in a Llama step (SwiGLU's gate).
 template <class T>
 void silu_backward_run(T* grad_in, const T* grad_out, const T* x, int64_t n) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {  // bfloat16 comes here in widened blocks
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+      _mm512_storeu_ps(grad_in + i, silu_backward16(_mm512_loadu_ps(grad_out + i), _mm512_loadu_ps(x + i)));
+    if (i < n) {
+      const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+      _mm512_mask_storeu_ps(grad_in + i, m,
+                            silu_backward16(_mm512_maskz_loadu_ps(m, grad_out + i), _mm512_maskz_loadu_ps(m, x + i)));
+    }
+    return;
+  }
+#endif
   using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
   constexpr int64_t kBlock = 1024;  // the sigmoid of one block stays in L1
   Eigen::Array<T, kBlock, 1> s;

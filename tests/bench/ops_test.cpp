@@ -133,7 +133,7 @@ TEST_CASE("bench/ops --list-rows, then --compare and --json: every row with rema
   }
   // bench/op_bounds.cpp names these rows: each name is a row of `ops`, in f32 and bf16
   CHECK(bounded == std::set<std::string>{"gelu: erf", "gelu (tanh): tanh", "gelu_backward (tanh): exp16",
-                                         "silu: exp", "silu_backward: exp",
+                                         "silu: exp", "silu_backward: exp16",
                                          "softmax(dim=-1) fwd: exp16", "softmax(dim=-1) fwd+bwd: exp16",
                                          "softmax(dim=-1) of masked scores: exp16",
                                          "_masked_softmax (causal [L, S] mask): exp16", "cross_entropy fwd: exp",
