@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cpu/bfloat16_convert.h"
+#include "kernels/cpu/cpu_model.h"
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/loops.h"
 #include "kernels/cpu/pointwise.h"
@@ -120,13 +121,17 @@ void sum_runs_f32(const float* const* p, int64_t n, float* out) {
   }
 }
 
-// One run: float by sum_runs_f32, bfloat16 by sum_runs_avx512 (512 bits of widened bfloat16 are
-// 256 bits read), with M = 1.
+// One run: float by sum_runs_f32 (by sum_runs_avx512 where float_sums_read_512_bits), bfloat16
+// by sum_runs_avx512 (512 bits of widened bfloat16 are 256 bits read), with M = 1.
 template <class T>
 float sum_run_avx512(const T* p, int64_t n) {
   float r;
   if constexpr (std::is_same_v<T, float>) {
-    sum_runs_f32<1>(&p, n, &r);
+    if (float_sums_read_512_bits()) {
+      sum_runs_avx512<1>(&p, n, &r);
+    } else {
+      sum_runs_f32<1>(&p, n, &r);
+    }
   } else {
     sum_runs_avx512<1>(&p, n, &r);
   }
@@ -138,11 +143,12 @@ float sum_run_avx512(const T* p, int64_t n) {
 // keep more of memory's bandwidth busy on one core than one stream does (AMD Zen 4, 1 thread:
 // 0.7-0.8x the time of one stream). A shorter chunk (the last one, or a small tensor's only one)
 // and bfloat16 (half the bytes an element, widened as it is read: one stream was the faster
-// there): sum_run_avx512, one stream, so a sum of up to kSumChunk elements has the bits of one run.
+// there; and float where float_sums_read_512_bits: one stream of 512-bit loads ran as fast as four,
+// AMD Zen 5): sum_run_avx512, one stream, so a sum of up to kSumChunk elements has the bits of one run.
 template <class T>
 float sum_chunk_avx512(const T* p, int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
-    if (n == kSumChunk) {
+    if (n == kSumChunk && !float_sums_read_512_bits()) {
       constexpr int kStreams = 4;
       constexpr int64_t q = kSumChunk / kStreams;
       const float* quarters[kStreams] = {p, p + q, p + 2 * q, p + 3 * q};
@@ -364,7 +370,8 @@ void reduce_kernel(const ReduceShape& s, T* out, const T* in, double scale) {
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(s.red_numel(), 1));
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<R, SumReducer> && std::is_same_v<T, float>) {
-    if (s.red_sizes.size() == 1 && s.red_strides[0] == 1 && s.red_sizes[0] > 0) {
+    // (where float_sums_read_512_bits, a row at a time below, as bfloat16: 0.8x the time of this)
+    if (s.red_sizes.size() == 1 && s.red_strides[0] == 1 && s.red_sizes[0] > 0 && !float_sums_read_512_bits()) {
       // float row sums (sum over a contiguous last dim): eight rows read at once, eight streams,
       // each row's bits those of reduce_one's (AMD Zen 4, 1 thread, [4096, 4096]: 0.8-0.9x the
       // time of four rows at once, 512 bits at a time, as this was before; bfloat16 rows four at

@@ -161,7 +161,7 @@ TEST_CASE("copy_kernel's strided runs move bits for one type and convert float <
   bits[run + 6] = 0x8000;
   bits[run + 7] = 0x0001;
   std::vector<BFloat16> in(bits.size()), out(static_cast<size_t>(rows * run));
-  std::memcpy(in.data(), bits.data(), bits.size() * 2);
+  std::memcpy(static_cast<void*>(in.data()), bits.data(), bits.size() * 2);
   cpu::copy_kernel(strided_rows(rows, run), out.data(), in.data() + run);
   std::vector<float> wide(out.size()), fin(in.size());
   for (size_t k = 0; k < in.size(); ++k) fin[k] = std::ldexp(float(int(k % 1001) - 500), int(k % 60) - 30);

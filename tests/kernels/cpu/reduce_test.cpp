@@ -251,3 +251,23 @@ TEMPLATE_TEST_CASE("row sums (float: eight rows read at once) have each row's bi
   omp_set_num_threads(before);
 }
 #endif
+
+#if defined(__AVX512F__)
+TEST_CASE("both float run loops (256-bit, and 512-bit where float_sums_read_512_bits) sum a run with a tail as "
+          "double does, whichever this CPU takes",
+          "[reduce]") {
+  for (int64_t n : {1, 15, 16, 17, 63, 64, 65, 1013, 4096}) {
+    INFO("n = " << n);
+    std::vector<float> x(static_cast<size_t>(n));
+    double ref = 0;
+    for (int64_t k = 0; k < n; ++k) ref += double(x[size_t(k)] = std::sin(0.37f * float(k)) * 3.0f);
+    const float* p = x.data();
+    float narrow = 0, wide = 0;
+    cpu::sum_runs_f32<1>(&p, n, &narrow);
+    cpu::sum_runs_avx512<1>(&p, n, &wide);
+    CHECK(narrow == Approx(ref).margin(1e-4));
+    CHECK(wide == Approx(ref).margin(1e-4));
+    CHECK(cpu::sum_run_avx512(p, n) == (cpu::float_sums_read_512_bits() ? wide : narrow));
+  }
+}
+#endif

@@ -1,0 +1,38 @@
+// Mirrors cpuinfo's microarchitecture query (third_party/cpuinfo, which ATen's CPU capability and
+// oneDNN's ISA choice rest on): which x86 core this is, where a kernel's best vector width differs
+// between cores that report the same ISA flags.
+#pragma once
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+namespace remat::kernels::cpu {
+
+// AMD's family number (CPUID leaf 1: the base family, plus the extended family where the base is
+// 0xF): 0x19 is Zen 3 and Zen 4, 0x1A Zen 5. 0 on another vendor or architecture.
+inline unsigned amd_family() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return 0;
+  // "AuthenticAMD" in ebx, edx, ecx
+  if (ebx != 0x68747541u || edx != 0x69746e65u || ecx != 0x444d4163u) return 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
+  const unsigned base = (eax >> 8) & 0xF, extended = (eax >> 20) & 0xFF;
+  return base == 0xF ? base + extended : base;
+#else
+  return 0;
+#endif
+}
+
+// Whether float sums (whole-tensor and row sums) read 512 bits a load. AMD Zen 5 (family 0x1A)
+// loads and adds 512 bits at full width: [4096, 4096] f32 row sums, 1 thread, 1.11-1.16 ms one
+// row at a time that way against 1.42-1.46 ms eight rows at once in 256-bit loads. Zen 4 splits
+// 512-bit operations in two halves (there 512-bit loads took 1.1-1.3x as long), and the Intel Xeon
+// (AMX) was measured with the 256-bit loops: both keep them.
+inline bool float_sums_read_512_bits() {
+  static const bool wide = amd_family() >= 0x1A;
+  return wide;
+}
+
+}  // namespace remat::kernels::cpu
