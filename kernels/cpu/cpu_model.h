@@ -25,13 +25,17 @@ inline unsigned amd_family() {
 #endif
 }
 
+// Whether this is AMD Zen 5 or later (family 0x1A up): 512-bit operations at full width, where Zen 4
+// runs them as two 256-bit halves.
+inline bool amd_zen5_or_later() { return amd_family() >= 0x1A; }
+
 // Whether float sums (whole-tensor and row sums) read 512 bits a load. AMD Zen 5 (family 0x1A)
 // loads and adds 512 bits at full width: [4096, 4096] f32 row sums, 1 thread, 1.11-1.16 ms one
 // row at a time that way against 1.42-1.46 ms eight rows at once in 256-bit loads. Zen 4 splits
 // 512-bit operations in two halves (there 512-bit loads took 1.1-1.3x as long), and the Intel Xeon
 // (AMX) was measured with the 256-bit loops: both keep them.
 inline bool float_sums_read_512_bits() {
-  static const bool wide = amd_family() >= 0x1A;
+  static const bool wide = amd_zen5_or_later();
   return wide;
 }
 

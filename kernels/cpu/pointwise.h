@@ -368,9 +368,10 @@ namespace detail {
 constexpr int64_t kTransposeTile = 16, kTransposeBlock = 128;
 // The block's side: kTransposeBlock (measured on the Intel Xeon with AMX and AMD Zen 4), 512 on
 // AMD Zen 5, where a block's 16-line runs of 128 elements were too short for its prefetchers:
-// 4096 x 4096 f32, 1 thread, 10.4 -> 6.4 ms (2 threads 4.7 -> 2.9), bf16 5.9 -> 3.6 ms (2.5 -> 1.5).
+// 4096 x 4096 f32, 1 thread, 9.0-10.4 -> 6.4 ms (2 threads 4.7 -> 2.9-3.9), bf16 4.6-5.9 -> 3.6-4.0 ms
+// (2.5-2.8 -> 1.5-1.9).
 inline int64_t transpose_block() {
-  static const int64_t side = amd_family() >= 0x1A ? 512 : kTransposeBlock;
+  static const int64_t side = amd_zen5_or_later() ? 512 : kTransposeBlock;
   return side;
 }
 // Outputs of this many bytes and more are written around the caches (non-temporal stores of whole

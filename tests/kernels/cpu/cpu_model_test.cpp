@@ -34,5 +34,6 @@ TEST_CASE("amd_family is /proc/cpuinfo's cpu family on AMD and 0 elsewhere", "[c
 }
 
 TEST_CASE("float sums read 512 bits a load exactly on AMD Zen 5 and later (family 0x1A up)", "[cpu_model]") {
-  CHECK(cpu::float_sums_read_512_bits() == (cpu::amd_family() >= 0x1A));
+  CHECK(cpu::amd_zen5_or_later() == (cpu::amd_family() >= 0x1A));
+  CHECK(cpu::float_sums_read_512_bits() == cpu::amd_zen5_or_later());
 }
