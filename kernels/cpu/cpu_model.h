@@ -25,6 +25,17 @@ inline unsigned amd_family() {
 #endif
 }
 
+// Whether the vendor is Intel ("GenuineIntel"). false on another vendor or architecture.
+inline bool intel_cpu() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  return ebx == 0x756e6547u && edx == 0x49656e69u && ecx == 0x6c65746eu;  // "Genu" "ineI" "ntel"
+#else
+  return false;
+#endif
+}
+
 // Whether this is AMD Zen 5 or later (family 0x1A up): 512-bit operations at full width, where Zen 4
 // runs them as two 256-bit halves.
 inline bool amd_zen5_or_later() { return amd_family() >= 0x1A; }

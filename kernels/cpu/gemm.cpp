@@ -12,6 +12,7 @@
 
 #include "engine/core/error.h"
 #include "kernels/cpu/bfloat16_convert.h"
+#include "kernels/cpu/cpu_model.h"
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/parallel.h"
@@ -217,6 +218,17 @@ bool onednn_for_float(const StridedGemm& p) {
 #endif
 }
 
+// Whether oneDNN's bf16 matmul should run a bf16 product. Not on an Intel CPU without AMX: there
+// (the Intel Xeon, AMX hidden by its virtual machine) oneDNN 2.6 picks brg:avx512_core_bf16, whose
+// products at the GPT's shapes ran at 83-85 GFLOP/s on 1 thread, while the same products widened
+// to float ran at 132-139 (its f32 GEMM at 150, plus the conversions). With AMX oneDNN's bf16 is the
+// faster by far; AMD Zen 5's bf16 dot products ran 410-518 GFLOP/s through it, 1.6-1.9x its f32
+// peak; Zen 4 keeps oneDNN's, as it was measured with.
+bool onednn_for_bf16() {
+  static const bool yes = !intel_cpu() || onednn::has_amx();
+  return yes;
+}
+
 // A product this small (m n k <= 2^20: at most 2 MFLOP, tens of microseconds on one core) spends
 // about as long in oneDNN's per-call work (the primitive's lookup, memory objects, argument map) as
 // in the product, so OpenBLAS (or Eigen) runs it. Flash attention's blocks are such products: at the
@@ -225,6 +237,8 @@ bool onednn_for_float(const StridedGemm& p) {
 constexpr int64_t kSmallGemm = int64_t(1) << 20;
 
 }  // namespace
+
+bool bf16_products_widen() { return !onednn::built() || !onednn::has_avx512() || !onednn_for_bf16(); }
 
 const char* gemm_backend() {
 #if defined(REMAT_USE_ONEDNN)
@@ -250,7 +264,8 @@ void gemm_batched(const StridedGemm& p, T alpha, const T* a, const T* b, T beta,
   if constexpr (std::is_same_v<T, float>) {
     if (onednn_for_float(p) && onednn::matmul(onednn::DataType::Float, p, alpha, a, b, beta, c, bias)) return;
   } else if constexpr (std::is_same_v<T, BFloat16>) {
-    if (onednn::matmul(onednn::DataType::BFloat16, p, float(alpha), a, b, float(beta), c, bias)) return;
+    if (onednn_for_bf16() && onednn::matmul(onednn::DataType::BFloat16, p, float(alpha), a, b, float(beta), c, bias))
+      return;
   }
   if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) {
     widened_gemm_batched(p, alpha, a, b, beta, c, bias);

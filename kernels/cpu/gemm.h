@@ -55,4 +55,10 @@ void gemm_batched(const StridedGemm& p, T alpha, const T* a, const T* b, T beta,
 // Which library runs float GEMM ("oneDNN", "OpenBLAS" or "Eigen").
 const char* gemm_backend();
 
+// Whether a bf16 product here is widened to float (f32 accumulation, the float GEMM, the result
+// rounded once) rather than run by oneDNN's bf16 matmul: on an Intel CPU where oneDNN has no AMX,
+// and wherever oneDNN has no bf16 implementation at all. A function of the machine only, so a
+// problem always takes the same path (the same bits).
+bool bf16_products_widen();
+
 }  // namespace remat::kernels::cpu

@@ -166,13 +166,22 @@ Key make_key(DataType type, const StridedGemm& p, float alpha, float beta, bool 
 
 bool built() { return true; }
 
+namespace {
+// Whether oneDNN runs code of `isa` (or a superset) here. The ISA values are feature masks
+// (avx2_vnni is numerically above avx512_core): test the bits.
+bool effective_isa_has(dnnl::cpu_isa isa) {
+  const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa()), want = static_cast<unsigned>(isa);
+  return (have & want) == want;
+}
+}  // namespace
+
 bool has_avx512() {
-  // The ISA values are feature masks (avx2_vnni is numerically above avx512_core): test the bits.
-  static const bool yes = [] {
-    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    const auto core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
-    return (isa & core) == core;
-  }();
+  static const bool yes = effective_isa_has(dnnl::cpu_isa::avx512_core);
+  return yes;
+}
+
+bool has_amx() {
+  static const bool yes = effective_isa_has(dnnl::cpu_isa::avx512_core_amx);
   return yes;
 }
 
@@ -204,6 +213,8 @@ const char* implementation(DataType type, const StridedGemm& p) {
 bool built() { return false; }
 
 bool has_avx512() { return false; }
+
+bool has_amx() { return false; }
 
 bool matmul(DataType, const StridedGemm& p, float alpha, const void*, const void*, float beta, void*, const void* bias) {
   check_problem(p, alpha, beta, bias);

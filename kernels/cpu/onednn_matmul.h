@@ -24,6 +24,10 @@ bool matmul(DataType type, const StridedGemm& p, float alpha, const void* a, con
 // Whether oneDNN runs AVX-512 (or better: AVX-512 bf16, AMX) code on this CPU.
 bool has_avx512();
 
+// Whether oneDNN runs AMX code here: the CPU has its tiles and the kernel lets this process use
+// them (a virtual machine may hide them: the same Xeon model came with and without AMX).
+bool has_amx();
+
 // The implementation oneDNN chose for p (e.g. "gemm:jit", "brg:avx512_core_amx"), or "" when it
 // has none or remat was built without oneDNN. For benchmarks and tests.
 const char* implementation(DataType type, const StridedGemm& p);

@@ -37,3 +37,10 @@ TEST_CASE("float sums read 512 bits a load exactly on AMD Zen 5 and later (famil
   CHECK(cpu::amd_zen5_or_later() == (cpu::amd_family() >= 0x1A));
   CHECK(cpu::float_sums_read_512_bits() == cpu::amd_zen5_or_later());
 }
+
+TEST_CASE("intel_cpu is true exactly where /proc/cpuinfo's vendor is GenuineIntel", "[cpu_model]") {
+  const std::string vendor = cpuinfo_field("vendor_id");
+  REQUIRE(!vendor.empty());
+  CHECK(cpu::intel_cpu() == (vendor == "GenuineIntel"));
+  CHECK(!(cpu::intel_cpu() && cpu::amd_family() != 0));
+}

@@ -163,6 +163,39 @@ TEST_CASE("gemm_batched: bf16 accumulates in float and rounds once", "[gemm]") {
   CHECK(float(c[0]) == 300.0f);  // a bf16 accumulator would stop at 256
 }
 
+TEST_CASE("gemm_batched: where bf16 products widen, a bf16 product is the float GEMM of its widened operands, rounded once",
+          "[gemm]") {
+  using remat::kernels::cpu::bf16_products_widen;
+  // a 2-D product (a transposed, a bias) and a batched one at sizes above the small-product bound
+  for (int batch : {1, 4}) {
+    StridedGemm p = plain(96, 80, 136, true, false);
+    if (batch > 1) {
+      p.batch_dims = 1;
+      p.batch[0] = batch;
+      p.a = {96 * 136, 1, 96};
+      p.b = {136 * 80, 80, 1};
+      p.c = {96 * 80, 80, 1};
+    }
+    const size_t na = size_t(batch) * 96 * 136, nb = size_t(batch) * 136 * 80, nc = size_t(batch) * 96 * 80;
+    std::vector<BFloat16> a = values<BFloat16>(na, 0.3), b = values<BFloat16>(nb, 0.9), bias = values<BFloat16>(80, 1.7);
+    std::vector<BFloat16> c(nc);
+    const BFloat16* bias_or_null = batch == 1 ? bias.data() : nullptr;
+    gemm_batched<BFloat16>(p, BFloat16(1.0f), a.data(), b.data(), BFloat16(0.0f), c.data(), bias_or_null);
+    std::vector<float> af(na), bf(nb), cf(nc), biasf(80);
+    for (size_t i = 0; i < na; ++i) af[i] = float(a[i]);
+    for (size_t i = 0; i < nb; ++i) bf[i] = float(b[i]);
+    for (size_t i = 0; i < 80; ++i) biasf[i] = float(bias[i]);
+    gemm_batched<float>(p, 1.0f, af.data(), bf.data(), 0.0f, cf.data(), batch == 1 ? biasf.data() : nullptr);
+    size_t same = 0;
+    for (size_t i = 0; i < nc; ++i) {
+      same += BFloat16(cf[i]).bits == c[i].bits;
+      CHECK(float(c[i]) == Approx(cf[i]).epsilon(1.0 / 256).margin(1e-3));  // either path: f32 accumulation, one rounding
+    }
+    INFO("batch " << batch << ", widen " << bf16_products_widen());
+    if (bf16_products_widen()) CHECK(same == nc);  // the very float GEMM: the same bits
+  }
+}
+
 TEST_CASE("gemm_batched: the same problem gives the same bits wherever its operands live", "[gemm]") {
   StridedGemm p = plain(96, 80, 200, true, false);
   std::vector<float> a = values<float>(96 * 200, 0.2), b = values<float>(200 * 80, 0.4);

@@ -88,3 +88,14 @@ TEST_CASE("oneDNN matmul: errors name the values", "[onednn]") {
   REQUIRE_THROWS_WITH(onednn::matmul(onednn::DataType::Float, plain(1, 1, 1), 0.5f, &x, &x, 0.0f, &x, &x),
                       Contains("oneDNN matmul") && Contains("bias needs alpha = 1 and beta = 0") && Contains("0.5 and 0"));
 }
+
+TEST_CASE("oneDNN matmul: has_amx says whether its bf16 products run on AMX tiles", "[onednn]") {
+  if (!onednn::built()) {
+    CHECK_FALSE(onednn::has_amx());
+    return;
+  }
+  const std::string impl = onednn::implementation(onednn::DataType::BFloat16, plain(64, 64, 64));
+  INFO("bf16 implementation: " << impl);
+  CHECK(onednn::has_amx() == (impl.find("amx") != std::string::npos));
+  if (onednn::has_amx()) CHECK(onednn::has_avx512());
+}
