@@ -81,6 +81,8 @@ std::string rows_json(const std::vector<OpRow>& rows, int threads, int reps, dou
                     {"threads", r.threads},
                     {"remat_ms", figure(r.remat_ms)},
                     {"pct_copy", figure(r.pct_copy)},
+                    {"gflops", figure(r.gflops)},
+                    {"pct_peak", figure(r.pct_peak)},
                     {"torch_ms", figure(r.torch_ms)},
                     {"torch_out_ms", figure(r.torch_out_ms)},
                     {"ratio", figure(r.ratio())},

@@ -20,7 +20,10 @@ struct OpRow {
   std::vector<int64_t> shape;
   int threads = 1;
   double remat_ms = -1;
-  double pct_copy = -1;      // remat's GB/s over the copy bandwidth of the same run, in %
+  double pct_copy = -1;      // remat's GB/s over the copy bandwidth of the same run, in % (memory-bound rows)
+  // A matrix product's row: remat's GFLOP/s (2 m n k [x batch] over its time), and that over the
+  // FP32 FMA peak of the same run, in % (f32 rows only: bf16 runs on other units).
+  double gflops = -1, pct_peak = -1;
   double torch_ms = -1;      // PyTorch as a user calls it (a fresh output allocated, page faults included)
   double torch_out_ms = -1;  // PyTorch writing into an existing output (out= or copy_); < 0: no such form
   // For an op bounded by arithmetic (bench/op_bounds.h): the function ("tanh", "erf", "exp",
@@ -36,7 +39,7 @@ struct OpRow {
 
 // The rows as a JSON document: {"threads": N, "reps": R, "min_sample_s": S, "clock": "wall" or
 // "cpu", "rows": [{"op", "dtype",
-// "shape", "threads", "remat_ms", "pct_copy", "torch_ms", "torch_out_ms", "ratio", "ratio_min", "ratio_max", "bound_function",
+// "shape", "threads", "remat_ms", "pct_copy", "gflops", "pct_peak", "torch_ms", "torch_out_ms", "ratio", "ratio_min", "ratio_max", "bound_function",
 // "bound_ms", "pct_bound"}, ...]}, an absent figure (and bound_function of a row with none) as
 // null; pct_bound = 100 bound_ms / remat_ms. reps, min_sample_s and clock: how `ops` times a row (clock "cpu": the
 // process's CPU time), so that the script does alike.

@@ -84,6 +84,7 @@ bench::PeerProcess* g_beside = nullptr;
 int g_rounds = 1;
 std::string g_only;  // --only: the rows whose op name holds this text (all when empty)
 bench::FunctionRates g_rates;  // the arithmetic bounds' functions (bench/op_bounds.h), measured in this run
+double g_fma_peak = 0;         // FP32 FMA GFLOP/s measured in this run (0: not measured)
 
 double now_s() { return now_seconds(g_cpu_clock ? Clock::kProcessCpu : Clock::kWall); }
 
@@ -174,10 +175,11 @@ const char* dtype_name(ScalarType t) { return t == kBFloat16 ? "bf16" : "f32"; }
 // have none).
 std::string g_pending_header;
 
-void print_bandwidth_header(const char* title) {
+// rate, share: the section's own two columns after ms.
+void print_bandwidth_header(const char* title, const char* rate = "GB/s", const char* share = "% copy") {
   if (g_list_only) return;
   char columns[160];
-  std::snprintf(columns, sizeof columns, "%-34s %-5s %-16s %10s %10s %8s", "op", "dtype", "shape", "ms", "GB/s", "% copy");
+  std::snprintf(columns, sizeof columns, "%-34s %-5s %-16s %10s %10s %8s", "op", "dtype", "shape", "ms", rate, share);
   g_pending_header = std::string("\n") + title + "\n" + columns +
                      (g_torch != nullptr || g_beside != nullptr ? bench::compare_header(g_beside != nullptr) : "") + "\n";
 }
@@ -188,13 +190,10 @@ double median_of(std::vector<double> v) {
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
-// Times f (the op of one row) and prints the row; with --beside, round after round of remat's
-// median, then PyTorch's for the same row, asked of the peer (bench/peer_process.h); the row's
-// figures are the medians over the rounds.
-void print_bandwidth_row(const Sizes& s, const std::string& op, ScalarType dtype, const Shape& shape,
-                         const std::function<void()>& f, double bytes, double copy_gbs) {
-  if (!g_only.empty() && op.find(g_only) == std::string::npos) return;
-  bench::OpRow row{op, dtype_name(dtype), shape, g_threads};
+// Times f (the op of one row); with --beside, round after round of remat's median, then
+// PyTorch's for the same row, asked of the peer (bench/peer_process.h); the row's figures are the
+// medians over the rounds. Returns remat's seconds (1 with --list-rows); fills row.
+double time_row(const Sizes& s, bench::OpRow& row, const std::function<void()>& f) {
   double seconds = 1.0;
   if (!g_list_only) {
     std::vector<double> remat_s, torch_ms, torch_out_ms, ratios;
@@ -209,7 +208,6 @@ void print_bandwidth_row(const Sizes& s, const std::string& op, ScalarType dtype
     }
     seconds = median_of(remat_s);
     row.remat_ms = seconds * 1e3;
-    row.pct_copy = 100.0 * bytes / seconds / 1e9 / copy_gbs;
     if (g_beside != nullptr) {
       row.torch_ms = median_of(torch_ms);
       const bool has_out = std::all_of(torch_out_ms.begin(), torch_out_ms.end(), [](double v) { return v >= 0; });
@@ -218,16 +216,37 @@ void print_bandwidth_row(const Sizes& s, const std::string& op, ScalarType dtype
       row.ratio_max = *std::max_element(ratios.begin(), ratios.end());
     }
   }
-  std::vector<bench::OpRow> one = {row};
-  if (g_torch != nullptr) bench::attach_torch_figures(one, *g_torch);
-  bench::attach_bound(one[0], g_rates);
-  g_rows.push_back(one[0]);
-  if (g_list_only) return;
+  if (g_torch != nullptr) {
+    std::vector<bench::OpRow> one = {row};
+    bench::attach_torch_figures(one, *g_torch);
+    row = one[0];
+  }
+  return seconds;
+}
+
+// Prints a timed row: its name, dtype and shape, then `figures` (the section's own columns), then
+// PyTorch's beside it when there is a peer or a --compare file.
+void print_row(const bench::OpRow& row, const std::string& figures) {
   std::printf("%s", g_pending_header.c_str());
   g_pending_header.clear();
-  std::printf("%-34s %-5s %-16s %10.3f %10.1f %7.0f%%", op.c_str(), dtype_name(dtype), bench::shape_text(shape).c_str(),
-              seconds * 1e3, bytes / seconds / 1e9, row.pct_copy);
-  std::printf("%s\n", g_torch != nullptr || g_beside != nullptr ? bench::compare_columns(one[0], g_beside != nullptr).c_str() : "");
+  std::printf("%-34s %-5s %-16s %s", row.op.c_str(), row.dtype.c_str(), bench::shape_text(row.shape).c_str(),
+              figures.c_str());
+  std::printf("%s\n", g_torch != nullptr || g_beside != nullptr ? bench::compare_columns(row, g_beside != nullptr).c_str() : "");
+}
+
+// Times and prints a row of a memory-bound section: ms, GB/s of `bytes`, and % of the copy bandwidth.
+void print_bandwidth_row(const Sizes& s, const std::string& op, ScalarType dtype, const Shape& shape,
+                         const std::function<void()>& f, double bytes, double copy_gbs) {
+  if (!g_only.empty() && op.find(g_only) == std::string::npos) return;
+  bench::OpRow row{op, dtype_name(dtype), shape, g_threads};
+  const double seconds = time_row(s, row, f);
+  if (!g_list_only) row.pct_copy = 100.0 * bytes / seconds / 1e9 / copy_gbs;
+  bench::attach_bound(row, g_rates);
+  g_rows.push_back(row);
+  if (g_list_only) return;
+  char figures[64];
+  std::snprintf(figures, sizeof figures, "%10.3f %10.1f %7.0f%%", seconds * 1e3, bytes / seconds / 1e9, row.pct_copy);
+  print_row(row, figures);
 }
 
 void mm_section(const Sizes& s, double peak_gflops) {
@@ -557,6 +576,68 @@ void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
                       2.0 * static_cast<double>(q.numel()) * 8 + static_cast<double>(freqs.numel()) * 8, copy_gbs);
 }
 
+// The matrix products of the GPT step (config A) as the step calls them: the forward's linears
+// (addmm, a bias row), the backward's input and weight gradients (mm, one operand transposed in
+// memory), attention's bmm. Shape [m, n, k] (bmm: [batch, m, n, k]); bench/torch_ops.py builds the
+// same operands from the row's name and shape. These are most of a step's time, so they belong
+// beside PyTorch's (MKL or oneDNN, whichever it picks) as much as the elementwise ops.
+struct ProductRow {
+  const char* op;
+  bool trans_a, trans_b;
+};
+const ProductRow kProductRows[] = {
+    {"addmm (qkv: b + x @ W^T)", false, true},   {"addmm (fc1: b + x @ W^T)", false, true},
+    {"addmm (fc2: b + h @ W^T)", false, true},   {"mm (fc1 dx: g @ W)", false, false},
+    {"mm (fc1 dW^T: x^T @ g)", true, false},     {"mm (fc2 dW^T: h^T @ g)", true, false},
+    {"bmm (scores: q @ k^T)", false, true},      {"bmm (out: P @ v)", false, false},
+    {"bmm (dv: P^T @ dy)", true, false},
+};
+
+void gpt_product_section(const Sizes& s) {
+  const int64_t bt = 1024 / s.gpt_scale, c = 256 / s.gpt_scale, t = 128 / s.gpt_scale, d = 64 / s.gpt_scale, bh = 32;
+  // [m, n, k] of each row, in kProductRows' order
+  const std::vector<Shape> shapes = {{bt, 3 * c, c}, {bt, 4 * c, c}, {bt, c, 4 * c}, {bt, c, 4 * c}, {c, 4 * c, bt},
+                                     {4 * c, c, bt}, {bh, t, t, d},  {bh, t, d, t},  {bh, t, d, t}};
+  const std::string title = std::string("matrix products at the GPT's shapes (config A") +
+                            (s.gpt_scale == 1 ? "" : ", scaled down") +
+                            "), as the step calls them; shape [batch,] m, n, k; % peak: of the FP32 FMA peak above";
+  print_bandwidth_header(title.c_str(), "GFLOP/s", "% peak");
+  for (ScalarType dt : kBandwidthDtypes) {
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const ProductRow& pr = kProductRows[i];
+      if (!g_only.empty() && std::string(pr.op).find(g_only) == std::string::npos) continue;
+      const Shape& shape = shapes[i];
+      const bool batched = shape.size() == 4;
+      const int64_t b = batched ? shape[0] : 1, m = shape[shape.size() - 3], n = shape[shape.size() - 2],
+                    k = shape.back();
+      // An operand transposed in memory is made as its transpose, then viewed back.
+      auto operand = [&](int64_t rows, int64_t cols, bool transposed, uint64_t seed) {
+        if (!transposed) return batched ? seeded({b, rows, cols}, seed, false, dt) : seeded({rows, cols}, seed, false, dt);
+        return batched ? seeded({b, cols, rows}, seed, false, dt).transpose(1, 2)
+                       : seeded({cols, rows}, seed, false, dt).transpose(0, 1);
+      };
+      Tensor x = operand(m, k, pr.trans_a, 21), w = operand(k, n, pr.trans_b, 22), bias = seeded({n}, 23, false, dt);
+      const std::string name = pr.op;
+      std::function<void()> f;
+      if (name.rfind("addmm", 0) == 0) f = [&] { Tensor y = addmm(bias, x, w); };
+      else if (batched) f = [&] { Tensor y = bmm(x, w); };
+      else f = [&] { Tensor y = mm(x, w); };
+      bench::OpRow row{name, dtype_name(dt), shape, g_threads};
+      const double seconds = time_row(s, row, f);
+      if (!g_list_only) {
+        row.gflops = 2.0 * static_cast<double>(b * m * n * k) / seconds / 1e9;
+        if (dt == kFloat && g_fma_peak > 0) row.pct_peak = 100.0 * row.gflops / g_fma_peak;
+      }
+      g_rows.push_back(row);
+      if (g_list_only) continue;
+      char figures[64];
+      std::snprintf(figures, sizeof figures, "%10.3f %10.1f %8s", seconds * 1e3, row.gflops,
+                    row.pct_peak > 0 ? (std::to_string(static_cast<int>(row.pct_peak + 0.5)) + "%").c_str() : "-");
+      print_row(row, figures);
+    }
+  }
+}
+
 // --threads: OpenMP starts every thread asked for (99999999999 would never finish starting).
 constexpr int64_t kMaxThreads = 4096;
 
@@ -571,6 +652,7 @@ double machine_and_gemm_sections(const Sizes& s, int threads, bool quick, bool g
               quick ? " (--quick)" : "", threads, s.reps, g_cpu_clock ? "CPU" : "wall-clock");
   Bandwidth bw = measure_copy(s, threads);
   double peak = bench::measure_fma_peak_gflops(threads, s.fma_iters, s.fma_samples);  // FP32 FMA, GFLOP/s
+  g_fma_peak = peak;
   std::printf("\nmachine (measured in this run)\n");
   std::printf("%-58s %10s\n", "", "GB/s");
   const std::string parallel_copy_row =
@@ -671,6 +753,7 @@ int run(int argc, char** argv) {
     pointwise_section(s, 1.0);
     transformer_section(s, 1.0);
     gpt_elementwise_section(s, 1.0);
+    gpt_product_section(s);
     g_list_only = list_only;
     const bool none = g_rows.empty();
     g_rows.clear();
@@ -681,6 +764,7 @@ int run(int argc, char** argv) {
   pointwise_section(s, copy_gbs);
   transformer_section(s, copy_gbs);
   gpt_elementwise_section(s, copy_gbs);
+  gpt_product_section(s);
   const std::string rows = bench::rows_json(g_rows, threads, s.reps, s.min_sample_s, clock);
   if (g_list_only) return std::printf("%s", rows.c_str()) < 0 ? 1 : 0;
 

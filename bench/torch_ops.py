@@ -227,6 +227,25 @@ def masked_scores_softmax(shape, dt):
     return (lambda: torch.softmax(masked, -1)), (lambda: torch.ops.aten._softmax.out(masked, -1, False, out=c))
 
 
+def product(kind, trans_a, trans_b):
+    """A matrix product of the GPT step as `ops` times it: shape [m, n, k] ([batch, m, n, k] for bmm),
+    an operand transposed in memory made as its transpose and viewed back; addmm adds a bias row."""
+    def make(shape, dt):
+        *batch, m, n, k = shape
+
+        def operand(rows, cols, transposed, seed):
+            if not transposed:
+                return randn(batch + [rows, cols], dt, seed)
+            return randn(batch + [cols, rows], dt, seed).transpose(-1, -2)
+        a, b = operand(m, k, trans_a, 21), operand(k, n, trans_b, 22)
+        bias, c = randn([n], dt, 23), torch.empty(batch + [m, n], dtype=dt)
+        if kind == "addmm":
+            return (lambda: torch.addmm(bias, a, b)), (lambda: torch.addmm(bias, a, b, out=c))
+        fn = torch.bmm if kind == "bmm" else torch.mm
+        return (lambda: fn(a, b)), (lambda: fn(a, b, out=c))
+    return make
+
+
 OPS = {
     "add  (a + b)": binary(torch.add),
     "mul  (a * b)": binary(torch.mul),
@@ -270,6 +289,15 @@ OPS = {
     "mul (rotary: complex q * freqs_cis)": rotary,
     "contiguous (q: heads out of [b, t, h, d])": heads_out,
     "cat (q, k, v gradients, last dim)": cat_qkv,
+    "addmm (qkv: b + x @ W^T)": product("addmm", False, True),
+    "addmm (fc1: b + x @ W^T)": product("addmm", False, True),
+    "addmm (fc2: b + h @ W^T)": product("addmm", False, True),
+    "mm (fc1 dx: g @ W)": product("mm", False, False),
+    "mm (fc1 dW^T: x^T @ g)": product("mm", True, False),
+    "mm (fc2 dW^T: h^T @ g)": product("mm", True, False),
+    "bmm (scores: q @ k^T)": product("bmm", False, True),
+    "bmm (out: P @ v)": product("bmm", False, False),
+    "bmm (dv: P^T @ dy)": product("bmm", True, False),
 }
 
 

@@ -29,12 +29,20 @@ TEST_CASE("op rows: the JSON has every figure, null when absent, and the ratio")
   a.torch_ms = 2.0;
   a.ratio_min = 0.4, a.ratio_max = 0.625;  // --beside's rounds
   OpRow b{"sum (all)", "bf16", {4, 8}, 2};
-  const nlohmann::json doc = nlohmann::json::parse(rows_json({a, b}, 2, 7, 0.02, "cpu"));
+  OpRow c{"mm (fc1 dx: g @ W)", "f32", {8, 4, 2}, 2};  // a matrix product: GFLOP/s and % peak, no % copy
+  c.remat_ms = 0.5;
+  c.gflops = 150.0;
+  c.pct_peak = 80.0;
+  const nlohmann::json doc = nlohmann::json::parse(rows_json({a, b, c}, 2, 7, 0.02, "cpu"));
   CHECK(doc["threads"] == 2);
   CHECK(doc["reps"] == 7);
   CHECK(doc["min_sample_s"] == 0.02);
   CHECK(doc["clock"] == "cpu");
-  REQUIRE(doc["rows"].size() == 2);
+  REQUIRE(doc["rows"].size() == 3);
+  CHECK(doc["rows"][2]["gflops"] == 150.0);
+  CHECK(doc["rows"][2]["pct_peak"] == 80.0);
+  CHECK(doc["rows"][2]["pct_copy"].is_null());
+  CHECK(doc["rows"][0]["gflops"].is_null());
   const nlohmann::json& r = doc["rows"][0];
   CHECK(r["op"] == "add  (a + b)");
   CHECK(r["dtype"] == "f32");
@@ -47,7 +55,7 @@ TEST_CASE("op rows: the JSON has every figure, null when absent, and the ratio")
   CHECK(r["ratio_min"] == 0.4);
   CHECK(r["ratio_max"] == 0.625);
   CHECK(r["torch_out_ms"].is_null());
-  for (const char* key : {"remat_ms", "pct_copy", "torch_ms", "torch_out_ms", "ratio", "ratio_min", "ratio_max",
+  for (const char* key : {"remat_ms", "pct_copy", "gflops", "pct_peak", "torch_ms", "torch_out_ms", "ratio", "ratio_min", "ratio_max",
                           "bound_function", "bound_ms", "pct_bound"})
     CHECK(doc["rows"][1][key].is_null());
 }
