@@ -581,32 +581,28 @@ void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
 // memory), attention's bmm. Shape [m, n, k] (bmm: [batch, m, n, k]); bench/torch_ops.py builds the
 // same operands from the row's name and shape. These are most of a step's time, so they belong
 // beside PyTorch's (MKL or oneDNN, whichever it picks) as much as the elementwise ops.
-struct ProductRow {
-  const char* op;
-  bool trans_a, trans_b;
-};
-const ProductRow kProductRows[] = {
-    {"addmm (qkv: b + x @ W^T)", false, true},   {"addmm (fc1: b + x @ W^T)", false, true},
-    {"addmm (fc2: b + h @ W^T)", false, true},   {"mm (fc1 dx: g @ W)", false, false},
-    {"mm (fc1 dW^T: x^T @ g)", true, false},     {"mm (fc2 dW^T: h^T @ g)", true, false},
-    {"bmm (scores: q @ k^T)", false, true},      {"bmm (out: P @ v)", false, false},
-    {"bmm (dv: P^T @ dy)", true, false},
-};
-
 void gpt_product_section(const Sizes& s) {
   const int64_t bt = 1024 / s.gpt_scale, c = 256 / s.gpt_scale, t = 128 / s.gpt_scale, d = 64 / s.gpt_scale, bh = 32;
-  // [m, n, k] of each row, in kProductRows' order
-  const std::vector<Shape> shapes = {{bt, 3 * c, c}, {bt, 4 * c, c}, {bt, c, 4 * c}, {bt, c, 4 * c}, {c, 4 * c, bt},
-                                     {4 * c, c, bt}, {bh, t, t, d},  {bh, t, d, t},  {bh, t, d, t}};
+  struct ProductRow {
+    const char* op;
+    Shape shape;  // [m, n, k] or [batch, m, n, k]
+    bool trans_a, trans_b;
+  };
+  const ProductRow rows[] = {
+      {"addmm (qkv: b + x @ W^T)", {bt, 3 * c, c}, false, true}, {"addmm (fc1: b + x @ W^T)", {bt, 4 * c, c}, false, true},
+      {"addmm (fc2: b + h @ W^T)", {bt, c, 4 * c}, false, true}, {"mm (fc1 dx: g @ W)", {bt, c, 4 * c}, false, false},
+      {"mm (fc1 dW^T: x^T @ g)", {c, 4 * c, bt}, true, false},   {"mm (fc2 dW^T: h^T @ g)", {4 * c, c, bt}, true, false},
+      {"bmm (scores: q @ k^T)", {bh, t, t, d}, false, true},     {"bmm (out: P @ v)", {bh, t, d, t}, false, false},
+      {"bmm (dv: P^T @ dy)", {bh, t, d, t}, true, false},
+  };
   const std::string title = std::string("matrix products at the GPT's shapes (config A") +
                             (s.gpt_scale == 1 ? "" : ", scaled down") +
                             "), as the step calls them; shape [batch,] m, n, k; % peak: of the FP32 FMA peak above";
   print_bandwidth_header(title.c_str(), "GFLOP/s", "% peak");
   for (ScalarType dt : kBandwidthDtypes) {
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      const ProductRow& pr = kProductRows[i];
+    for (const ProductRow& pr : rows) {
       if (!g_only.empty() && std::string(pr.op).find(g_only) == std::string::npos) continue;
-      const Shape& shape = shapes[i];
+      const Shape& shape = pr.shape;
       const bool batched = shape.size() == 4;
       const int64_t b = batched ? shape[0] : 1, m = shape[shape.size() - 3], n = shape[shape.size() - 2],
                     k = shape.back();
