@@ -9,14 +9,21 @@
 
 namespace remat::kernels::cpu {
 
+#if defined(__x86_64__) || defined(__i386__)
+// Whether CPUID leaf 0's vendor string, read as ebx, edx, ecx (four characters each), is this one.
+inline bool cpuid_vendor_is(unsigned ebx_want, unsigned edx_want, unsigned ecx_want) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  return ebx == ebx_want && edx == edx_want && ecx == ecx_want;
+}
+#endif
+
 // AMD's family number (CPUID leaf 1: the base family, plus the extended family where the base is
 // 0xF): 0x19 is Zen 3 and Zen 4, 0x1A Zen 5. 0 on another vendor or architecture.
 inline unsigned amd_family() {
 #if defined(__x86_64__) || defined(__i386__)
+  if (!cpuid_vendor_is(0x68747541u, 0x69746e65u, 0x444d4163u)) return 0;  // "Auth" "enti" "cAMD"
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return 0;
-  // "AuthenticAMD" in ebx, edx, ecx
-  if (ebx != 0x68747541u || edx != 0x69746e65u || ecx != 0x444d4163u) return 0;
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
   const unsigned base = (eax >> 8) & 0xF, extended = (eax >> 20) & 0xFF;
   return base == 0xF ? base + extended : base;
@@ -28,9 +35,7 @@ inline unsigned amd_family() {
 // Whether the vendor is Intel ("GenuineIntel"). false on another vendor or architecture.
 inline bool intel_cpu() {
 #if defined(__x86_64__) || defined(__i386__)
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
-  return ebx == 0x756e6547u && edx == 0x49656e69u && ecx == 0x6c65746eu;  // "Genu" "ineI" "ntel"
+  return cpuid_vendor_is(0x756e6547u, 0x49656e69u, 0x6c65746eu);  // "Genu" "ineI" "ntel"
 #else
   return false;
 #endif
