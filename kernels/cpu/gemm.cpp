@@ -14,6 +14,7 @@
 #include "kernels/cpu/bfloat16_convert.h"
 #include "kernels/cpu/cpu_model.h"
 #include "kernels/cpu/eigen.h"
+#include "kernels/cpu/gemm_transa.h"
 #include "kernels/cpu/onednn_matmul.h"
 #include "kernels/cpu/parallel.h"
 
@@ -262,6 +263,10 @@ void gemm_batched(const StridedGemm& p, T alpha, const T* a, const T* b, T beta,
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
+    if (gemm_transa_applies(p)) {  // attention's P^T dy and dS^T q: see gemm_transa.h
+      gemm_transa_batched(p, alpha, a, b, beta, c, bias);
+      return;
+    }
     if (onednn_for_float(p) && onednn::matmul(onednn::DataType::Float, p, alpha, a, b, beta, c, bias)) return;
   } else if constexpr (std::is_same_v<T, BFloat16>) {
     if (onednn_for_bf16() && onednn::matmul(onednn::DataType::BFloat16, p, float(alpha), a, b, float(beta), c, bias))
