@@ -2,7 +2,8 @@
 // row-major, with leading dimensions, and a batched product over arbitrary strides. float (and
 // bfloat16 where the CPU has bf16 instructions) go to oneDNN's matmul when remat is built with it
 // (REMAT_USE_ONEDNN); float/double go to OpenBLAS when built with it (REMAT_USE_OPENBLAS), else
-// to Eigen's GEMM; other 16-bit cases are widened to float. A small float gemm (m n k <= 2^20:
+// to Eigen's GEMM; other 16-bit cases are widened to float. A batched float product with a transposed a
+// and a short reduction runs in gemm_transa.h's kernel on an Intel CPU. A small float gemm (m n k <= 2^20:
 // flash attention's blocks) skips oneDNN, whose per-call work would be as long as the product.
 #pragma once
 

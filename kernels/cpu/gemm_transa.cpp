@@ -150,7 +150,7 @@ bool gemm_transa_applies(const StridedGemm& p) {
 void gemm_transa_batched(const StridedGemm& p, float alpha, const float* a, const float* b, float beta, float* c,
                          const float* bias) {
   REMAT_CHECK(gemm_transa_applies(p), "gemm_transa_batched: the problem (m ", p.m, ", n ", p.n, ", k ", p.k,
-              ") is not a batched product with a transposed a and k <= ", kTransaMaxK);
+              ") is not a batched product with a transposed a and k <= ", kTransaMaxK, " on an Intel CPU");
   const size_t bd = static_cast<size_t>(p.batch_dims);
   const int64_t lda = p.a[bd + 1], ldb = p.b[bd], ldc = p.c[bd];
   parallel_for(0, p.batch_count(), 1, [&](int64_t lo, int64_t hi) {
