@@ -583,10 +583,12 @@ void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
 // beside PyTorch's (MKL or oneDNN, whichever it picks) as much as the elementwise ops.
 void gpt_product_section(const Sizes& s) {
   const int64_t bt = 1024 / s.gpt_scale, c = 256 / s.gpt_scale, t = 128 / s.gpt_scale, d = 64 / s.gpt_scale, bh = 32;
+  const int64_t heads = c / d;
   struct ProductRow {
     const char* op;
-    Shape shape;  // [m, n, k] or [batch, m, n, k]
+    Shape shape;  // [m, n, k], [batch, m, n, k] or [batch, heads, m, n, k]
     bool trans_a, trans_b;
+    bool b_head_view = false;  // b: [batch, heads, k, n] viewed out of [batch, k, heads, n], rows heads * n apart
   };
   const ProductRow rows[] = {
       {"addmm (qkv: b + x @ W^T)", {bt, 3 * c, c}, false, true}, {"addmm (fc1: b + x @ W^T)", {bt, 4 * c, c}, false, true},
@@ -594,6 +596,10 @@ void gpt_product_section(const Sizes& s) {
       {"mm (fc1 dW^T: x^T @ g)", {c, 4 * c, bt}, true, false},   {"mm (fc2 dW^T: h^T @ g)", {4 * c, c, bt}, true, false},
       {"bmm (scores: q @ k^T)", {bh, t, t, d}, false, true},     {"bmm (out: P @ v)", {bh, t, d, t}, false, false},
       {"bmm (dv: P^T @ dy)", {bh, t, d, t}, true, false},
+      // The step's dv: dy is the gradient of the heads' output [b, t, h, d] seen as [b, h, t, d]
+      // (matmul's 4-D operands, as attention calls it: remat runs them in place, PyTorch's matmul
+      // reshapes such a view into a copy first).
+      {"matmul (dv: P^T @ dy, head view)", {bh / heads, heads, t, d, t}, true, false, true},
   };
   const std::string title = std::string("matrix products at the GPT's shapes (config A") +
                             (s.gpt_scale == 1 ? "" : ", scaled down") +
@@ -603,20 +609,29 @@ void gpt_product_section(const Sizes& s) {
     for (const ProductRow& pr : rows) {
       if (!g_only.empty() && std::string(pr.op).find(g_only) == std::string::npos) continue;
       const Shape& shape = pr.shape;
-      const bool batched = shape.size() == 4;
-      const int64_t b = batched ? shape[0] : 1, m = shape[shape.size() - 3], n = shape[shape.size() - 2],
-                    k = shape.back();
+      const Shape batch(shape.begin(), shape.end() - 3);  // [], [batch] or [batch, heads]
+      const int64_t m = shape[shape.size() - 3], n = shape[shape.size() - 2], k = shape.back();
+      int64_t b = 1;
+      for (int64_t size : batch) b *= size;
+      auto with_batch = [&](std::initializer_list<int64_t> last) {
+        Shape full = batch;
+        full.insert(full.end(), last);
+        return full;
+      };
       // An operand transposed in memory is made as its transpose, then viewed back.
       auto operand = [&](int64_t rows, int64_t cols, bool transposed, uint64_t seed) {
-        if (!transposed) return batched ? seeded({b, rows, cols}, seed, false, dt) : seeded({rows, cols}, seed, false, dt);
-        return batched ? seeded({b, cols, rows}, seed, false, dt).transpose(1, 2)
-                       : seeded({cols, rows}, seed, false, dt).transpose(0, 1);
+        const int64_t d = static_cast<int64_t>(batch.size());
+        if (!transposed) return seeded(with_batch({rows, cols}), seed, false, dt);
+        return seeded(with_batch({cols, rows}), seed, false, dt).transpose(d, d + 1);
       };
-      Tensor x = operand(m, k, pr.trans_a, 21), w = operand(k, n, pr.trans_b, 22), bias = seeded({n}, 23, false, dt);
+      Tensor x = operand(m, k, pr.trans_a, 21), bias = seeded({n}, 23, false, dt);
+      Tensor w = pr.b_head_view ? seeded({batch[0], k, batch[1], n}, 22, false, dt).transpose(1, 2)
+                                : operand(k, n, pr.trans_b, 22);
       const std::string name = pr.op;
       std::function<void()> f;
       if (name.rfind("addmm", 0) == 0) f = [&] { Tensor y = addmm(bias, x, w); };
-      else if (batched) f = [&] { Tensor y = bmm(x, w); };
+      else if (batch.size() == 2) f = [&] { Tensor y = matmul(x, w); };
+      else if (batch.size() == 1) f = [&] { Tensor y = bmm(x, w); };
       else f = [&] { Tensor y = mm(x, w); };
       bench::OpRow row{name, dtype_name(dt), shape, g_threads};
       const double seconds = time_row(s, row, f);

@@ -246,6 +246,16 @@ def product(kind, trans_a, trans_b):
     return make
 
 
+def product_dy_head_view(shape, dt):
+    """The step's dv through matmul: P [b, h, t, t] transposed, times dy, the gradient of the heads'
+    output [b, t, h, d] seen as [b, h, t, d] (shape [b, h, m, n, k] as `ops` lists it)."""
+    b, h, m, n, k = shape
+    a = randn([b, h, k, m], dt, 21).transpose(-1, -2)
+    dy = randn([b, k, h, n], dt, 22).transpose(1, 2)
+    c = torch.empty([b, h, m, n], dtype=dt)
+    return (lambda: torch.matmul(a, dy)), (lambda: torch.matmul(a, dy, out=c))
+
+
 OPS = {
     "add  (a + b)": binary(torch.add),
     "mul  (a * b)": binary(torch.mul),
@@ -298,6 +308,7 @@ OPS = {
     "bmm (scores: q @ k^T)": product("bmm", False, True),
     "bmm (out: P @ v)": product("bmm", False, False),
     "bmm (dv: P^T @ dy)": product("bmm", True, False),
+    "matmul (dv: P^T @ dy, head view)": product_dy_head_view,
 }
 
 

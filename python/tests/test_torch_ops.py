@@ -31,6 +31,8 @@ def shape_of(op):
         return SHAPES["rotary"]
     if op.startswith("bmm"):
         return [4, 8, 16, 8]
+    if op.startswith("matmul"):
+        return [2, 2, 8, 16, 8]
     if op.startswith("mm") or op.startswith("addmm"):
         return [16, 24, 8]
     return SHAPES["bias"]

@@ -38,7 +38,7 @@ TEST_CASE("op bounds: which ops arithmetic bounds, and by how many calls an elem
   CHECK(gelu->calls_per_element == 1);
   const auto ce = arithmetic_bound("cross_entropy fwd+bwd");
   REQUIRE(ce);
-  CHECK(ce->function == "exp");
+  CHECK(ce->function == "exp16");
   CHECK(ce->calls_per_element == 2);  // the forward's exp, the backward's softmax
   CHECK(arithmetic_bound("native_dropout (p=0.1)")->function == "philox");
   CHECK(arithmetic_bound("gelu")->function == "erf");
@@ -51,13 +51,13 @@ TEST_CASE("op bounds: which ops arithmetic bounds, and by how many calls an elem
 
 TEST_CASE("op bounds: a row's bound is its calls over the function's rate; the table and JSON show it") {
   FunctionRates rates;
-  rates.exp = 2e9;
+  rates.exp16 = 2e9;
   rates.tanh = 1e9;
   OpRow ce{"cross_entropy fwd+bwd", "bf16", {1000, 500}, 1};
   ce.remat_ms = 1.0;
   ce.torch_ms = 2.0;
   attach_bound(ce, rates);
-  CHECK(ce.bound_function == "exp");
+  CHECK(ce.bound_function == "exp16");
   CHECK(ce.bound_ms == Approx(2.0 * 500000 / 2e9 * 1e3));  // 0.5 ms
   OpRow add{"add  (a + b)", "f32", {1000, 500}, 1};
   add.remat_ms = 1.0;
@@ -71,12 +71,12 @@ TEST_CASE("op bounds: a row's bound is its calls over the function's rate; the t
   const std::string table = bounds_table({ce, add, dropout});
   CHECK_THAT(table, Contains("% bound"));
   CHECK_THAT(table, Contains("cross_entropy fwd+bwd"));
-  CHECK_THAT(table, Contains("exp          1.00     0.500       50%       25%"));
+  CHECK_THAT(table, Contains("exp16        1.00     0.500       50%       25%"));
   CHECK(table.find("add  (a + b)") == std::string::npos);
   CHECK(bounds_table({add}).empty());
 
   const auto doc = nlohmann::json::parse(rows_json({ce, add}, 1, 3, 0.01, "wall"));
-  CHECK(doc["rows"][0]["bound_function"] == "exp");
+  CHECK(doc["rows"][0]["bound_function"] == "exp16");
   CHECK(doc["rows"][0]["bound_ms"].get<double>() == Approx(0.5));
   CHECK(doc["rows"][0]["pct_bound"].get<double>() == Approx(50.0));
   for (const char* key : {"bound_function", "bound_ms", "pct_bound"}) CHECK(doc["rows"][1][key].is_null());

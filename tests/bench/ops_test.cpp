@@ -124,7 +124,8 @@ TEST_CASE("bench/ops --list-rows, then --compare and --json: every row with rema
     INFO(row.dump());
     CHECK(row["remat_ms"].get<double>() > 0);
     const std::string op = row["op"].get<std::string>();
-    if (op.rfind("mm (", 0) == 0 || op.rfind("addmm (", 0) == 0 || op.rfind("bmm (", 0) == 0) {
+    if (op.rfind("mm (", 0) == 0 || op.rfind("addmm (", 0) == 0 || op.rfind("bmm (", 0) == 0 ||
+        op.rfind("matmul (", 0) == 0) {
       // a matrix product: GFLOP/s and (f32, where the FMA peak was measured) % of that peak, no % copy
       CHECK(row["pct_copy"].is_null());
       CHECK(row["gflops"].get<double>() > 0);
@@ -149,8 +150,8 @@ TEST_CASE("bench/ops --list-rows, then --compare and --json: every row with rema
                                          "silu: exp", "silu_backward: exp16",
                                          "softmax(dim=-1) fwd: exp16", "softmax(dim=-1) fwd+bwd: exp16",
                                          "softmax(dim=-1) of masked scores: exp16",
-                                         "_masked_softmax (causal [L, S] mask): exp16", "cross_entropy fwd: exp",
-                                         "cross_entropy fwd+bwd: exp", "native_dropout (p=0.1): philox"});
+                                         "_masked_softmax (causal [L, S] mask): exp16", "cross_entropy fwd: exp16",
+                                         "cross_entropy fwd+bwd: exp16", "native_dropout (p=0.1): philox"});
   CHECK_THAT(run.out, Contains("philox (remat's vectorised, L1-resident, 1 thread(s) at once)"));
   CHECK_THAT(run.out, Contains("ops bound by arithmetic"));
   CHECK_THAT(run.out, Contains("% bound   torch %"));

@@ -1,7 +1,8 @@
 // Tests kernels/cpu/dropout.h (ATen/native/Dropout.cpp): the one-pass forward (dropout_forward,
 // AVX-512 where compiled in) gives the mask and the values of the two-pass rule
 // (dropout_mask_kernel, then masked_scale) bit for bit, for every length, offset and p; masked_scale
-// for float (16 lanes, its output streamed when large) gives the bits of the scalar formula.
+// for float and bfloat16 (16 lanes, the output streamed when large) gives the bits of the scalar
+// formula.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -67,30 +68,43 @@ TEMPLATE_TEST_CASE("dropout_forward equals dropout_mask_kernel then masked_scale
   }
 }
 
-TEST_CASE("masked_scale's float output gives the bits of x * (mask * scale), streamed or not", "[dropout]") {
-  // 2 x 4 + 1 bytes an element: from kStreamStoreBytes moved the output streams (where the CPU has
-  // AVX-512); out starting 0 and 3 floats past a line: an ordinary head, whole lines, a tail.
-  for (int64_t n : {int64_t(37), int64_t(70001), cpu::kStreamStoreBytes / 9 + 13}) {
-    std::vector<float> x(static_cast<size_t>(n)), buffer(static_cast<size_t>(n) + 32, -7.0f);
+TEMPLATE_TEST_CASE("masked_scale's output gives the bits of x * (mask * scale), streamed or not", "[dropout]", float,
+                   BFloat16) {
+  // 2 sizeof(T) + 1 bytes an element: from kStreamStoreBytes moved the output streams (where the CPU
+  // has AVX-512); out starting 0 and 3 elements past a line: an ordinary head, whole lines, a tail.
+  // bfloat16: widened, scaled as float, rounded once (the float expression converted).
+  const int64_t bytes_per_element = 2 * static_cast<int64_t>(sizeof(TestType)) + 1;
+  const TestType fill = TestType(-7.0f);
+  for (int64_t n : {int64_t(37), int64_t(70001), cpu::kStreamStoreBytes / bytes_per_element + 13}) {
+    std::vector<TestType> x(static_cast<size_t>(n)), buffer(static_cast<size_t>(n) + 64, fill);
     std::vector<uint8_t> mask(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
-      x[static_cast<size_t>(i)] = static_cast<float>(i % 1013) * 0.731f - 300.0f;
+      x[static_cast<size_t>(i)] = TestType(static_cast<float>(i % 1013) * 0.731f - 300.0f);
       mask[static_cast<size_t>(i)] = (i * 2654435761u) % 10 != 0;
     }
+    if (n > 10) {  // -0, infinities and NaN, kept or dropped as the mask says
+      x[3] = TestType(-0.0f);
+      x[4] = TestType(std::numeric_limits<float>::infinity());
+      x[5] = TestType(-std::numeric_limits<float>::infinity());
+      x[6] = TestType(std::numeric_limits<float>::quiet_NaN());
+    }
     const double scale = 1.0 / 0.9;
-    float* line = buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64 / sizeof(float);
+    TestType* line =
+        buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64 / sizeof(TestType);
     for (int64_t shift : {int64_t(0), int64_t(3)}) {
       INFO("n " << n << ", shift " << shift);
-      std::fill(buffer.begin(), buffer.end(), -7.0f);
-      float* out = line + shift;
+      std::fill(buffer.begin(), buffer.end(), fill);
+      TestType* out = line + shift;
       cpu::masked_scale(out, x.data(), reinterpret_cast<const bool*>(mask.data()), n, scale);
       int64_t wrong = 0, touched = 0;
       const float s = static_cast<float>(scale);
-      for (int64_t i = 0; i < n; ++i)
-        wrong += bits_of(out[i]) !=
-                 bits_of(x[static_cast<size_t>(i)] * (static_cast<float>(mask[static_cast<size_t>(i)]) * s));
-      for (float* p = buffer.data(); p < buffer.data() + buffer.size(); ++p)
-        if (p < out || p >= out + n) touched += *p != -7.0f;
+      for (int64_t i = 0; i < n; ++i) {
+        const float want = static_cast<float>(x[static_cast<size_t>(i)]) *
+                           (static_cast<float>(mask[static_cast<size_t>(i)]) * s);
+        wrong += bits_of(out[i]) != bits_of(TestType(want));
+      }
+      for (TestType* p = buffer.data(); p < buffer.data() + buffer.size(); ++p)
+        if (p < out || p >= out + n) touched += bits_of(*p) != bits_of(fill);
       CHECK(wrong == 0);
       CHECK(touched == 0);
     }

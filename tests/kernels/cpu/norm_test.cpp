@@ -1,7 +1,8 @@
 // Tests kernels/cpu/norm.h (ATen/native/cpu/layer_norm_kernel.cpp): layer_norm's backward sums its
 // parameter gradients in row chunks while each row is in L1; the sums match double-precision ones,
 // do not depend on the thread count, and bf16 rows give the float kernel's result on their values;
-// dx matches the formula in double at every tail length of the 16-lane row.
+// dx matches the formula in double at every tail length of the 16-lane row. The forward likewise:
+// mean, rstd and y against double at every tail length, bf16 rows as the float kernel's rounded.
 #include <catch2/catch.hpp>
 
 #include <omp.h>
@@ -145,4 +146,81 @@ TEST_CASE("layer_norm_backward's dx matches the formula in double, with and with
       }
     }
   }
+}
+
+TEST_CASE("layer_norm_forward's mean, rstd and y match the formula in double, with and without weight and bias, at "
+          "every tail length",
+          "[norm]") {
+  // rows of whole 16-lane vectors (and whole groups of four), a tail, only a tail
+  for (int64_t N : {1, 15, 16, 17, 40, 64, 100, 1024, 1031}) {
+    for (bool weight : {true, false}) {
+      for (bool bias : {true, false}) {
+        INFO("N = " << N << (weight ? ", weight" : "") << (bias ? ", bias" : ""));
+        const int64_t M = 5;
+        Case c = make_case(M, N);
+        std::vector<float> b(N);
+        for (int64_t j = 0; j < N; ++j) b[j] = 0.25f - 0.003f * j;
+        std::vector<float> y(M * N + 7, -1.0f), mean(M), rstd(M);
+        cpu::layer_norm_forward<float>(y.data(), mean.data(), rstd.data(), c.x.data(), weight ? c.w.data() : nullptr,
+                                       bias ? b.data() : nullptr, M, N, 1e-5);
+        int64_t wrong = 0;
+        double worst = 0;
+        for (int64_t i = 0; i < M; ++i) {
+          CHECK(mean[i] == Approx(c.mean[i]).margin(1e-6));
+          CHECK(rstd[i] == Approx(c.rstd[i]).epsilon(1e-5));
+          for (int64_t j = 0; j < N; ++j) {
+            const double want = (double(c.x[i * N + j]) - c.mean[i]) * c.rstd[i] * (weight ? double(c.w[j]) : 1.0) +
+                                (bias ? double(b[j]) : 0.0);
+            const double err = std::fabs(y[i * N + j] - want);
+            worst = std::max(worst, err);
+            wrong += err > 1e-4 * (1.0 + std::fabs(want));
+          }
+        }
+        INFO("largest error " << worst);
+        CHECK(wrong == 0);
+        CHECK(std::count(y.begin() + M * N, y.end(), -1.0f) == 7);  // nothing past the last row
+      }
+    }
+  }
+}
+
+TEST_CASE("layer_norm_forward on bfloat16 rows is the float kernel on their values, y rounded once", "[norm]") {
+  for (int64_t N : {48, 37, 1024}) {  // whole vectors, a tail, the GPT's width
+    INFO("N " << N);
+    const int64_t M = 70;
+    Case c = make_case(M, N);
+    std::vector<BFloat16> xb(M * N), yb(M * N);
+    std::vector<float> xf(M * N), yf(M * N), b(N), mean_f(M), rstd_f(M), mean_b(M), rstd_b(M);
+    for (int64_t k = 0; k < M * N; ++k) {
+      xb[k] = BFloat16(c.x[k] * 3.0f - 1.0f);
+      xf[k] = float(xb[k]);
+    }
+    for (int64_t j = 0; j < N; ++j) b[j] = 0.25f - 0.003f * j;
+    cpu::layer_norm_forward<float>(yf.data(), mean_f.data(), rstd_f.data(), xf.data(), c.w.data(), b.data(), M, N,
+                                   1e-5);
+    cpu::layer_norm_forward<BFloat16>(yb.data(), mean_b.data(), rstd_b.data(), xb.data(), c.w.data(), b.data(), M, N,
+                                      1e-5);
+    int64_t wrong = 0;
+    for (int64_t k = 0; k < M * N; ++k) wrong += yb[k].bits != BFloat16(yf[k]).bits;
+    CHECK(wrong == 0);
+    CHECK(mean_b == mean_f);
+    CHECK(rstd_b == rstd_f);
+  }
+}
+
+TEST_CASE("layer_norm_forward gives the same bits on one thread and on two", "[norm]") {
+  const int64_t M = 300, N = 1031;
+  Case c = make_case(M, N);
+  auto run = [&](int threads) {
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    std::vector<float> y(M * N), mean(M), rstd(M);
+    const float* no_bias = nullptr;
+    cpu::layer_norm_forward<float>(y.data(), mean.data(), rstd.data(), c.x.data(), c.w.data(), no_bias, M, N, 1e-5);
+    omp_set_num_threads(before);
+    y.insert(y.end(), mean.begin(), mean.end());
+    y.insert(y.end(), rstd.begin(), rstd.end());
+    return y;
+  };
+  CHECK(run(1) == run(2));
 }
