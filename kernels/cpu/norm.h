@@ -50,69 +50,11 @@ void norm_param_grads(A* dweight, A* dbias, const T* dy, int64_t M, int64_t N, c
 }
 }  // namespace detail
 
-#if defined(__AVX512F__)
-// layer_norm_forward_row for float or bfloat16 rows, widened in registers and y rounded once, in
-// three passes over the row (sum, sum of squared deviations, y), 16 lanes at a time with four
-// running sums; a row's tail runs the same code on masked lanes. bfloat16 rows went through widened
-// copies (bf16_rows: widen, three float passes, round), at 62-76% of copy in `bench:ops` (Xeon,
-// [1024, 1024]). The sums run in another order than Eigen's, so mean and rstd's last bits (and y's)
-// may differ from the Eigen form's.
-template <class T>
-void layer_norm_forward_row_avx512(T* y, float* mean, float* rstd, const T* x, const float* weight, const float* bias,
-                                   int64_t N, float eps) {
-  const int64_t full = N / 16 * 16;
-  const __mmask16 tail = static_cast<__mmask16>((1u << (N - full)) - 1);
-  // sum over the row of f(x[j, j + 16)) (masked-off lanes of the tail: f of 0, masked out)
-  auto row_sum = [&](auto f) {
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    int64_t j = 0;
-    for (; j + 64 <= full; j += 64)
-      for (int u = 0; u < 4; ++u) acc[u] = _mm512_add_ps(acc[u], f(load16_as_float(x + j + 16 * u)));
-    for (; j < full; j += 16) acc[0] = _mm512_add_ps(acc[0], f(load16_as_float(x + j)));
-    if (full < N) acc[1] = _mm512_add_ps(acc[1], _mm512_maskz_mov_ps(tail, f(load_tail_as_float(x, full, N, 0.0f))));
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
-  };
-  const float mu = row_sum([](__m512 v) { return v; }) / static_cast<float>(N);
-  const __m512 muv = _mm512_set1_ps(mu);
-  // two passes: the variance of centred values does not cancel catastrophically
-  const float sq = row_sum([&](__m512 v) {
-    const __m512 d = _mm512_sub_ps(v, muv);
-    return _mm512_mul_ps(d, d);
-  });
-  const float r = 1.0f / std::sqrt(sq / static_cast<float>(N) + eps);
-  *mean = mu;
-  *rstd = r;
-  const __m512 rv = _mm512_set1_ps(r);
-  // (x - mu) * r, times weight, plus bias: one rounding each, as the scalar and Eigen forms
-  auto out = [&](int64_t j, __mmask16 m, __m512 v) {
-    v = _mm512_mul_ps(_mm512_sub_ps(v, muv), rv);
-    if (weight) v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, weight + j));
-    if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + j));
-    return v;
-  };
-  for (int64_t j = 0; j < full; j += 16) store16_from_float(y + j, out(j, 0xFFFF, load16_as_float(x + j)));
-  if (full < N) store_tail_from_float(y, full, N, out(full, tail, load_tail_as_float(x, full, N, 0.0f)));
-}
-#endif
-
 // forward: mean = sum(x) / N;  rstd = 1 / sqrt(sum((x - mean)^2) / N + eps)
 //          y = (x - mean) * rstd * weight + bias
 template <class T, class A = acc_t<T>>
 void layer_norm_forward(T* y, A* mean, A* rstd, const T* x, const A* weight, const A* bias, int64_t M, int64_t N,
                         double eps) {
-#if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
-    parallel_for(0, M, detail::norm_rows_grain(N), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        // The rows after this one, while its passes run. In the GPT step 0.12 -> 0.10 ms a call.
-        prefetch_row_ahead(x + i * N, N);
-        layer_norm_forward_row_avx512(y + i * N, mean + i, rstd + i, x + i * N, weight, bias, N,
-                                      static_cast<float>(eps));
-      }
-    });
-    return;
-  }
-#endif
   if constexpr (kFloatBlocks<T>) {  // each row widened to float, run by the float kernel, rounded once
     parallel_for(0, M, detail::norm_rows_grain(N), [&](int64_t b, int64_t e) {
       bf16_rows<1>(y, {x}, b, e, N, [&](int64_t i, float* yi, const std::array<const float*, 1>& xi) {
@@ -126,6 +68,8 @@ void layer_norm_forward(T* y, A* mean, A* rstd, const T* x, const A* weight, con
     for (int64_t i = b; i < e; ++i) {
       const T* xi = x + i * N;
       T* yi = y + i * N;
+      // The rows after this one, while its passes run (not for bfloat16's widened single rows,
+      // M = 1, which prefetches the bfloat16 rows above). In the GPT step 0.12 -> 0.10 ms a call.
       if (M > 1) prefetch_row_ahead(xi, N);
       const A mu = rows::sum(xi, N) / A(N);
       // two passes: the variance of centred values does not cancel catastrophically
