@@ -40,22 +40,36 @@ inline __m512 gelu_tanh16(__m512 x) {
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), _mm512_add_ps(_mm512_set1_ps(1.0f), t));
 }
 
-// out = gelu(x), tanh form, on the calling thread, T float or BFloat16 (widened in registers,
-// rounded once). Why not Eigen's expression over bfloat16 blocks widened into buffers: the two
-// extra passes made bf16 slower than f32 (0.56 against 0.49 ms at the GPT's MLP shape, 1 thread,
-// Xeon with AMX), and sac-mm recomputes this op in every backward. x is prefetched ahead (prefetch.h):
-// in a bf16 step it came from memory, 0.86-0.92 -> 0.49-0.50 ms a call (1 thread; f32 unchanged).
-template <class T>
-void gelu_tanh_avx512(T* out, const T* x, int64_t n) {
+// gelu_run's erf form (below) likewise: the Eigen expression's operations in its order (Eigen's
+// packet erf), so the same bits.
+inline __m512 gelu_erf16(__m512 x) {
+  using namespace gelu_constants;
+  const __m512 e = Eigen::internal::perf(_mm512_mul_ps(x, _mm512_set1_ps(float(kSqrt1_2))));
+  return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+// out = gelu(x) by Gelu16 (gelu_tanh16 or gelu_erf16), on the calling thread, T float or BFloat16
+// (widened in registers, rounded once). Why not Eigen's expression over bfloat16 blocks widened
+// into buffers: the two extra passes made bf16 slower than f32 (tanh form: 0.56 against 0.49 ms at
+// the GPT's MLP shape, 1 thread, Xeon with AMX; erf form: 6.03 against 4.84 ms at [4096, 4096],
+// Xeon model 207), and sac-mm recomputes this op in every backward. x is prefetched ahead
+// (prefetch.h): in a bf16 step it came from memory, 0.86-0.92 -> 0.49-0.50 ms a call (tanh form,
+// 1 thread; f32 unchanged).
+template <__m512 (*Gelu16)(__m512), class T>
+void gelu_avx512(T* out, const T* x, int64_t n) {
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {  // two vectors at once: tanh's chain is long
+  for (; i + 32 <= n; i += 32) {  // two vectors at once: tanh's and erf's chains are long
     prefetch_ahead(x + i);
-    const __m512 a = gelu_tanh16(load16_as_float(x + i)), b = gelu_tanh16(load16_as_float(x + i + 16));
+    const __m512 a = Gelu16(load16_as_float(x + i)), b = Gelu16(load16_as_float(x + i + 16));
     store16_from_float(out + i, a);
     store16_from_float(out + i + 16, b);
   }
-  for (; i + 16 <= n; i += 16) store16_from_float(out + i, gelu_tanh16(load16_as_float(x + i)));
-  if (i < n) store_tail_from_float(out, i, n, gelu_tanh16(load_tail_as_float(x, i, n, 0.0f)));
+  for (; i + 16 <= n; i += 16) store16_from_float(out + i, Gelu16(load16_as_float(x + i)));
+  if (i < n) store_tail_from_float(out, i, n, Gelu16(load_tail_as_float(x, i, n, 0.0f)));
+}
+template <class T>
+void gelu_tanh_avx512(T* out, const T* x, int64_t n) {
+  gelu_avx512<gelu_tanh16>(out, x, n);
 }
 #endif
 
@@ -86,10 +100,11 @@ template <class T>
 void gelu_contiguous(T* out, const T* x, int64_t n, bool tanh_form) {
   if constexpr (std::is_same_v<T, BFloat16>) {
 #ifdef REMAT_GELU_TANH_AVX512
-    if (tanh_form) {
-      parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) { gelu_tanh_avx512(out + b, x + b, e - b); });
-      return;
-    }
+    parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
+      if (tanh_form) gelu_tanh_avx512(out + b, x + b, e - b);
+      else gelu_avx512<gelu_erf16>(out + b, x + b, e - b);
+    });
+    return;
 #endif
     map_bf16_blocks<1>(out, {x}, n, [tanh_form](float* o, const float* const* in, int64_t len) {
       gelu_run<float>(o, in[0], len, tanh_form);
