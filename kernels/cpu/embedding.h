@@ -21,7 +21,7 @@ inline int64_t first_index_out_of_range(const int64_t* indices, int64_t n, int64
 // forward: out[i, :] = weight[indices[i], :]   (n indices, rows of D contiguous elements)
 template <class T>
 void embedding_forward(T* out, const T* weight, const int64_t* indices, int64_t n, int64_t D) {
-  parallel_for(0, n, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(D, 1)), [&](int64_t b, int64_t e) {
+  parallel_for(0, n, rows_grain(D), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i)
       std::memcpy(out + i * D, weight + indices[i] * D, static_cast<size_t>(D) * sizeof(T));
   });

@@ -134,7 +134,7 @@ void parallel_for_each_row_block(const LoopShape& s, const F& f) {
   std::array<int64_t, kMaxOperands> inner{}, row{};
   for (int i = 0; i < no; ++i) inner[i] = s.strides[i][nd - 1], row[i] = s.strides[i][nd - 2];
   const int64_t total_rows = s.numel() / n;
-  parallel_for(0, total_rows, std::max<int64_t>(1, kGrainSize / n), [&](int64_t rb, int64_t re) {
+  parallel_for(0, total_rows, rows_grain(n), [&](int64_t rb, int64_t re) {
     std::array<int64_t, kMaxDims> idx{};  // row rb's index over dims 0 .. nd-2
     std::array<int64_t, kMaxOperands> off{};
     start_at(s, nd - 1, rb, idx, off);

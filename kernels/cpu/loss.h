@@ -98,7 +98,7 @@ void row_logsumexp(const T* x, int64_t C, A* max_out, A* log_sum_out, const T* n
 template <class T, class A = acc_t<T>>
 double cross_entropy_forward(const T* logits, const int64_t* targets, int64_t N, int64_t C) {
   std::vector<A> row_loss(static_cast<size_t>(N));
-  parallel_for(0, N, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
+  parallel_for(0, N, rows_grain(C), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const T* x = logits + i * C;
       A max, log_sum;
@@ -119,7 +119,7 @@ void cross_entropy_backward(T* dlogits, const T* logits, const int64_t* targets,
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
     const float scale = static_cast<float>(grad_loss / static_cast<double>(N));
-    parallel_for(0, N, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
+    parallel_for(0, N, rows_grain(C), [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i)
         detail::cross_entropy_backward_row_avx512(dlogits + i * C, logits + i * C, targets[i], scale, C,
                                                   i + 1 < e ? logits + (i + 1) * C : nullptr);
@@ -128,7 +128,7 @@ void cross_entropy_backward(T* dlogits, const T* logits, const int64_t* targets,
   }
 #endif
   if constexpr (kFloatBlocks<T>) {  // each row widened to float, run by the float kernel, rounded once
-    parallel_for(0, N, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
+    parallel_for(0, N, rows_grain(C), [&](int64_t b, int64_t e) {
       bf16_rows<1>(dlogits, {logits}, b, e, C, [&](int64_t i, float* dx, const std::array<const float*, 1>& x) {
         // one row of the float kernel, its 1/N the whole batch's
         cross_entropy_backward<float>(dx, x[0], targets + i, grad_loss / static_cast<double>(N), 1, C);
@@ -137,7 +137,7 @@ void cross_entropy_backward(T* dlogits, const T* logits, const int64_t* targets,
     return;
   }
   const A scale = A(grad_loss / static_cast<double>(N));
-  parallel_for(0, N, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(C, 1)), [&](int64_t b, int64_t e) {
+  parallel_for(0, N, rows_grain(C), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const T* x = logits + i * C;
       T* dx = dlogits + i * C;

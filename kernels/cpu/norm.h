@@ -21,14 +21,12 @@
 namespace remat::kernels::cpu {
 
 namespace detail {
-inline int64_t norm_rows_grain(int64_t n) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)); }
-
 // dweight[j] = sum_i dy[i, j] * xhat[i, j], dbias[j] = sum_i dy[i, j]. Parallel over blocks of
 // columns; each column sums its rows in order, so the result does not depend on the thread count.
 template <class T, class A, class Xhat>
 void norm_param_grads(A* dweight, A* dbias, const T* dy, int64_t M, int64_t N, const Xhat& xhat) {
   if (dweight == nullptr && dbias == nullptr) return;
-  parallel_for(0, N, norm_rows_grain(M), [&](int64_t j0, int64_t j1) {
+  parallel_for(0, N, rows_grain(M), [&](int64_t j0, int64_t j1) {
     for (int64_t j = j0; j < j1; ++j) {
       if (dweight) dweight[j] = A(0);
       if (dbias) dbias[j] = A(0);
@@ -56,7 +54,7 @@ template <class T, class A = acc_t<T>>
 void layer_norm_forward(T* y, A* mean, A* rstd, const T* x, const A* weight, const A* bias, int64_t M, int64_t N,
                         double eps) {
   if constexpr (kFloatBlocks<T>) {  // each row widened to float, run by the float kernel, rounded once
-    parallel_for(0, M, detail::norm_rows_grain(N), [&](int64_t b, int64_t e) {
+    parallel_for(0, M, rows_grain(N), [&](int64_t b, int64_t e) {
       bf16_rows<1>(y, {x}, b, e, N, [&](int64_t i, float* yi, const std::array<const float*, 1>& xi) {
         prefetch_row_ahead(x + i * N, N);
         layer_norm_forward<float>(yi, mean + i, rstd + i, xi[0], weight, bias, int64_t{1}, N, eps);
@@ -64,7 +62,7 @@ void layer_norm_forward(T* y, A* mean, A* rstd, const T* x, const A* weight, con
     });
     return;
   }
-  parallel_for(0, M, detail::norm_rows_grain(N), [&](int64_t b, int64_t e) {
+  parallel_for(0, M, rows_grain(N), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const T* xi = x + i * N;
       T* yi = y + i * N;
@@ -116,7 +114,7 @@ void norm_backward_rows(A* dweight, A* dbias, int64_t M, int64_t N, int64_t scra
   const int64_t chunks = (M + kNormGradChunk - 1) / kNormGradChunk;
   const bool params = dweight != nullptr || dbias != nullptr;
   std::vector<A> partial(params ? static_cast<size_t>(chunks * 2 * N) : 0, A(0));
-  const int64_t grain = std::max<int64_t>(1, norm_rows_grain(N) / kNormGradChunk);
+  const int64_t grain = std::max<int64_t>(1, rows_grain(N) / kNormGradChunk);
   parallel_for(0, chunks, grain, [&](int64_t cb, int64_t ce) {
     std::vector<float> storage;
     float* scratch = aligned_floats(storage, scratch_floats);
@@ -245,7 +243,7 @@ void layer_norm_backward(T* dx, A* dweight, A* dbias, const T* dy, const T* x, c
     });
     return;
   }
-  parallel_for(0, M, detail::norm_rows_grain(N), [&](int64_t b, int64_t e) {
+  parallel_for(0, M, rows_grain(N), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const T* xi = x + i * N;
       const T* gi = dy + i * N;
@@ -272,7 +270,7 @@ void layer_norm_backward(T* dx, A* dweight, A* dbias, const T* dy, const T* x, c
 // forward: rstd = 1 / sqrt(sum(x^2) / N + eps);  y = x * rstd * weight
 template <class T, class A = acc_t<T>>
 void rms_norm_forward(T* y, A* rstd, const T* x, const A* weight, int64_t M, int64_t N, double eps) {
-  parallel_for(0, M, detail::norm_rows_grain(N), [&](int64_t b, int64_t e) {
+  parallel_for(0, M, rows_grain(N), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const T* xi = x + i * N;
       T* yi = y + i * N;
@@ -292,7 +290,7 @@ void rms_norm_forward(T* y, A* rstd, const T* x, const A* weight, int64_t M, int
 template <class T, class A = acc_t<T>>
 void rms_norm_backward(T* dx, A* dweight, const T* dy, const T* x, const A* rstd, const A* weight, int64_t M,
                        int64_t N) {
-  parallel_for(0, M, detail::norm_rows_grain(N), [&](int64_t b, int64_t e) {
+  parallel_for(0, M, rows_grain(N), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const T* xi = x + i * N;
       const T* gi = dy + i * N;

@@ -2,6 +2,7 @@
 // sized to the machine's cores, and shared with OpenBLAS's OpenMP build.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #ifdef _OPENMP
@@ -12,6 +13,9 @@ namespace remat::kernels::cpu {
 
 // Elements below which a loop runs on one thread (thread wake-up costs more than the work).
 constexpr int64_t kGrainSize = 32768;
+
+// Rows per parallel task so that one task touches about kGrainSize elements.
+inline int64_t rows_grain(int64_t row_len) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(row_len, 1)); }
 
 inline int num_threads() {
 #ifdef _OPENMP

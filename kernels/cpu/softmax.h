@@ -24,9 +24,6 @@
 
 namespace remat::kernels::cpu {
 
-// Rows per parallel task so that one task touches about kGrainSize elements.
-inline int64_t rows_grain(int64_t row_len) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(row_len, 1)); }
-
 #if defined(__AVX512F__)
 // y = exp(x - max) / sum(exp(x - max)) over one float or bfloat16 row of n, in float: the max and
 // the sum in 16 lanes, combined in a fixed order; the exponentials (exp16, vec_exp.h) kept in
