@@ -366,12 +366,14 @@ namespace detail {
 // cache set; a direct walk evicts them before it is done with them), visited in blocks of
 // transpose_block() x transpose_block() so that the pages a block touches stay in the TLB.
 constexpr int64_t kTransposeTile = 16, kTransposeBlock = 128;
-// The block's side: kTransposeBlock (measured on the Intel Xeon with AMX and AMD Zen 4), 512 on
-// AMD Zen 5, where a block's 16-line runs of 128 elements were too short for its prefetchers:
-// 4096 x 4096 f32, 1 thread, 9.0-10.4 -> 6.4 ms (2 threads 4.7 -> 2.9-3.9), bf16 4.6-5.9 -> 3.6-4.0 ms
-// (2.5-2.8 -> 1.5-1.9).
+// The block's side: kTransposeBlock on the Intel Xeon (measured there), 512 on AMD from family 0x19
+// (Zen 4, and Zen 3 unmeasured) on, where a block's 16-line runs of 128 elements were too short for
+// the prefetchers. Zen 5, 4096 x 4096, 1 thread: f32 9.0-10.4 -> 6.4 ms (2 threads 4.7 -> 2.9-3.9),
+// bf16 4.6-5.9 -> 3.6-4.0 ms (2.5-2.8 -> 1.5-1.9). Zen 4 (family 0x19 model 0x11), 1 thread, the two
+// sides in alternation twice: 4096 x 4096 f32 9.8-9.9 -> 8.6-8.7 ms, bf16 8.6 -> 5.5-5.6; 4096 x
+// 11008 f32 28.3-29.5 -> 22.6-23.0, bf16 24.7-24.8 -> 14.5-15.0; 1024 x 1024 and below unchanged.
 inline int64_t transpose_block() {
-  static const int64_t side = amd_zen5_or_later() ? 512 : kTransposeBlock;
+  static const int64_t side = amd_family() >= 0x19 ? 512 : kTransposeBlock;
   return side;
 }
 // Outputs of this many bytes and more are written around the caches (non-temporal stores of whole
