@@ -26,9 +26,11 @@ __device__ __forceinline__ A unary_fn(A x) {
   else if constexpr (OP == UnaryOp::Rsqrt) return A(1) / m_sqrt(x);
   else if constexpr (OP == UnaryOp::Abs) return m_abs(x);
   else if constexpr (OP == UnaryOp::Gelu) return x * A(0.5) * (A(1) + m_erf(x * A(kSqrt1_2)));
-  else {  // GeluTanh
-    A inner = A(kBeta) * (x + A(kKappa) * x * x * x);
-    return A(0.5) * x * (A(1) + m_tanh(inner));
+  else {  // GeluTanh: 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), as kernels/cpu/activation.h computes
+    // it: no cancellation where tanh saturates (x < -3); exp overflows to inf past x of about -10
+    // (float), giving -0, and NaN at x = -inf, as the tanh formula does
+    const A minus_2u = x * (A(-2 * kBeta * kKappa) * x * x + A(-2 * kBeta));
+    return x / (A(1) + m_exp(minus_2u));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "kernels/cpu/activation.h"
@@ -15,6 +16,11 @@ namespace {
 double gelu_ref(double x, bool tanh_form) {
   if (tanh_form) return 0.5 * x * (1 + std::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
   return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+}
+// The tanh form as a sigmoid in double, x / (1 + exp(-2u)): exact to double's rounding where
+// 1 + tanh(u) would cancel (x far below 0).
+double gelu_ref_sigmoid(double x) {
+  return x / (1 + std::exp(-2 * 0.79788456080286535588 * (x + 0.044715 * x * x * x)));
 }
 // Central difference of the reference in double: an independent check of the derivative formula.
 double gelu_grad_ref(double x, bool tanh_form) {
@@ -53,9 +59,10 @@ TEST_CASE("gelu kernels match the scalar formulas in float, both forms", "[activ
   }
 }
 
-TEST_CASE("gelu (tanh) in registers gives the bits of the Eigen expression it replaced, tail included",
+TEST_CASE("gelu (tanh) gives each element the same bits wherever it falls: the vector loops and the tail",
           "[activation]") {
-  // Lengths around 16 and 32 (the 32-wide loop, the 16-wide one and the tail), then a long run.
+  // Lengths around 16 and 32 (the 32-wide loop, the 16-wide one and the tail), then a long run;
+  // each element against gelu_run of that element alone (the tail's path).
   std::vector<float> x(70001);
   for (size_t i = 0; i < x.size(); ++i) x[i] = -12.0f + 24.0f * static_cast<float>(i) / (x.size() - 1);
   x[7] = 0.0f;
@@ -63,14 +70,60 @@ TEST_CASE("gelu (tanh) in registers gives the bits of the Eigen expression it re
   x[9] = 1e-30f;
   for (int64_t n : {1, 15, 16, 17, 31, 32, 33, 47, 70, 70001}) {
     INFO("n " << n);
-    std::vector<float> got(n), want(n);
+    std::vector<float> got(n);
     kc::gelu_run(got.data(), x.data(), n, /*tanh_form=*/true);
-    using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
-    Eigen::Map<const Array> xa(x.data(), n);
-    Eigen::Map<Array>(want.data(), n) = 0.5f * xa * (1.0f + (0.79788456080286535588f * (xa + 0.044715f * xa * xa * xa)).tanh());
     int64_t differ = 0;
-    for (int64_t i = 0; i < n; ++i) differ += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
+    for (int64_t i = 0; i < n; ++i) {
+      float alone = 0;
+      kc::gelu_run(&alone, &x[i], 1, true);
+      differ += std::memcmp(&got[i], &alone, sizeof(float)) != 0;
+    }
     CHECK(differ == 0);
+  }
+}
+
+TEST_CASE("gelu (tanh) keeps its relative precision where tanh saturates", "[activation]") {
+  // For x in [-10, -3] gelu(x) falls from -4e-3 to -1e-37; 0.5 x (1 + tanh(u)) from a rounded tanh
+  // kept few digits there (relative error 2.8e-4 near x = -6). Here y = x / (1 + exp(-2u)): float's
+  // -2u (up to 88) carries a few ulp, which exp turns into 88 times as much relative error of E.
+  const int64_t n = 7001;
+  std::vector<float> x(n), y(n);
+  std::vector<double> xd(n), yd(n);
+  for (int64_t i = 0; i < n; ++i) xd[i] = x[i] = -10.0f + 7.0f * static_cast<float>(i) / (n - 1);
+  kc::gelu_contiguous(y.data(), x.data(), n, true);
+  kc::gelu_contiguous(yd.data(), xd.data(), n, true);
+  double worst = 0, worst_d = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double want = gelu_ref_sigmoid(xd[i]);
+    worst = std::max(worst, std::abs(y[i] - want) / std::abs(want));
+    worst_d = std::max(worst_d, std::abs(yd[i] - want) / std::abs(want));
+  }
+  CHECK(worst < 2e-5);
+  CHECK(worst_d < 1e-13);
+}
+
+TEST_CASE("gelu (tanh) at inf, NaN and signed zeros gives PyTorch's values", "[activation]") {
+  // PyTorch 2.15's gelu(x, approximate="tanh") on the CPU: inf -> inf, -inf -> nan (-inf times 0),
+  // nan -> nan, -200 -> -0.0, -0.0 -> -0.0. 17 values, so the vector loop and the tail both see them.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> base = {inf, -inf, nan, -200.0f, -0.0f, 0.0f};
+  std::vector<float> x(17), y(17);
+  std::vector<double> xd(17), yd(17);
+  std::vector<remat::BFloat16> xb(17), yb(17);
+  for (size_t i = 0; i < x.size(); ++i) xd[i] = x[i] = base[i % base.size()], xb[i] = remat::BFloat16(x[i]);
+  kc::gelu_contiguous(y.data(), x.data(), 17, true);
+  kc::gelu_contiguous(yd.data(), xd.data(), 17, true);
+  kc::gelu_contiguous(yb.data(), xb.data(), 17, true);
+  for (size_t i = 0; i < x.size(); ++i) {
+    INFO("x " << x[i]);
+    for (double got : {double(y[i]), yd[i], double(float(yb[i]))}) {
+      if (std::isnan(x[i]) || x[i] == -inf) {
+        CHECK(std::isnan(got));
+      } else {
+        CHECK(got == x[i] * (x[i] > 0));  // inf, or a zero
+        CHECK(std::signbit(got) == std::signbit(x[i]));
+      }
+    }
   }
 }
 
