@@ -558,6 +558,11 @@ void gpt_elementwise_section(const Sizes& s, double copy_gbs) {
     print_bandwidth_row(s, "contiguous (q: heads out of [b, t, h, d])", dt, qkv_part.sizes(),
                         [&] { Tensor y = qkv_part.contiguous(); }, 2.0 * static_cast<double>(qkv_part.numel()) * e,
                         copy_gbs);
+    // k for q @ k^T: k's heads out of qkv [batch, seq, 3 d] (split, view, transpose(1, 2)), then
+    // transpose(2, 3): [batch, heads, head, seq], whose last dim is strided; contiguous() transposes
+    Tensor k_t = seeded({8, t, 3 * d}, 21, false, dt).narrow(2, d, d).view({8, t, 4, d / 4}).transpose(1, 2).transpose(2, 3);
+    print_bandwidth_row(s, "contiguous (k: heads out as [b, h, d, t])", dt, k_t.sizes(),
+                        [&] { Tensor y = k_t.contiguous(); }, 2.0 * static_cast<double>(k_t.numel()) * e, copy_gbs);
     // split's backward: q's, k's and v's gradients [batch, seq, d] joined into qkv's [batch, seq, 3 d]
     std::vector<Tensor> qkv_grads = {seeded({8, t, d}, 18, false, dt), seeded({8, t, d}, 19, false, dt),
                                      seeded({8, t, d}, 20, false, dt)};

@@ -200,6 +200,15 @@ def heads_out(shape, dt):
     return (lambda: q.contiguous()), (lambda: c.copy_(q))
 
 
+def heads_out_k(shape, dt):
+    """attention's k for q @ k^T: its heads out of qkv [b, t, 3 h d], as [b, h, d, t], made contiguous."""
+    b, h, d, t = shape
+    qkv = randn([b, t, 3 * h * d], dt, 21)
+    k = qkv[:, :, h * d:2 * h * d].view(b, t, h, d).transpose(1, 2).transpose(2, 3)
+    c = torch.empty(shape, dtype=dt)
+    return (lambda: k.contiguous()), (lambda: c.copy_(k))
+
+
 def cat_qkv(shape, dt):
     """split's backward: three [b, t, d] gradients joined on the last dim into [b, t, 3 d]."""
     b, t, d3 = shape
@@ -298,6 +307,7 @@ OPS = {
     "sum (dim 0: fc1's bias gradient)": reduction(lambda a: a.sum(0)),
     "mul (rotary: complex q * freqs_cis)": rotary,
     "contiguous (q: heads out of [b, t, h, d])": heads_out,
+    "contiguous (k: heads out as [b, h, d, t])": heads_out_k,
     "cat (q, k, v gradients, last dim)": cat_qkv,
     "addmm (qkv: b + x @ W^T)": product("addmm", False, True),
     "addmm (fc1: b + x @ W^T)": product("addmm", False, True),
