@@ -129,7 +129,7 @@ void layer_norm_forward_avx512(T* y, float* mean, float* rstd, const T* x, const
 // 0.21; bf16 0.11 -> 0.07, 0.34 -> 0.22. The Intel Xeon keeps the Eigen form (a row at a time in
 // registers measured slower than it there, 0.37 against 0.31 ms; two at once not measured yet).
 inline bool layer_norm_forward_in_row_pairs() {
-  static const bool amd = amd_family() >= 0x19;
+  static const bool amd = amd_family_19h_or_later();
   return amd;
 }
 }  // namespace detail

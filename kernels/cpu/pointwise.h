@@ -373,7 +373,7 @@ constexpr int64_t kTransposeTile = 16, kTransposeBlock = 128;
 // sides in alternation twice: 4096 x 4096 f32 9.8-9.9 -> 8.6-8.7 ms, bf16 8.6 -> 5.5-5.6; 4096 x
 // 11008 f32 28.3-29.5 -> 22.6-23.0, bf16 24.7-24.8 -> 14.5-15.0; 1024 x 1024 and below unchanged.
 inline int64_t transpose_block() {
-  static const int64_t side = amd_family() >= 0x19 ? 512 : kTransposeBlock;
+  static const int64_t side = amd_family_19h_or_later() ? 512 : kTransposeBlock;
   return side;
 }
 // Outputs of this many bytes and more are written around the caches (non-temporal stores of whole

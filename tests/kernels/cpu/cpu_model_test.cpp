@@ -33,6 +33,11 @@ TEST_CASE("amd_family is /proc/cpuinfo's cpu family on AMD and 0 elsewhere", "[c
   }
 }
 
+TEST_CASE("AMD from family 0x19 on, and Zen 5 and later, by the family number", "[cpu_model]") {
+  CHECK(cpu::amd_family_19h_or_later() == (cpu::amd_family() >= 0x19));
+  CHECK((cpu::amd_zen5_or_later() && !cpu::amd_family_19h_or_later()) == false);  // 0x1A is past 0x19
+}
+
 TEST_CASE("float sums read 512 bits a load exactly on AMD Zen 5 and later (family 0x1A up)", "[cpu_model]") {
   CHECK(cpu::amd_zen5_or_later() == (cpu::amd_family() >= 0x1A));
   CHECK(cpu::float_sums_read_512_bits() == cpu::amd_zen5_or_later());
