@@ -2,9 +2,10 @@
 // benchmarks/operator_benchmark reports raw times). GELU's tanh or erf, the exp of softmax and
 // cross_entropy and dropout's Philox cost more than moving their bytes, so "% copy" cannot judge
 // them. Instead remat's own vectorised function (Eigen's packet tanh, erf and exp and
-// kernels/cpu/vec_exp.h's exp16, as the kernels call them; Philox4x32-10 16 blocks at a time) is timed over a buffer that stays in L1, on every
-// thread at once, in the same run as the ops; an op's bound is the time that function alone needs
-// for the calls the op must make at least, and `ops` prints each such row's time against it.
+// kernels/cpu/vec_exp.h's exp16, as the kernels call them; Philox4x32-10 16 blocks at a time) is
+// timed over a buffer that stays in L1, on every thread at once, in the same run as the ops; an
+// op's bound is the time that function alone needs for the calls the op must make at least, and
+// `ops` prints each such row's time against it.
 //
 //   FunctionRates r = measure_function_rates(2);        // elements per second, 2 threads
 //   attach_bound(row, r);                                // row.bound_function, row.bound_ms

@@ -22,9 +22,7 @@ namespace remat::ops {
 namespace {
 
 namespace cpu = kernels::cpu;
-using cpu::gelu_constants::kBeta;
-using cpu::gelu_constants::kKappa;
-using cpu::gelu_constants::kSqrt1_2;
+namespace gelu = kernels::gelu_constants;
 
 // ---------------------------------------------------------------------------------------------
 // the table's kinds: unary, binary, tensor op scalar
@@ -124,10 +122,12 @@ void gelu_cpu(const char* op, const Tensor& out, const Tensor& a, const std::str
     cpu::unary_scalar_kernel(loop, out.data_ptr<scalar_t>(), a.data_ptr<scalar_t>(), [tanh_form](auto x) {
       using T = decltype(x);
       if (tanh_form) {
-        T inner = T(kBeta) * (x + T(kKappa) * x * x * x);
-        return T(0.5) * x * (T(1) + std::tanh(inner));
+        // the contiguous kernels' formula (kernels/gelu_constants.h): x / (1 + exp(-2u)), where
+        // 0.5 x (1 + tanh(u)) lost digits for x < -3 (a strided input got other values than its
+        // contiguous copy: 2.8e-4 relative near x = -6 in float)
+        return x / (T(1) + std::exp(x * (T(gelu::kMinus2BetaKappa) * x * x + T(gelu::kMinus2Beta))));
       }
-      return x * T(0.5) * (T(1) + std::erf(x * T(kSqrt1_2)));
+      return x * T(0.5) * (T(1) + std::erf(x * T(gelu::kSqrt1_2)));
     });
   });
 }
@@ -250,18 +250,18 @@ void gelu_backward_cpu(const char* op, const Tensor& out, const Tensor& grad, co
   grad_map_cpu(op, out, grad, self, [tanh_form](auto g, auto x) {
     using T = decltype(x);
     if (tanh_form) {
-      // forward: y = 0.5 x (1 + tanh(u)), u = k (x + c x^3); the formula of the contiguous
-      // kernel (kernels/cpu/activation.h): one exp, no cancellation where tanh saturates
-      T x2 = x * x;
-      T u = T(kBeta) * (x + T(kKappa) * x2 * x);
+      // forward: y = 0.5 x (1 + tanh(u)), u = beta (x + kappa x^3); the formula of the contiguous
+      // kernel (kernels/cpu/activation.h, kernels/gelu_constants.h): one exp, no cancellation
+      // where tanh saturates
+      const T x2 = x * x;
       const T cap = std::log(std::numeric_limits<T>::max()) - T(1);
-      T e = std::exp(std::min(T(-2) * u, cap));
-      T r = T(1) / (T(1) + e);
-      return g * (r + T(2) * x * (e * r) * r * (T(kBeta) * (T(1) + T(3 * kKappa) * x2)));
+      const T e = std::exp(std::min(x * (T(gelu::kMinus2BetaKappa) * x2 + T(gelu::kMinus2Beta)), cap));
+      const T r = T(1) / (T(1) + e);
+      return g * (x * (T(gelu::k6BetaKappa) * x2 + T(gelu::k2Beta)) * (e * r * r) + r);
     }
     // forward: y = x Phi(x); dy/dx = Phi(x) + x phi(x)
-    T cdf = T(0.5) * (T(1) + std::erf(x * T(kSqrt1_2)));
-    T pdf = std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);  // 1/sqrt(2 pi)
+    T cdf = T(0.5) * (T(1) + std::erf(x * T(gelu::kSqrt1_2)));
+    T pdf = std::exp(T(-0.5) * x * x) * T(gelu::kInvSqrt2Pi);
     return g * (cdf + x * pdf);
   });
 }

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "kernels/gelu_constants.h"
 #include "ops/autograd/derivative_rules.h"
 #include "ops/meta.h"
 #include "ops/structured.h"
@@ -341,14 +342,14 @@ inline autograd::Derivative structured_gelu_backward::derivative() {
               Tensor g = c.input(0), x = c.input(1), x2 = mul(x, x);
               Tensor second;
               if (approximate == "tanh") {
-                const double a = 0.044715, b = 0.79788456080286535588;  // b = sqrt(2/pi)
+                const double a = kernels::gelu_constants::kKappa, b = kernels::gelu_constants::kBeta;
                 Tensor t = tanh(mul(add(x, mul(mul(x2, x), a)), b));
                 Tensor k1 = mul(add(mul(x2, 3.0 * a), 1.0), b);
                 Tensor k2 = mul(x, 6.0 * a * b);
                 Tensor inner = add(k1, mul(mul(x, sub(k2, mul(mul(t, mul(k1, k1)), 2.0))), 0.5));
                 second = mul(add(neg(mul(t, t)), 1.0), inner);
               } else {
-                Tensor pdf = mul(exp(mul(x2, -0.5)), 0.39894228040143267794);  // 1/sqrt(2 pi)
+                Tensor pdf = mul(exp(mul(x2, -0.5)), kernels::gelu_constants::kInvSqrt2Pi);
                 second = mul(pdf, add(neg(x2), 2.0));
               }
               return mul(mul(c.grad(), g), second);

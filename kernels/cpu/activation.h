@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/bfloat16_blocks.h"
+#include "kernels/gelu_constants.h"
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/prefetch.h"
@@ -23,12 +24,7 @@
 
 namespace remat::kernels::cpu {
 
-namespace gelu_constants {
-constexpr double kSqrt1_2 = 0.70710678118654752440;    // 1/sqrt(2)
-constexpr double kBeta = 0.79788456080286535588;       // sqrt(2/pi)
-constexpr double kKappa = 0.044715;
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2 pi)
-}  // namespace gelu_constants
+namespace gelu_constants = kernels::gelu_constants;  // kernels/gelu_constants.h
 
 #if defined(__AVX512F__)
 #define REMAT_GELU_TANH_AVX512 1
@@ -42,7 +38,7 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/sqrt(2 pi)
 inline __m512 gelu_tanh16(__m512 x) {
   using namespace gelu_constants;
   const __m512 minus_2u = _mm512_mul_ps(
-      x, _mm512_fmadd_ps(_mm512_set1_ps(float(-2 * kBeta * kKappa)), _mm512_mul_ps(x, x), _mm512_set1_ps(float(-2 * kBeta))));
+      x, _mm512_fmadd_ps(_mm512_set1_ps(float(kMinus2BetaKappa)), _mm512_mul_ps(x, x), _mm512_set1_ps(float(kMinus2Beta))));
   return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(minus_2u)));
 }
 
@@ -95,7 +91,7 @@ void gelu_run(T* out, const T* x, int64_t n, bool tanh_form) {
   if (tanh_form) {
     // y = 0.5 x (1 + tanh(u)), u = beta (x + kappa x^3), written as x / (1 + exp(-2u)) (see
     // gelu_tanh16): no cancellation where tanh saturates.
-    y = xa / (T(1) + (xa * (T(-2 * kBeta * kKappa) * xa * xa + T(-2 * kBeta))).exp());
+    y = xa / (T(1) + (xa * (T(kMinus2BetaKappa) * xa * xa + T(kMinus2Beta))).exp());
   } else {
     // y = 0.5 x (1 + erf(x / sqrt 2))
     y = T(0.5) * xa * (T(1) + (xa * T(kSqrt1_2)).erf());
@@ -133,13 +129,13 @@ inline __m512 gelu_tanh_backward16(__m512 g, __m512 x) {
   using namespace gelu_constants;
   const __m512 x2 = _mm512_mul_ps(x, x);
   const __m512 minus_2u = _mm512_mul_ps(
-      x, _mm512_fmadd_ps(_mm512_set1_ps(float(-2 * kBeta * kKappa)), x2, _mm512_set1_ps(float(-2 * kBeta))));
+      x, _mm512_fmadd_ps(_mm512_set1_ps(float(kMinus2BetaKappa)), x2, _mm512_set1_ps(float(kMinus2Beta))));
   const float cap = std::log(std::numeric_limits<float>::max()) - 1.0f;
   const __m512 e = exp16(_mm512_min_ps(_mm512_set1_ps(cap), minus_2u));
   const __m512 one = _mm512_set1_ps(1.0f);
   const __m512 r = _mm512_div_ps(one, _mm512_add_ps(one, e));
   const __m512 slope2 =
-      _mm512_fmadd_ps(_mm512_set1_ps(float(6 * kBeta * kKappa)), x2, _mm512_set1_ps(float(2 * kBeta)));
+      _mm512_fmadd_ps(_mm512_set1_ps(float(k6BetaKappa)), x2, _mm512_set1_ps(float(k2Beta)));
   // gelu' = r + 2 slope x (E r) r: E r, not 1 - r, keeps the second term's digits where r -> 1
   const __m512 e_r_r = _mm512_mul_ps(_mm512_mul_ps(e, r), r);
   return _mm512_mul_ps(g, _mm512_fmadd_ps(_mm512_mul_ps(x, slope2), e_r_r, r));
@@ -195,9 +191,9 @@ void gelu_backward_run(T* grad_in, const T* grad_out, const T* x, int64_t n, boo
       // The constants folded as in gelu_tanh_backward16: -2u = x (-2 beta - 2 beta kappa x^2).
       const T cap = std::log(std::numeric_limits<T>::max()) - T(1);
       ub = xa * xa;  // x^2
-      eb = (xa * (T(-2 * kBeta * kKappa) * ub + T(-2 * kBeta))).min(cap).exp();
+      eb = (xa * (T(kMinus2BetaKappa) * ub + T(kMinus2Beta))).min(cap).exp();
       rb = T(1) / (T(1) + eb);
-      gi = g * (xa * (T(6 * kBeta * kKappa) * ub + T(2 * kBeta)) * (eb * rb * rb) + rb);
+      gi = g * (xa * (T(k6BetaKappa) * ub + T(k2Beta)) * (eb * rb * rb) + rb);
     } else {
       // forward: y = x Phi(x); dy/dx = Phi(x) + x phi(x)
       gi = g * (T(0.5) * (T(1) + (xa * T(kSqrt1_2)).erf()) + xa * (T(-0.5) * xa * xa).exp() * T(kInvSqrt2Pi));

@@ -5,14 +5,13 @@
 
 #include "kernels/cuda/loops.cuh"
 #include "kernels/cuda/pointwise.h"
+#include "kernels/gelu_constants.h"
 
 namespace remat::kernels::cuda {
 
 namespace {
 
-constexpr double kSqrt1_2 = 0.70710678118654752440;
-constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
-constexpr double kKappa = 0.044715;
+using namespace gelu_constants;  // kernels/gelu_constants.h
 
 template <class T, GradOp OP>
 struct GradFunctor {
@@ -36,20 +35,20 @@ struct GradFunctor {
     } else if constexpr (OP == GradOp::GeluTanh) {
       // forward: y = 0.5 x (1 + t), t = tanh(u), u = beta (x + kappa x^3)
       // dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) beta (1 + 3 kappa x^2)
-      // As kernels/cpu/activation.h: both terms from one exp, E = exp(-2u), r = 1 / (1 + E):
-      // 0.5 (1 + t) = r and 1 - t^2 = 4 E r^2, with no cancellation where tanh saturates
-      // (|x| > 3). -2u is capped a little below the log of A's largest value (E stays finite).
+      // As kernels/cpu/activation.h, with the constants folded as kernels/gelu_constants.h names
+      // them: both terms from one exp, E = exp(-2u), r = 1 / (1 + E): 0.5 (1 + t) = r and
+      // 1 - t^2 = 4 E r^2, with no cancellation where tanh saturates (|x| > 3). -2u is capped a
+      // little below the log of A's largest value (E stays finite).
       const A x2 = x * x;
-      const A u = A(kBeta) * (x + A(kKappa) * x2 * x);
       const A cap = m_log(std::numeric_limits<A>::max()) - A(1);
-      const A m2u = A(-2) * u;
+      const A m2u = x * (A(kMinus2BetaKappa) * x2 + A(kMinus2Beta));
       const A e = m_exp(m2u < cap ? m2u : cap);
       const A r = A(1) / (A(1) + e);
-      return convert<T>(g * (r + A(2) * x * (e * r) * r * (A(kBeta) * (A(1) + A(3 * kKappa) * x2))));
+      return convert<T>(g * (x * (A(k6BetaKappa) * x2 + A(k2Beta)) * (e * r * r) + r));
     } else {
       // forward: y = x Phi(x); dy/dx = Phi(x) + x phi(x)
       A cdf = A(0.5) * (A(1) + m_erf(x * A(kSqrt1_2)));
-      A pdf = m_exp(A(-0.5) * x * x) * A(0.39894228040143267794);  // 1/sqrt(2 pi)
+      A pdf = m_exp(A(-0.5) * x * x) * A(kInvSqrt2Pi);
       return convert<T>(g * (cdf + x * pdf));
     }
   }

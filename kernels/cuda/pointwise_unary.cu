@@ -2,14 +2,13 @@
 // and tensor-op-scalar ops (same formulas as kernels/cpu/pointwise.h and ops/pointwise.cpp).
 #include "kernels/cuda/loops.cuh"
 #include "kernels/cuda/pointwise.h"
+#include "kernels/gelu_constants.h"
 
 namespace remat::kernels::cuda {
 
 namespace {
 
-constexpr double kSqrt1_2 = 0.70710678118654752440;
-constexpr double kBeta = 0.79788456080286535588;  // sqrt(2/pi)
-constexpr double kKappa = 0.044715;
+using namespace gelu_constants;  // kernels/gelu_constants.h
 
 template <UnaryOp OP, class A>
 __device__ __forceinline__ A unary_fn(A x) {
@@ -29,7 +28,7 @@ __device__ __forceinline__ A unary_fn(A x) {
   else {  // GeluTanh: 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), as kernels/cpu/activation.h computes
     // it: no cancellation where tanh saturates (x < -3); exp overflows to inf past x of about -10
     // (float), giving -0, and NaN at x = -inf, as the tanh formula does
-    const A minus_2u = x * (A(-2 * kBeta * kKappa) * x * x + A(-2 * kBeta));
+    const A minus_2u = x * (A(kMinus2BetaKappa) * x * x + A(kMinus2Beta));
     return x / (A(1) + m_exp(minus_2u));
   }
 }
