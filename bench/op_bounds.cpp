@@ -106,10 +106,11 @@ double pass_rate(Pass pass, float lo, float hi, int threads, double min_sample_s
 }
 
 // Each op's name in `ops` -> what bounds it. GELU's tanh form and its backward need one tanh or exp
-// an element (remat's take exp16: the forward as x / (1 + exp(-2u))), SiLU one exp (the sigmoid,
-// Eigen's logistic), its backward one exp16, softmax one exp16; cross_entropy one exp16 in its
-// forward and one more for the backward's softmax (remat's backward takes two: it recomputes the
-// row's log-sum-exp rather than keep it); softmax's backward and layer_norm need no such function.
+// an element (remat's take exp16: the forward as x / (1 + exp(-2u))), SiLU one exp (the sigmoid as
+// 1 / (1 + exp(-x)), Eigen's exp), its backward one exp16, softmax one exp16; cross_entropy one
+// exp16 in its forward and one more for the backward's softmax (remat's backward takes two: it
+// recomputes the row's log-sum-exp rather than keep it); softmax's backward and layer_norm need no
+// such function.
 const std::map<std::string, ArithmeticBound>& bounds() {
   static const std::map<std::string, ArithmeticBound> table = {
       {"gelu", {"erf", 1}},

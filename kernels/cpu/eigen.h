@@ -6,7 +6,13 @@
 // "'__Y' may be used uninitialized" reports from the AVX-512 intrinsics' code out of the build
 // (hundreds of them come through Eigen's packet math). The same two warnings are off in Eigen's
 // own headers too, should a file have included <immintrin.h> before this; remat's code keeps them.
+//
+// Where Eigen 3.4's packet math parts from IEEE 754 and from PyTorch, remat's expressions go
+// around it: IeeeSqrt below for sqrt; negation as a product by -1 (pnegate is 0 - x, which gives
+// +0 for +0); the sigmoid as 1 / (1 + exp(-x)) (kernels/cpu/pointwise.h).
 #pragma once
+
+#include <cmath>
 
 #include "kernels/cpu/x86_intrinsics.h"
 
@@ -16,3 +22,37 @@
 #include <Eigen/Core>                          // IWYU pragma: export
 #include <unsupported/Eigen/SpecialFunctions>  // IWYU pragma: export
 #pragma GCC diagnostic pop
+
+namespace remat::kernels::cpu {
+
+// x.unaryExpr(IeeeSqrt()): sqrt as IEEE 754 and PyTorch give it (the instruction, vsqrtps and
+// vsqrtpd: the root correctly rounded). Eigen 3.4's packet sqrt under EIGEN_FAST_MATH (its
+// default) is an rsqrt estimate and a Newton step on AVX-512: sqrt(inf) came out NaN, sqrt(-0)
+// +0, and other values an ulp or so from the rounded root (the strided loop's std::sqrt, PyTorch's).
+struct IeeeSqrt {
+  template <class T>
+  T operator()(const T& v) const {
+    return std::sqrt(v);
+  }
+#if defined(__SSE2__)
+  __m128 packetOp(const __m128& p) const { return _mm_sqrt_ps(p); }
+  __m128d packetOp(const __m128d& p) const { return _mm_sqrt_pd(p); }
+#endif
+#if defined(__AVX__)
+  __m256 packetOp(const __m256& p) const { return _mm256_sqrt_ps(p); }
+  __m256d packetOp(const __m256d& p) const { return _mm256_sqrt_pd(p); }
+#endif
+#if defined(__AVX512F__)
+  __m512 packetOp(const __m512& p) const { return _mm512_sqrt_ps(p); }
+  __m512d packetOp(const __m512d& p) const { return _mm512_sqrt_pd(p); }
+#endif
+};
+
+}  // namespace remat::kernels::cpu
+
+namespace Eigen::internal {
+template <>
+struct functor_traits<remat::kernels::cpu::IeeeSqrt> {
+  enum { Cost = 5 * NumTraits<float>::MulCost, PacketAccess = 1 };
+};
+}  // namespace Eigen::internal

@@ -43,20 +43,23 @@ using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
     template <class T> static T scalar(T x) { return SCALAR; }          \
     template <class A> static auto array(const A& x) { return ARRAY; } \
   };
-REMAT_UNARY_OP(NegOp, -x, -x)
+// Eigen's -x is 0 - x (pnegate), +0 for +0; the product by -1 flips the sign of every value
+REMAT_UNARY_OP(NegOp, -x, x * typename A::Scalar(-1))
 REMAT_UNARY_OP(ExpOp, std::exp(x), x.exp())
 REMAT_UNARY_OP(LogOp, std::log(x), x.log())
 REMAT_UNARY_OP(SinOp, std::sin(x), x.sin())
 REMAT_UNARY_OP(CosOp, std::cos(x), x.cos())
 REMAT_UNARY_OP(TanhOp, std::tanh(x), x.tanh())
-REMAT_UNARY_OP(SigmoidOp, T(1) / (T(1) + std::exp(-x)), x.logistic())
+// The sigmoid through exp, as the scalar form and PyTorch compute it: Eigen's logistic (a rational
+// function accurate in absolute terms) was 4.9e-4 from the value in relative terms near x = -9.
+REMAT_UNARY_OP(SigmoidOp, T(1) / (T(1) + std::exp(-x)), typename A::Scalar(1) / (typename A::Scalar(1) + (-x).exp()))
 // PyTorch's relu (clamp_min(x, 0)): NaN and -0 come out as they went in. Eigen's max(x, 0) is
 // vmaxps(0, x), which returns x for a NaN and for -0 too.
 REMAT_UNARY_OP(ReluOp, x < T(0) ? T(0) : x, x.max(typename A::Scalar(0)))
-REMAT_UNARY_OP(SqrtOp, std::sqrt(x), x.sqrt())
-REMAT_UNARY_OP(RsqrtOp, T(1) / std::sqrt(x), x.rsqrt())
+REMAT_UNARY_OP(SqrtOp, std::sqrt(x), x.unaryExpr(IeeeSqrt()))  // kernels/cpu/eigen.h
+REMAT_UNARY_OP(RsqrtOp, T(1) / std::sqrt(x), typename A::Scalar(1) / x.unaryExpr(IeeeSqrt()))
 REMAT_UNARY_OP(AbsOp, std::abs(x), x.abs())
-REMAT_UNARY_OP(SiluOp, x / (T(1) + std::exp(-x)), x * x.logistic())
+REMAT_UNARY_OP(SiluOp, x / (T(1) + std::exp(-x)), x / (typename A::Scalar(1) + (-x).exp()))
 #undef REMAT_UNARY_OP
 
 template <class Op, class T>

@@ -2,7 +2,8 @@
 // paths give what the plain strided walk gives: a transposing copy (tiled) at sizes around the
 // tile and block, with outer dims, in f32 and bf16; float <-> bfloat16 conversions bit for bit;
 // bfloat16 binary ops (contiguous, a broadcast row, a scalar) as the op in float rounded once; binary
-// ops and copies large enough to stream their outputs, bit for bit.
+// ops and copies large enough to stream their outputs, bit for bit; the unary ops that Eigen's own
+// packet forms got wrong (sqrt, rsqrt, neg, the sigmoid) as IEEE 754 and PyTorch give them.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -373,4 +374,63 @@ TEST_CASE("binary ops and copies whose outputs are streamed give the bits of the
     check_streamed<BFloat16, cpu::DivOp>(bf16, shift, false);
     check_streamed<BFloat16, cpu::AddOp>(bf16_copy, shift, true);
   }
+}
+
+TEST_CASE("sqrt, rsqrt and neg on contiguous rows give the scalar form's bits: IEEE 754's, PyTorch's", "[pointwise]") {
+  // Eigen 3.4's packet forms gave sqrt(inf) = NaN, sqrt(-0) = +0, -(+0) = +0 and roots an ulp
+  // or so off; remat's array forms (kernels/cpu/eigen.h's IeeeSqrt, a product by -1) do not.
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {inf, -0.0f, 0.0f, -1.0f, -inf, std::nanf(""), 1e-40f, 2.0f, 3.0f, 1e30f};
+  for (int i = 0; x.size() < 200; ++i) x.push_back(0.37f * float(i) + 0.01f);
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> sq(x.size()), rs(x.size()), ng(x.size());
+  cpu::unary_kernel<cpu::SqrtOp, float>(contiguous_loop(n), sq.data(), x.data());
+  cpu::unary_kernel<cpu::RsqrtOp, float>(contiguous_loop(n), rs.data(), x.data());
+  cpu::unary_kernel<cpu::NegOp, float>(contiguous_loop(n), ng.data(), x.data());
+  auto bits = [](float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return u;
+  };
+  int differ = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    INFO("x = " << x[i] << ": sqrt " << sq[i] << ", rsqrt " << rs[i] << ", neg " << ng[i]);
+    const bool nan = std::isnan(x[i]) || x[i] < 0;
+    if (nan && x[i] != 0) {  // NaN or a negative number (not -0): NaN
+      CHECK(std::isnan(sq[i]));
+      CHECK(std::isnan(rs[i]));
+    } else {
+      differ += bits(sq[i]) != bits(std::sqrt(x[i]));
+      differ += bits(rs[i]) != bits(1.0f / std::sqrt(x[i]));
+    }
+    if (!std::isnan(x[i])) differ += bits(ng[i]) != bits(-x[i]);
+  }
+  CHECK(differ == 0);
+  CHECK(std::isinf(sq[0]));     // sqrt(inf) = inf
+  CHECK(std::signbit(sq[1]));   // sqrt(-0) = -0
+  CHECK(std::signbit(ng[2]));   // -(+0) = -0
+  CHECK(!std::signbit(ng[1]));  // -(-0) = +0
+  CHECK(rs[0] == 0.0f);         // rsqrt(inf) = 0
+  CHECK(rs[1] == -inf);         // rsqrt(-0) = -inf
+}
+
+TEST_CASE("the sigmoid and silu on contiguous rows keep their relative precision where the sigmoid is small",
+          "[pointwise]") {
+  // Eigen's logistic, the array form before, is a rational function accurate in absolute terms:
+  // 4.9e-4 from the value in relative terms near x = -9 (float). 1 / (1 + exp(-x)) keeps a few
+  // ulp everywhere, as PyTorch's does.
+  const int64_t n = 4096;
+  std::vector<float> x(n), s(n), si(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = -30.0f + 60.0f * float(i) / float(n);
+  cpu::unary_kernel<cpu::SigmoidOp, float>(contiguous_loop(n), s.data(), x.data());
+  cpu::unary_kernel<cpu::SiluOp, float>(contiguous_loop(n), si.data(), x.data());
+  double worst = 0, worst_silu = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double want = 1.0 / (1.0 + std::exp(-double(x[i])));
+    worst = std::max(worst, std::abs(s[i] - want) / want);
+    if (x[i] != 0) worst_silu = std::max(worst_silu, std::abs(si[i] - x[i] * want) / std::abs(x[i] * want));
+  }
+  INFO("worst relative error: sigmoid " << worst << ", silu " << worst_silu);
+  CHECK(worst < 1e-6);
+  CHECK(worst_silu < 1e-6);
 }
