@@ -1,7 +1,9 @@
 // Tests ops/softmax.cpp: softmax, log_softmax, _softmax_backward_data, _log_softmax_backward_data.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <vector>
 
 #include "remat.h"
 #include "tests/testing/nn_ops.h"
@@ -61,6 +63,60 @@ TEST_CASE("softmax over every dim of a strided input matches the contiguous inpu
   }
   Tensor sliced = slice(base, 2, 0, 5, 2);  // [4, 3, 3], step 2
   CHECK(max_abs_diff(softmax(sliced, 1), softmax(sliced.contiguous(), 1)) == 0.0);
+}
+
+TEST_CASE("softmax and log_softmax of rows with -inf, inf and NaN: PyTorch's values, over the last dim or another",
+          "[softmax]") {
+  // The last dim runs the row kernels (AVX-512 for float and bfloat16), another dim the slab of
+  // running columns: both must give PyTorch's values. A row of all -inf is NaN (exp(-inf - -inf));
+  // a row with +inf or NaN is NaN throughout; -inf entries among finite ones are 0 (log: -inf).
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const int64_t n = 40;  // two vectors of 16 and a tail
+  std::vector<std::vector<double>> rows(6, std::vector<double>(n));
+  for (int64_t j = 0; j < n; ++j) {
+    rows[0][j] = -inf;                                  // all masked
+    rows[1][j] = j == 17 ? inf : 0.1 * double(j);       // one +inf
+    rows[2][j] = j == 33 ? nan : 0.1 * double(j);       // one NaN (in the tail)
+    rows[3][j] = j % 3 == 0 ? -inf : 0.25 * double(j);  // a causal-like mix
+    rows[4][j] = 1e4 + double(j % 5);                   // large: shifted by the max
+    rows[5][j] = j < 16 ? -inf : -1e4 - double(j);      // a masked vector, then very negative
+  }
+  std::vector<double> flat;
+  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  for (ScalarType dt : {kFloat, kDouble, kBFloat16}) {
+    const double tol = dt == kBFloat16 ? 1e-2 : dt == kFloat ? 1e-6 : 1e-13;
+    Tensor x = from_vector(flat, {6, n}, dt);
+    Tensor xt = x.t().contiguous();  // [n, 6]: softmax over dim 0 is the same rows
+    for (bool log : {false, true}) {
+      std::vector<double> last = (log ? log_softmax(x, -1) : softmax(x, -1)).to(kDouble).to_vector();
+      std::vector<double> other =
+          (log ? log_softmax(xt, 0) : softmax(xt, 0)).t().contiguous().to(kDouble).to_vector();
+      for (size_t r = 0; r < rows.size(); ++r) {
+        // the reference in double from the values as rounded to dt
+        std::vector<double> xr(n);
+        for (int64_t j = 0; j < n; ++j) xr[j] = x.to(kDouble).to_vector()[r * n + j];
+        double mx = -inf;
+        bool any_nan = false;
+        for (double v : xr) any_nan |= std::isnan(v), mx = std::max(mx, v);
+        double sum = 0;
+        for (double v : xr) sum += std::exp(v - mx);
+        for (int64_t j = 0; j < n; ++j) {
+          const size_t k = r * n + j;
+          const double want = any_nan || std::isinf(mx) ? nan : log ? xr[j] - mx - std::log(sum) : std::exp(xr[j] - mx) / sum;
+          INFO((log ? "log_softmax" : "softmax") << " " << toString(dt) << " row " << r << " element " << j << " (x = "
+                                                  << xr[j] << "): last dim " << last[k] << ", dim 0 " << other[k]
+                                                  << ", want " << want);
+          for (double got : {last[k], other[k]}) {
+            if (std::isnan(want) || std::isinf(want)) {
+              CHECK((std::isnan(got) == std::isnan(want) && (std::isnan(want) || got == want)));
+            } else {
+              CHECK(std::abs(got - want) <= tol * std::max(1.0, std::abs(want)));
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("softmax of a 0-d tensor is one", "[softmax]") {
