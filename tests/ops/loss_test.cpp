@@ -2,6 +2,8 @@
 // backward kernel).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "remat.h"
 #include "tests/testing/nn_ops.h"
@@ -46,6 +48,64 @@ TEST_CASE("cross_entropy is stable for large logits", "[cross_entropy]") {
     CHECK(cross_entropy(x, longs({1, 0})).item() == Approx((1000.0 + 2000.0) / 2));
     std::vector<double> g = cross_entropy_backward(scalar_tensor(1.0, dt), x, longs({1, 0})).to_vector();
     CHECK(g == std::vector<double>{0.5, -0.5, -0.5, 0.5});
+  }
+}
+
+TEST_CASE("cross_entropy and its backward on rows with -inf, inf and NaN give PyTorch's values", "[cross_entropy]") {
+  // One row at a time (N = 1: the mean is the row's loss), 40 classes: two vectors of 16 and a
+  // tail in the AVX-512 kernels. loss = logsumexp(x) - x[t]; grad = softmax(x) - onehot(t).
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const int64_t n = 40;
+  struct Row {
+    const char* what;
+    std::vector<double> x;
+    int64_t target;
+  };
+  std::vector<Row> rows;
+  auto make = [&](const char* what, int64_t target, auto value) {
+    Row r{what, std::vector<double>(n), target};
+    for (int64_t j = 0; j < n; ++j) r.x[j] = value(j);
+    rows.push_back(r);
+  };
+  make("masked classes (-inf), the target not", 5, [&](int64_t j) { return j % 3 == 1 ? -inf : 0.2 * double(j); });
+  make("the target's logit -inf: loss inf", 4, [&](int64_t j) { return j == 4 ? -inf : 0.2 * double(j); });
+  make("every logit -inf: NaN", 7, [&](int64_t) { return -inf; });
+  make("a NaN (in the tail): NaN", 7, [&](int64_t j) { return j == 35 ? nan : 0.1 * double(j); });
+  make("+inf at the target: NaN (inf - inf)", 9, [&](int64_t j) { return j == 9 ? inf : 0.1 * double(j); });
+  make("+inf elsewhere: loss inf", 9, [&](int64_t j) { return j == 20 ? inf : 0.1 * double(j); });
+  make("large logits", 33, [&](int64_t j) { return 1e4 + double(j % 7); });
+  for (ScalarType dt : {kFloat, kDouble, kBFloat16}) {
+    const double tol = dt == kBFloat16 ? 2e-2 : dt == kFloat ? 1e-5 : 1e-12;
+    for (const Row& r : rows) {
+      Tensor x = from_vector(r.x, {1, n}, dt);
+      std::vector<double> xr = x.to(kDouble).to_vector();
+      Tensor t = longs({double(r.target)});
+      const double loss = cross_entropy(x, t).to(kDouble).item();
+      std::vector<double> grad = cross_entropy_backward(scalar_tensor(1.0, dt), x, t).to(kDouble).to_vector();
+      double mx = -inf;
+      bool any_nan = false;
+      for (double v : xr) any_nan |= std::isnan(v), mx = std::max(mx, v);
+      double sum = 0;
+      for (double v : xr) sum += std::exp(v - mx);
+      const double lse = mx + std::log(sum);
+      const double want = any_nan ? nan : lse - xr[static_cast<size_t>(r.target)];
+      INFO(r.what << ", " << toString(dt) << ": loss " << loss << ", want " << want);
+      if (std::isnan(want) || std::isinf(want)) {
+        CHECK((std::isnan(loss) == std::isnan(want) && (std::isnan(want) || loss == want)));
+      } else {
+        CHECK(std::abs(loss - want) <= tol * std::max(1.0, std::abs(want)));
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        const double p = any_nan || std::isinf(mx) ? nan : std::exp(xr[j] - mx) / sum;
+        const double want_g = p - (j == r.target ? 1.0 : 0.0);
+        INFO("grad[" << j << "] = " << grad[j] << ", want " << want_g);
+        if (std::isnan(want_g)) {
+          CHECK(std::isnan(grad[j]));
+        } else {
+          CHECK(std::abs(grad[j] - want_g) <= tol);
+        }
+      }
+    }
   }
 }
 
