@@ -15,12 +15,12 @@
 #include <type_traits>
 
 #include "kernels/cpu/bfloat16_blocks.h"
-#include "kernels/gelu_constants.h"
 #include "kernels/cpu/eigen.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/prefetch.h"
 #include "kernels/cpu/vec_exp.h"
 #include "kernels/cpu/x86_intrinsics.h"
+#include "kernels/gelu_constants.h"
 
 namespace remat::kernels::cpu {
 
@@ -37,8 +37,8 @@ namespace gelu_constants = kernels::gelu_constants;  // kernels/gelu_constants.h
 // about -10, E overflows to inf and y is -0 (x = -inf: NaN), as PyTorch's formula gives there.
 inline __m512 gelu_tanh16(__m512 x) {
   using namespace gelu_constants;
-  const __m512 minus_2u = _mm512_mul_ps(
-      x, _mm512_fmadd_ps(_mm512_set1_ps(float(kMinus2BetaKappa)), _mm512_mul_ps(x, x), _mm512_set1_ps(float(kMinus2Beta))));
+  const __m512 minus_2u = _mm512_mul_ps(x, _mm512_fmadd_ps(_mm512_set1_ps(float(kMinus2BetaKappa)), _mm512_mul_ps(x, x),
+                                                            _mm512_set1_ps(float(kMinus2Beta))));
   return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(minus_2u)));
 }
 

@@ -265,9 +265,11 @@ TEST_CASE("unary, binary and fused backward ops give strided inputs the contiguo
         const double xi = x.contiguous().to(kDouble).data_ptr<double>()[i];
         INFO(name << " " << (dt == kFloat ? "float" : dt == kDouble ? "double" : "bfloat16") << " at x = " << xi
                   << ": strided " << a[i] << ", contiguous " << b[i]);
-        const double smallest_normal = dt == kDouble ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min();
+        const double smallest_normal =
+            dt == kDouble ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min();
         if (b[i] == 0 && a[i] != 0 && std::abs(a[i]) < smallest_normal) {
-          CHECK(name == std::string("exp"));  // float's vectorised exp gives 0 below e^-87 (vec_exp.h), std::exp a subnormal
+          // float's vectorised exp gives 0 below e^-87 (vec_exp.h), std::exp a subnormal
+          CHECK(name == std::string("exp"));
         } else if (std::isnan(b[i]) || std::isinf(b[i]) || b[i] == 0) {
           CHECK((std::isnan(a[i]) == std::isnan(b[i]) && (std::isnan(b[i]) || a[i] == b[i])));
           if (b[i] == 0 && a[i] == 0) CHECK(std::signbit(a[i]) == std::signbit(b[i]));

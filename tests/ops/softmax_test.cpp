@@ -87,14 +87,14 @@ TEST_CASE("softmax and log_softmax of rows with -inf, inf and NaN: PyTorch's val
     const double tol = dt == kBFloat16 ? 1e-2 : dt == kFloat ? 1e-6 : 1e-13;
     Tensor x = from_vector(flat, {6, n}, dt);
     Tensor xt = x.t().contiguous();  // [n, 6]: softmax over dim 0 is the same rows
+    const std::vector<double> xd = x.to(kDouble).to_vector();  // the values as rounded to dt
     for (bool log : {false, true}) {
       std::vector<double> last = (log ? log_softmax(x, -1) : softmax(x, -1)).to(kDouble).to_vector();
       std::vector<double> other =
           (log ? log_softmax(xt, 0) : softmax(xt, 0)).t().contiguous().to(kDouble).to_vector();
       for (size_t r = 0; r < rows.size(); ++r) {
-        // the reference in double from the values as rounded to dt
-        std::vector<double> xr(n);
-        for (int64_t j = 0; j < n; ++j) xr[j] = x.to(kDouble).to_vector()[r * n + j];
+        // the reference in double
+        const std::vector<double> xr(xd.begin() + r * n, xd.begin() + (r + 1) * n);
         double mx = -inf;
         bool any_nan = false;
         for (double v : xr) any_nan |= std::isnan(v), mx = std::max(mx, v);
@@ -102,7 +102,9 @@ TEST_CASE("softmax and log_softmax of rows with -inf, inf and NaN: PyTorch's val
         for (double v : xr) sum += std::exp(v - mx);
         for (int64_t j = 0; j < n; ++j) {
           const size_t k = r * n + j;
-          const double want = any_nan || std::isinf(mx) ? nan : log ? xr[j] - mx - std::log(sum) : std::exp(xr[j] - mx) / sum;
+          const double want = any_nan || std::isinf(mx) ? nan
+                              : log                        ? xr[j] - mx - std::log(sum)
+                                                           : std::exp(xr[j] - mx) / sum;
           INFO((log ? "log_softmax" : "softmax") << " " << toString(dt) << " row " << r << " element " << j << " (x = "
                                                   << xr[j] << "): last dim " << last[k] << ", dim 0 " << other[k]
                                                   << ", want " << want);

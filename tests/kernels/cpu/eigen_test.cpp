@@ -23,8 +23,15 @@ bool same_bits(T a, T b) {
 template <class T>
 void check_ieee_sqrt() {
   const T inf = std::numeric_limits<T>::infinity();
-  std::vector<T> x = {inf, T(-0.0), T(0.0), T(-1), -inf, std::numeric_limits<T>::quiet_NaN(),
-                      std::numeric_limits<T>::min(), std::numeric_limits<T>::denorm_min(), std::numeric_limits<T>::max()};
+  std::vector<T> x = {inf,
+                      T(-0.0),
+                      T(0.0),
+                      T(-1),
+                      -inf,
+                      std::numeric_limits<T>::quiet_NaN(),
+                      std::numeric_limits<T>::min(),
+                      std::numeric_limits<T>::denorm_min(),
+                      std::numeric_limits<T>::max()};
   std::mt19937 gen(7);
   std::uniform_real_distribution<double> exponent(-30, 30);
   while (x.size() < 1000) x.push_back(T(std::exp(exponent(gen))));  // long enough for the packets, a tail too
