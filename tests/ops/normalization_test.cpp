@@ -3,7 +3,9 @@
 #include <any>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <tuple>
+#include <vector>
 
 #include "remat.h"
 #include "tests/testing/nn_ops.h"
@@ -85,6 +87,50 @@ TEST_CASE("norms accept strided inputs", "[layer_norm][rms_norm]") {
   Tensor wt = transpose(seeded_randn({5, 3}, 5), 0, 1);
   CHECK(remat::testing::max_abs_diff(layer_norm(dense, {3, 5}, wt, Tensor()),
                                      layer_norm(dense, {3, 5}, wt.contiguous(), Tensor())) == 0.0);
+}
+
+TEST_CASE("layer_norm keeps its precision on rows far from zero, and gives NaN for a row with inf or NaN",
+          "[layer_norm]") {
+  // Rows of 256 and 40 (the GPT's width; vectors and a tail) at an offset large against their
+  // spread: a variance as E[x^2] - mean^2 would cancel (1e4^2 in float: 6 units of rounding
+  // against a variance of 2), PyTorch's (Welford's) does not. Contiguous rows run the AVX-512
+  // kernels (on AMD from Zen 4 two rows at a time); a strided input takes the same path after its copy.
+  for (int64_t n : {int64_t{256}, int64_t{40}}) {
+    for (double offset : {0.0, 1e3, 1e4}) {
+      const int64_t rows = 3;
+      std::vector<double> v(rows * n);
+      for (int64_t i = 0; i < rows * n; ++i) v[i] = offset + double((i * 7) % 5) - 2.0 + 0.25 * double(i / n);
+      for (ScalarType dt : {kFloat, kDouble}) {
+        Tensor x = from_vector(v, {rows, n}, dt);
+        const std::vector<double> xd = x.to(kDouble).to_vector();
+        const std::vector<double> y = layer_norm(x, {n}).to(kDouble).to_vector();
+        double worst = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          double mean = 0, var = 0;
+          for (int64_t j = 0; j < n; ++j) mean += xd[r * n + j] / double(n);
+          for (int64_t j = 0; j < n; ++j) var += (xd[r * n + j] - mean) * (xd[r * n + j] - mean) / double(n);
+          for (int64_t j = 0; j < n; ++j)
+            worst = std::max(worst, std::abs(y[r * n + j] - (xd[r * n + j] - mean) / std::sqrt(var + 1e-5)));
+        }
+        INFO(toString(dt) << ", rows of " << n << " at offset " << offset << ": worst error " << worst);
+        // the row's values are exact; the mean's rounding (offset times the unit roundoff) moves every
+        // output by that over the spread (about 1.4). A cancelling variance would be off by O(1).
+        CHECK(worst < (dt == kFloat ? 1e-5 + 1e-7 * offset : 1e-12 + 1e-15 * offset));
+      }
+    }
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double bad : {inf, -inf, std::nan("")}) {
+    std::vector<double> v(2 * 64, 1.5);
+    for (int64_t j = 0; j < 64; ++j) v[static_cast<size_t>(64 + j)] = 0.1 * double(j);
+    v[37] = bad;  // row 0 only
+    for (ScalarType dt : {kFloat, kDouble, kBFloat16}) {
+      const std::vector<double> y = layer_norm(from_vector(v, {2, 64}, dt), {64}).to(kDouble).to_vector();
+      INFO(toString(dt) << ", " << bad << " in row 0: y[0] = " << y[0] << ", y[64] = " << y[64]);
+      for (int64_t j = 0; j < 64; ++j) CHECK(std::isnan(y[static_cast<size_t>(j)]));
+      for (int64_t j = 64; j < 128; ++j) CHECK(std::isfinite(y[static_cast<size_t>(j)]));  // row 1 untouched
+    }
+  }
 }
 
 TEST_CASE("layer_norm gradcheck with and without affine parameters on strided inputs", "[layer_norm][gradcheck]") {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "remat.h"
 #include "tests/testing/op_testing.h"
@@ -86,6 +87,68 @@ TEST_CASE("amax: values, keepdim, negative dim, ties, NaN", "[reduction]") {
   CHECK(sum(scalar_tensor(2.5), {0}).item() == 2.5);
   CHECK(mean(scalar_tensor(2.5), {-1}, true).dim() == 0);
   REQUIRE_THROWS_WITH(amax(scalar_tensor(2.0), 1), Contains("aten::amax") && Contains("Dimension out of range"));
+}
+
+TEST_CASE("sum, mean and amax over long rows with NaN, inf and -inf: PyTorch's values, each dim and layout",
+          "[reduction]") {
+  // Rows of 70 (vectors of 16 and a tail) reduced over the last dim (the row kernels) and, through
+  // the transpose, over dim 0 (the column kernels), contiguous and strided: a NaN anywhere gives
+  // NaN (amax too: PyTorch propagates it), inf + -inf NaN, one inf inf, all -inf -inf for amax.
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const int64_t n = 70;
+  std::vector<std::vector<double>> rows;
+  for (int64_t at : {int64_t{3}, int64_t{40}, int64_t{67}}) {  // a NaN in the first vector, a later one, the tail
+    std::vector<double> r(n);
+    for (int64_t j = 0; j < n; ++j) r[j] = j == at ? nan : 0.5 * double(j % 9) - 2;
+    rows.push_back(r);
+  }
+  std::vector<double> both(n), one_inf(n), all_neg_inf(n, -inf);
+  for (int64_t j = 0; j < n; ++j) {
+    both[j] = j == 10 ? inf : j == 50 ? -inf : 1.0;
+    one_inf[j] = j == 66 ? inf : -1.0 - double(j);
+  }
+  rows.push_back(both);
+  rows.push_back(one_inf);
+  rows.push_back(all_neg_inf);
+  const int64_t m = static_cast<int64_t>(rows.size());
+  std::vector<double> flat;
+  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  for (ScalarType dt : {kFloat, kDouble, kBFloat16}) {
+    Tensor x = tensor(flat, {m, n}, dt);
+    const Tensor layouts[] = {x, x.t().contiguous().t()};  // contiguous rows; the same values column-major
+    for (const Tensor& xs : layouts) {
+      for (int64_t dim : {int64_t{1}, int64_t{0}}) {
+        Tensor src = dim == 1 ? xs : xs.t();  // reduce the rows over `dim` of src
+        const std::vector<double> s = sum(src, {dim}).to(kDouble).to_vector();
+        const std::vector<double> mn = mean(src, {dim}).to(kDouble).to_vector();
+        const std::vector<double> mx = amax(src, dim).to(kDouble).to_vector();
+        for (int64_t r = 0; r < m; ++r) {
+          bool any_nan = false, pos = false, neg = false;
+          double want_max = -inf;
+          for (double v : rows[static_cast<size_t>(r)]) {
+            any_nan |= std::isnan(v);
+            pos |= v == inf;
+            neg |= v == -inf;
+            want_max = std::max(want_max, v);
+          }
+          INFO(toString(dt) << (xs.is_contiguous() ? " contiguous" : " strided") << ", dim " << dim << ", row " << r
+                            << ": sum " << s[r] << ", mean " << mn[r] << ", amax " << mx[r]);
+          if (any_nan || (pos && neg)) {
+            CHECK(std::isnan(s[r]));
+            CHECK(std::isnan(mn[r]));
+          } else if (pos || neg) {
+            CHECK(s[r] == (pos ? inf : -inf));
+            CHECK(mn[r] == (pos ? inf : -inf));
+          }
+          if (any_nan) {
+            CHECK(std::isnan(mx[r]));
+          } else {
+            CHECK(mx[r] == want_max);
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("reductions: integer and bool inputs", "[reduction]") {
