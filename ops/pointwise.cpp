@@ -102,10 +102,22 @@ void scalar_cpu(const char* op, const Tensor& out, const Tensor& a, double s) {
 // ---------------------------------------------------------------------------------------------
 
 void pow_cpu(const char* op, const Tensor& out, const Tensor& a, double e) {
-  // PyTorch's special cases that keep the bits (PowKernel.cpp; pow_Tensor_Scalar copies for 1): x^2
-  // in RMSNorm's composite, x^1 in its backward (PowBackward0: e * x^(e-1)); std::pow is scalar.
+  // PyTorch's special cases, so that the values are its own (pow_Tensor_Scalar copies for 1;
+  // PowKernel.cpp: x^2, x^3 and 1 / x^2 as products, and in float, double and bfloat16 sqrt, rsqrt
+  // and the reciprocal for 0.5, -0.5 and -1). They part from std::pow at signed zeros and -inf:
+  // std::pow(-0, 0.5) is +0 and std::pow(-inf, 0.5) +inf, where sqrt gives -0 and NaN; for -0.5,
+  // +inf and +0 against -inf and NaN. x^2 is RMSNorm's composite's, x^1 its backward's (PowBackward0:
+  // e * x^(e-1)). std::pow is scalar.
   if (e == 2.0) return map_scalar_cpu(op, out, a, [](auto x) { return x * x; });
   if (e == 1.0) return map_scalar_cpu(op, out, a, [](auto x) { return x; });
+  const ScalarType dt = out.dtype();
+  if (dt == kFloat || dt == kDouble || dt == kBFloat16) {
+    if (e == 0.5) return map_scalar_cpu(op, out, a, [](auto x) { return std::sqrt(x); });
+    if (e == -0.5) return map_scalar_cpu(op, out, a, [](auto x) { return decltype(x)(1) / std::sqrt(x); });
+    if (e == -1.0) return map_scalar_cpu(op, out, a, [](auto x) { return decltype(x)(1) / x; });
+    if (e == 3.0) return map_scalar_cpu(op, out, a, [](auto x) { return x * x * x; });
+    if (e == -2.0) return map_scalar_cpu(op, out, a, [](auto x) { return decltype(x)(1) / (x * x); });
+  }
   map_scalar_cpu(op, out, a, [e](auto x) { return std::pow(x, static_cast<decltype(x)>(e)); });
 }
 

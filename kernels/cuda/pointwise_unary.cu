@@ -61,7 +61,14 @@ struct ScalarFunctor {
     else if constexpr (OP == ScalarOp::Mul) return convert<T>(v * s);
     else if constexpr (OP == ScalarOp::Div) return convert<T>(v / s);
     else if constexpr (OP == ScalarOp::Square) return convert<T>(v * v);
-    else return convert<T>(m_pow(v, s));
+    else {  // PowKernel.cu's special cases, as ops/pointwise.cpp's pow_cpu takes them (values at -0 and -inf)
+      if (s == A(0.5)) return convert<T>(m_sqrt(v));
+      if (s == A(-0.5)) return convert<T>(A(1) / m_sqrt(v));
+      if (s == A(-1)) return convert<T>(A(1) / v);
+      if (s == A(3)) return convert<T>(v * v * v);
+      if (s == A(-2)) return convert<T>(A(1) / (v * v));
+      return convert<T>(m_pow(v, s));
+    }
   }
 };
 

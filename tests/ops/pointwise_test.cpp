@@ -152,6 +152,35 @@ TEST_CASE("pow: values for several exponents", "[pointwise]") {
   CHECK(one.data_ptr<float>()[3] == 1e-40f);
 }
 
+TEST_CASE("pow at signed zeros, inf and negative numbers gives PyTorch's values, its special cases included",
+          "[pointwise]") {
+  // PyTorch 2.15, torch.pow(x, e) on the CPU for x = [-0, 0, -inf, inf, -4, 4] (float): 0.5 and
+  // -0.5 are its sqrt and rsqrt (std::pow gives +0 and +inf at -0, +inf and +0 at -inf), -1 the
+  // reciprocal, 2, 3 and -2 products, others std::pow.
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  const std::vector<double> x = {-0.0, 0.0, -inf, inf, -4, 4};
+  const std::vector<std::pair<double, std::vector<double>>> cases = {
+      {0.5, {-0.0, 0.0, nan, inf, nan, 2.0}},      {-0.5, {-inf, inf, nan, 0.0, nan, 0.5}},
+      {-1.0, {-inf, inf, -0.0, 0.0, -0.25, 0.25}}, {2.0, {0.0, 0.0, inf, inf, 16.0, 16.0}},
+      {3.0, {-0.0, 0.0, -inf, inf, -64.0, 64.0}},  {-2.0, {inf, inf, 0.0, 0.0, 0.0625, 0.0625}},
+      {2.5, {0.0, 0.0, inf, inf, nan, 32.0}},
+  };
+  for (ScalarType dt : {kFloat, kDouble, kBFloat16}) {
+    for (const auto& [e, want] : cases) {
+      const std::vector<double> got = pow(tensor(x, {6}, dt), e).to(kDouble).to_vector();
+      for (size_t i = 0; i < x.size(); ++i) {
+        INFO(toString(dt) << ": pow(" << x[i] << ", " << e << ") = " << got[i] << ", PyTorch " << want[i]);
+        if (std::isnan(want[i])) {
+          CHECK(std::isnan(got[i]));
+        } else {
+          CHECK(got[i] == want[i]);
+          CHECK(std::signbit(got[i]) == std::signbit(want[i]));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("unary ops: values", "[pointwise]") {
   check_values(neg(tensor({1, -2, 0}, {3})), {-1, 2, 0});
   check_values(exp(tensor({0, 1, -1}, {3})), {1, kE, 1 / kE});

@@ -6,7 +6,9 @@
 // in-place forms, dtype errors, and gradcheck in float64 on the device.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +57,11 @@ std::vector<Unary> unary_ops() {
       {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, -5, 5},
       {"pow_2", [](const Tensor& x) { return remat::pow(x, 2.0); }, -3, 3},
       {"pow_1.5", [](const Tensor& x) { return remat::pow(x, 1.5); }, 0.1, 4},
+      {"pow_0.5", [](const Tensor& x) { return remat::pow(x, 0.5); }, 0.01, 9},  // PyTorch's sqrt
+      {"pow_-0.5", [](const Tensor& x) { return remat::pow(x, -0.5); }, 0.05, 9},
+      {"pow_-1", [](const Tensor& x) { return remat::pow(x, -1.0); }, 0.2, 3},
+      {"pow_3", [](const Tensor& x) { return remat::pow(x, 3.0); }, -3, 3},
+      {"pow_-2", [](const Tensor& x) { return remat::pow(x, -2.0); }, 0.2, 3},
       {"add_scalar", [](const Tensor& x) { return add(x, 0.75); }, -3, 3},
       {"mul_scalar", [](const Tensor& x) { return mul(x, -1.25); }, -3, 3},
       {"div_scalar", [](const Tensor& x) { return div(x, 3.0); }, -3, 3},
@@ -103,6 +110,29 @@ TEST_CASE("unary ops on CUDA match the CPU on a 33 x 47 tensor in three layouts"
         INFO(op.name << " " << toString(dt) << " " << cpu[l].first);
         CHECK(actual.is_cuda());
         CHECK(compare(actual, expected, elementwise_tolerance(dt)) == "");
+      }
+    }
+  }
+}
+
+TEST_CASE("pow on CUDA at signed zeros and -inf takes PyTorch's special cases, as the CPU does", "[pointwise][gpu]") {
+  REMAT_REQUIRE_CUDA_DEVICE();
+  // 0.5 and -0.5 are sqrt and rsqrt there: pow(-0, 0.5) = -0 and pow(-inf, 0.5) = NaN, where pow()
+  // gives +0 and +inf
+  const double inf = std::numeric_limits<double>::infinity();
+  for (ScalarType dt : {kFloat, kDouble}) {
+    Tensor x = from_vector({-0.0, 0.0, -inf, inf, -4, 4}, {6}, dt);
+    for (double e : {0.5, -0.5, -1.0, 3.0, -2.0, 2.5}) {
+      const std::vector<double> cpu = remat::pow(x, e).to(kDouble).to_vector();
+      const std::vector<double> gpu = remat::pow(x.to(cuda0()), e).to(Device{kCPU}).to(kDouble).to_vector();
+      for (size_t i = 0; i < cpu.size(); ++i) {
+        INFO(toString(dt) << " pow(" << x.to(kDouble).to_vector()[i] << ", " << e << "): CPU " << cpu[i] << ", CUDA "
+                          << gpu[i]);
+        CHECK(std::isnan(gpu[i]) == std::isnan(cpu[i]));
+        if (!std::isnan(cpu[i])) {
+          CHECK(gpu[i] == cpu[i]);
+          CHECK(std::signbit(gpu[i]) == std::signbit(cpu[i]));
+        }
       }
     }
   }
