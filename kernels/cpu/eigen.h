@@ -8,11 +8,12 @@
 // own headers too, should a file have included <immintrin.h> before this; remat's code keeps them.
 //
 // Where Eigen 3.4's packet math parts from IEEE 754 and from PyTorch, remat's expressions go
-// around it: IeeeSqrt below for sqrt; negation as a product by -1 (pnegate is 0 - x, which gives
-// +0 for +0); the sigmoid as 1 / (1 + exp(-x)) (kernels/cpu/pointwise.h).
+// around it: IeeeSqrt and FullRangeLog below for sqrt and log; negation as a product by -1 (pnegate
+// is 0 - x, which gives +0 for +0); the sigmoid as 1 / (1 + exp(-x)) (kernels/cpu/pointwise.h).
 #pragma once
 
 #include <cmath>
+#include <limits>
 
 #include "kernels/cpu/x86_intrinsics.h"
 
@@ -48,11 +49,35 @@ struct IeeeSqrt {
 #endif
 };
 
+// x.unaryExpr(FullRangeLog()): the log of every positive value, subnormals too, as std::log and
+// PyTorch give it. Eigen 3.4's packet log takes a subnormal x for the smallest normal number:
+// log(1e-40f) came out -87.34, not -92.10 (log(1e-45f): -87.34 for -103.28). A subnormal x is
+// scaled by 2^digits into the normal range first and its log shifted back by digits ln 2.
+struct FullRangeLog {
+  template <class T>
+  T operator()(const T& v) const {
+    return std::log(v);
+  }
+  template <class P>
+  P packetOp(const P& p) const {
+    using namespace Eigen::internal;
+    using S = typename unpacket_traits<P>::type;
+    constexpr int kDigits = std::numeric_limits<S>::digits;  // 24 (float), 53 (double)
+    const P subnormal = pcmp_lt(p, pset1<P>(std::numeric_limits<S>::min()));  // and zero, negatives: unchanged
+    const P scaled = pmul(p, pselect(subnormal, pset1<P>(S(std::ldexp(1.0, kDigits))), pset1<P>(S(1))));
+    return psub(plog(scaled), pand(subnormal, pset1<P>(S(kDigits * 0.69314718055994530942))));
+  }
+};
+
 }  // namespace remat::kernels::cpu
 
 namespace Eigen::internal {
 template <>
 struct functor_traits<remat::kernels::cpu::IeeeSqrt> {
   enum { Cost = 5 * NumTraits<float>::MulCost, PacketAccess = 1 };
+};
+template <>
+struct functor_traits<remat::kernels::cpu::FullRangeLog> {
+  enum { Cost = functor_traits<scalar_log_op<float>>::Cost + 4, PacketAccess = 1 };
 };
 }  // namespace Eigen::internal

@@ -235,9 +235,9 @@ TEST_CASE("unary, binary and fused backward ops give strided inputs the contiguo
   // where Eigen's packet math parts from IEEE 754 (sqrt(inf) NaN, sqrt(-0) and -(+0) +0, the
   // sigmoid 4.9e-4 off near -9). Values where formulas part ways: saturation, overflow, signed
   // zeros, inf and NaN; on long rows, so that the vector loops run.
-  const std::vector<double> special = {-1e4, -100, -20, -10, -6, -3.5, -1, -1e-3, -0.0, 0.0, 1e-3, 0.5, 1, 3.5, 6, 10,
-                                       20, 100, 1e4, std::numeric_limits<double>::infinity(),
-                                       -std::numeric_limits<double>::infinity(), std::nan("")};
+  const std::vector<double> special = {-1e4, -100, -20, -10, -6, -3.5, -1, -1e-3, -1e-40, -0.0, 0.0, 1e-40, 1e-3, 0.5,
+                                       1, 3.5, 6, 10, 20, 100, 1e4, std::numeric_limits<double>::infinity(),
+                                       -std::numeric_limits<double>::infinity(), std::nan("")};  // 1e-40: subnormal in float
   const int64_t n = 2 * 64;  // rows of 64: 4 vectors of 16 floats in the contiguous kernels
   std::vector<double> v(2 * n), w(2 * n);
   for (int64_t i = 0; i < 2 * n; ++i) {

@@ -1,6 +1,6 @@
 // Tests kernels/cpu/eigen.h: IeeeSqrt, the sqrt remat's Eigen expressions take, gives std::sqrt's
 // bits (IEEE 754's correctly rounded root, PyTorch's) on vectorised rows, float and double,
-// inf, -0 and NaN included.
+// inf, -0 and NaN included; FullRangeLog gives std::log's values for subnormal inputs too.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -54,4 +54,49 @@ void check_ieee_sqrt() {
 TEST_CASE("IeeeSqrt gives std::sqrt's bits on vectorised rows (inf, -0, NaN and subnormals too)", "[eigen]") {
   check_ieee_sqrt<float>();
   check_ieee_sqrt<double>();
+}
+
+namespace {
+
+template <class T>
+void check_full_range_log() {
+  const T inf = std::numeric_limits<T>::infinity();
+  std::vector<T> x = {std::numeric_limits<T>::denorm_min(),
+                      T(std::numeric_limits<T>::min() / 3),
+                      std::numeric_limits<T>::min(),
+                      T(0.0),
+                      T(-0.0),
+                      T(-1),
+                      -std::numeric_limits<T>::denorm_min(),
+                      inf,
+                      -inf,
+                      std::numeric_limits<T>::quiet_NaN()};
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<double> mantissa(1, 2);
+  std::uniform_int_distribution<int> exponent(std::numeric_limits<T>::min_exponent - std::numeric_limits<T>::digits,
+                                              std::numeric_limits<T>::max_exponent - 1);
+  while (x.size() < 1000) x.push_back(T(std::ldexp(mantissa(gen), exponent(gen))));  // subnormals among them
+  Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> xa(x.data(), static_cast<Eigen::Index>(x.size()));
+  const Eigen::Array<T, Eigen::Dynamic, 1> y = xa.unaryExpr(cpu::FullRangeLog());
+  int subnormals = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const T got = y[static_cast<Eigen::Index>(i)], want = std::log(x[i]);
+    subnormals += std::fpclassify(x[i]) == FP_SUBNORMAL;
+    INFO("log(" << x[i] << "): " << got << ", std::log " << want);
+    if (std::isnan(want) || std::isinf(want)) {
+      CHECK((std::isnan(got) == std::isnan(want) && (std::isnan(want) || got == want)));
+    } else {
+      CHECK(std::abs(got - want) <= 4 * std::numeric_limits<T>::epsilon() * std::abs(want));
+    }
+  }
+  CHECK(subnormals > 10);
+}
+
+}  // namespace
+
+TEST_CASE("FullRangeLog gives std::log's values, subnormal inputs included (Eigen's log took them for the smallest "
+          "normal)",
+          "[eigen]") {
+  check_full_range_log<float>();
+  check_full_range_log<double>();
 }
