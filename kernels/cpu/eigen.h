@@ -8,8 +8,9 @@
 // own headers too, should a file have included <immintrin.h> before this; remat's code keeps them.
 //
 // Where Eigen 3.4's packet math parts from IEEE 754 and from PyTorch, remat's expressions go
-// around it: IeeeSqrt and FullRangeLog below for sqrt and log; negation as a product by -1 (pnegate
-// is 0 - x, which gives +0 for +0); the sigmoid as 1 / (1 + exp(-x)) (kernels/cpu/pointwise.h).
+// around it: IeeeSqrt, FullRangeLog and FullRangeExp below for sqrt, log and exp; negation as a
+// product by -1 (pnegate is 0 - x, which gives +0 for +0); the sigmoid as 1 / (1 + exp(-x))
+// (kernels/cpu/pointwise.h).
 #pragma once
 
 #include <cmath>
@@ -32,9 +33,7 @@ namespace remat::kernels::cpu {
 // +0, and other values an ulp or so from the rounded root (the strided loop's std::sqrt, PyTorch's).
 struct IeeeSqrt {
   template <class T>
-  T operator()(const T& v) const {
-    return std::sqrt(v);
-  }
+  T operator()(const T& v) const { return std::sqrt(v); }
 #if defined(__SSE2__)
   __m128 packetOp(const __m128& p) const { return _mm_sqrt_ps(p); }
   __m128d packetOp(const __m128d& p) const { return _mm_sqrt_pd(p); }
@@ -55,9 +54,7 @@ struct IeeeSqrt {
 // scaled by 2^digits into the normal range first and its log shifted back by digits ln 2.
 struct FullRangeLog {
   template <class T>
-  T operator()(const T& v) const {
-    return std::log(v);
-  }
+  T operator()(const T& v) const { return std::log(v); }
   template <class P>
   P packetOp(const P& p) const {
     using namespace Eigen::internal;
@@ -69,12 +66,34 @@ struct FullRangeLog {
   }
 };
 
+// x.unaryExpr(FullRangeExp()): exp over the whole range of results, subnormal ones too, as std::exp
+// and PyTorch give it. Eigen 3.4's packet exp gives 0 below x = -87.3 (float) where the result is
+// subnormal, and inf from x = 88.38 on though the largest float is exp(88.72). Beyond |x| =
+// -log(smallest normal) it is taken as exp(x / 2) squared: x / 2 is exact, exp(x / 2) is in range,
+// and the square rounds once (into the subnormals, or to inf past the largest value).
+struct FullRangeExp {
+  template <class T>
+  T operator()(const T& v) const { return std::exp(v); }
+  template <class P>
+  P packetOp(const P& p) const {
+    using namespace Eigen::internal;
+    using S = typename unpacket_traits<P>::type;
+    const P far = pcmp_lt(pset1<P>(-S(std::log(std::numeric_limits<S>::min()))), pabs(p));  // 87.3, 708.4
+    const P e = pexp(pselect(far, pmul(p, pset1<P>(S(0.5))), p));
+    return pselect(far, pmul(e, e), e);
+  }
+};
+
 }  // namespace remat::kernels::cpu
 
 namespace Eigen::internal {
 template <>
 struct functor_traits<remat::kernels::cpu::IeeeSqrt> {
   enum { Cost = 5 * NumTraits<float>::MulCost, PacketAccess = 1 };
+};
+template <>
+struct functor_traits<remat::kernels::cpu::FullRangeExp> {
+  enum { Cost = functor_traits<scalar_exp_op<float>>::Cost + 4, PacketAccess = 1 };
 };
 template <>
 struct functor_traits<remat::kernels::cpu::FullRangeLog> {

@@ -45,7 +45,7 @@ using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
   };
 // Eigen's -x is 0 - x (pnegate), +0 for +0; the product by -1 flips the sign of every value
 REMAT_UNARY_OP(NegOp, -x, x * typename A::Scalar(-1))
-REMAT_UNARY_OP(ExpOp, std::exp(x), x.exp())
+REMAT_UNARY_OP(ExpOp, std::exp(x), x.unaryExpr(FullRangeExp()))  // subnormal results, exp(88.7f): eigen.h
 REMAT_UNARY_OP(LogOp, std::log(x), x.unaryExpr(FullRangeLog()))  // subnormals too: kernels/cpu/eigen.h
 REMAT_UNARY_OP(SinOp, std::sin(x), x.sin())
 REMAT_UNARY_OP(CosOp, std::cos(x), x.cos())

@@ -1,6 +1,7 @@
 // Tests kernels/cpu/eigen.h: IeeeSqrt, the sqrt remat's Eigen expressions take, gives std::sqrt's
 // bits (IEEE 754's correctly rounded root, PyTorch's) on vectorised rows, float and double,
-// inf, -0 and NaN included; FullRangeLog gives std::log's values for subnormal inputs too.
+// inf, -0 and NaN included; FullRangeLog gives std::log's values for subnormal inputs too, and
+// FullRangeExp std::exp's over the whole range of results (subnormal ones, the top of the range).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -99,4 +100,42 @@ TEST_CASE("FullRangeLog gives std::log's values, subnormal inputs included (Eige
           "[eigen]") {
   check_full_range_log<float>();
   check_full_range_log<double>();
+}
+
+namespace {
+
+template <class T>
+void check_full_range_exp() {
+  const T inf = std::numeric_limits<T>::infinity();
+  const double lowest = std::log(double(std::numeric_limits<T>::denorm_min())) - 1;  // below: 0
+  const double highest = std::log(double(std::numeric_limits<T>::max()));            // above: inf
+  std::vector<T> x = {-inf, inf, std::numeric_limits<T>::quiet_NaN(), T(0), T(-0.0), T(highest), T(highest + 1e-3),
+                      T(lowest)};
+  for (int i = 0; x.size() < 2000; ++i) x.push_back(T(lowest + (highest - lowest) * double(i) / 1990.0));
+  Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> xa(x.data(), static_cast<Eigen::Index>(x.size()));
+  const Eigen::Array<T, Eigen::Dynamic, 1> y = xa.unaryExpr(cpu::FullRangeExp());
+  int subnormals = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const T got = y[static_cast<Eigen::Index>(i)], want = std::exp(x[i]);
+    subnormals += std::fpclassify(want) == FP_SUBNORMAL;
+    INFO("exp(" << x[i] << "): " << got << ", std::exp " << want);
+    if (std::isnan(want) || std::isinf(want) || want == 0) {
+      CHECK((std::isnan(got) == std::isnan(want) && (std::isnan(want) || got == want)));
+    } else {
+      // a few ulp, or a few units of a subnormal's last place
+      CHECK(std::abs(got - want) <=
+            8 * std::numeric_limits<T>::epsilon() * std::abs(want) + 4 * std::numeric_limits<T>::denorm_min());
+    }
+  }
+  CHECK(subnormals > 10);
+}
+
+}  // namespace
+
+TEST_CASE("FullRangeExp gives std::exp's values over the whole range: subnormal results, the top, -inf to 0",
+          "[eigen]") {
+  // Eigen's exp gave 0 for float's subnormal results, inf from exp(88.38f) on, and 5.6e-309 for
+  // double's exp(-inf)
+  check_full_range_exp<float>();
+  check_full_range_exp<double>();
 }
