@@ -91,7 +91,7 @@ void gelu_run(T* out, const T* x, int64_t n, bool tanh_form) {
   if (tanh_form) {
     // y = 0.5 x (1 + tanh(u)), u = beta (x + kappa x^3), written as x / (1 + exp(-2u)) (see
     // gelu_tanh16): no cancellation where tanh saturates.
-    y = xa / (T(1) + (xa * (T(kMinus2BetaKappa) * xa * xa + T(kMinus2Beta))).exp());
+    y = xa / (T(1) + kernel_exp(xa * (T(kMinus2BetaKappa) * xa * xa + T(kMinus2Beta))));
   } else {
     // y = 0.5 x (1 + erf(x / sqrt 2))
     y = T(0.5) * xa * (T(1) + (xa * T(kSqrt1_2)).erf());
@@ -195,12 +195,12 @@ void gelu_backward_run(T* grad_in, const T* grad_out, const T* x, int64_t n, boo
       const T floor = std::log(std::numeric_limits<T>::min());
       ub = xa * xa;  // x^2
       eb = xa * (T(kMinus2BetaKappa) * ub + T(kMinus2Beta));  // -2u
-      eb = (eb < floor).select(T(0), eb.min(cap).exp());
+      eb = (eb < floor).select(T(0), kernel_exp(eb.min(cap)));
       rb = T(1) / (T(1) + eb);
       gi = g * (xa * (T(k6BetaKappa) * ub + T(k2Beta)) * (eb * rb * rb) + rb);
     } else {
       // forward: y = x Phi(x); dy/dx = Phi(x) + x phi(x)
-      gi = g * (T(0.5) * (T(1) + (xa * T(kSqrt1_2)).erf()) + xa * (T(-0.5) * xa * xa).exp() * T(kInvSqrt2Pi));
+      gi = g * (T(0.5) * (T(1) + (xa * T(kSqrt1_2)).erf()) + xa * kernel_exp(T(-0.5) * xa * xa) * T(kInvSqrt2Pi));
     }
   }
 }
@@ -260,7 +260,7 @@ void silu_backward_run(T* grad_in, const T* grad_out, const T* x, int64_t n) {
     Eigen::Map<const Array> xa(x + lo, len), g(grad_out + lo, len);
     Eigen::Map<Array> gi(grad_in + lo, len);
     auto sb = s.head(len);
-    sb = T(1) / (T(1) + (-xa).exp());  // the forward's sigmoid (kernels/cpu/pointwise.h's SigmoidOp)
+    sb = T(1) / (T(1) + kernel_exp(-xa));  // the forward's sigmoid (kernels/cpu/pointwise.h's SigmoidOp)
     gi = g * sb * (T(1) + xa * (T(1) - sb));
   }
 }

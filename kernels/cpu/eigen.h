@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/cpu/x86_intrinsics.h"
 
@@ -83,6 +84,19 @@ struct FullRangeExp {
     return pselect(far, pmul(e, e), e);
   }
 };
+
+// exp of an Eigen array expression, for the kernels: Eigen's own in float (0 below e^-87.3, as
+// exp16 gives it: subnormal results would cost microcode assists, and a masked entry's exp(-inf)
+// is 0), FullRangeExp in double, where Eigen's gives 5.6e-309 for exp(-inf): a masked entry of a
+// double softmax came out 5.6e-309 / sum, not PyTorch's 0.
+template <class Derived>
+auto kernel_exp(const Eigen::ArrayBase<Derived>& x) {
+  if constexpr (std::is_same_v<typename Derived::Scalar, double>) {
+    return x.unaryExpr(FullRangeExp());
+  } else {
+    return x.exp();
+  }
+}
 
 }  // namespace remat::kernels::cpu
 

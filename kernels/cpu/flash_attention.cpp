@@ -146,7 +146,7 @@ void flash_attention_forward(T* out, HeadStrides out_st, acc_t<T>* lse, HeadStri
             continue;
           }
           RowArray<A> p(row, visible);
-          p = (p - new_max).exp();
+          p = kernel_exp(p - new_max);
           const A correction = std::exp(row_max[r] - new_max);  // 0 on the first chunk
           row_sum[r] = row_sum[r] * correction + p.sum();
           if (n0 > 0) RowArray<A>(acc + r * E, E) *= correction;
@@ -226,7 +226,7 @@ void flash_attention_backward(T* dq, HeadStrides dq_st, T* dk, HeadStrides dk_st
           for (int64_t r = 0; r < bq; ++r) {
             A* row = p + r * BK;
             const int64_t visible = visible_keys(is_causal, m0 + r, n0, nk);
-            RowArray<A>(row, visible) = (ConstRowArray<A>(row, visible) - lse_h[(m0 + r) * lse_st.t]).exp();
+            RowArray<A>(row, visible) = kernel_exp(ConstRowArray<A>(row, visible) - lse_h[(m0 + r) * lse_st.t]);
             std::fill(row + visible, row + nk, A(0));
           }
           // forward: out = P v  ->  dv += P^T dout,  dP = dout v^T

@@ -111,7 +111,7 @@ void softmax_forward(T* out, const T* in, int64_t outer, int64_t dim_size, int64
             const A log_sum = std::log(rows::sum_exp(x, dim_size, max));
             ya = (xa - max) - log_sum;
           } else {
-            ya = (xa - max).exp();
+            ya = kernel_exp(xa - max);
             ya *= A(1) / ya.sum();
           }
           continue;
@@ -219,7 +219,7 @@ void softmax_backward(T* grad_in, const T* grad_out, const T* out, int64_t outer
           Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> dxa(dx, dim_size);
           rows::Row<T> dya(dy, dim_size), ya(y, dim_size);
           if (log) {
-            dxa = dya - ya.exp() * rows::sum(dy, dim_size);
+            dxa = dya - kernel_exp(ya) * rows::sum(dy, dim_size);
           } else {
             dxa = ya * (dya - rows::dot(dy, y, dim_size));
           }
@@ -294,7 +294,7 @@ void masked_softmax_row(T* y, const T* x, const bool* m, int64_t dim_size) {
   if constexpr (kEigenVectorizable<T>) {
     // exp once per element (exp(-inf) = 0 at the masked), then scaled in place
     Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> ya(y, dim_size);
-    ya = (ya - row_max).exp();
+    ya = kernel_exp(ya - row_max);
     ya *= A(1) / ya.sum();
   } else {
     const A inv = A(1) / rows::sum_exp(y, dim_size, row_max);

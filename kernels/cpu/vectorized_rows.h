@@ -85,7 +85,7 @@ A dot(const T* x, const T* y, int64_t n) {
 template <class T, class A = acc_t<T>>
 A sum_exp(const T* x, int64_t n, A shift) {
   if constexpr (kEigenVectorizable<T>) {
-    return n == 0 ? A(0) : (Row<T>(x, n) - shift).exp().sum();
+    return n == 0 ? A(0) : kernel_exp(Row<T>(x, n) - shift).sum();
   } else if constexpr (kFloatBlocks<T>) {
     return over_float_blocks(x, nullptr, n, 0.0f, [&](const auto& r, const auto&) { return (r - shift).exp().sum(); },
                              plus);
