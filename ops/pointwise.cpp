@@ -112,8 +112,8 @@ void pow_cpu(const char* op, const Tensor& out, const Tensor& a, double e) {
   if (e == 1.0) return map_scalar_cpu(op, out, a, [](auto x) { return x; });
   const ScalarType dt = out.dtype();
   if (dt == kFloat || dt == kDouble || dt == kBFloat16) {
-    if (e == 0.5) return map_scalar_cpu(op, out, a, [](auto x) { return std::sqrt(x); });
-    if (e == -0.5) return map_scalar_cpu(op, out, a, [](auto x) { return decltype(x)(1) / std::sqrt(x); });
+    if (e == 0.5) return unary_cpu<cpu::SqrtOp>(op, out, cast_cpu(a, dt));    // sqrt's own kernel, as PyTorch's
+    if (e == -0.5) return unary_cpu<cpu::RsqrtOp>(op, out, cast_cpu(a, dt));  // rsqrt's
     if (e == -1.0) return map_scalar_cpu(op, out, a, [](auto x) { return decltype(x)(1) / x; });
     if (e == 3.0) return map_scalar_cpu(op, out, a, [](auto x) { return x * x * x; });
     if (e == -2.0) return map_scalar_cpu(op, out, a, [](auto x) { return decltype(x)(1) / (x * x); });

@@ -166,6 +166,10 @@ TEST_CASE("pow at signed zeros, inf and negative numbers gives PyTorch's values,
       {2.5, {0.0, 0.0, inf, inf, nan, 32.0}},
   };
   for (ScalarType dt : {kFloat, kDouble, kBFloat16}) {
+    // 0.5 and -0.5 run sqrt's and rsqrt's own kernels: the same bits on a row long enough for their vectors
+    Tensor row = add(mul(abs(randn_seeded({100}, 5, dt)), 3.0), 0.01);  // positive: values equal iff bits equal
+    CHECK(pow(row, 0.5).to(kDouble).to_vector() == sqrt(row).to(kDouble).to_vector());
+    CHECK(pow(row, -0.5).to(kDouble).to_vector() == rsqrt(row).to(kDouble).to_vector());
     for (const auto& [e, want] : cases) {
       const std::vector<double> got = pow(tensor(x, {6}, dt), e).to(kDouble).to_vector();
       for (size_t i = 0; i < x.size(); ++i) {
