@@ -189,13 +189,11 @@ void gelu_backward_run(T* grad_in, const T* grad_out, const T* x, int64_t n, boo
       // 1 + t and 1 - t^2 from a rounded t would suffer. -2u is capped a little below the log of
       // T's largest value so that E stays finite (beyond it r is below T's smallest normal).
       // The constants folded as in gelu_tanh_backward16: -2u = x (-2 beta - 2 beta kappa x^2).
-      // Below T's smallest normal E is 0, as exp16 gives it (Eigen's exp stops at its clamp, 1e-308
-      // for double): at x = +inf the product inf * E is then NaN, PyTorch's value there.
+      // kernel_exp(-inf) is 0 (eigen.h; Eigen's own double exp gave 5.6e-309): at x = +inf the
+      // product inf * E is then NaN, PyTorch's value there.
       const T cap = std::log(std::numeric_limits<T>::max()) - T(1);
-      const T floor = std::log(std::numeric_limits<T>::min());
       ub = xa * xa;  // x^2
-      eb = xa * (T(kMinus2BetaKappa) * ub + T(kMinus2Beta));  // -2u
-      eb = (eb < floor).select(T(0), kernel_exp(eb.min(cap)));
+      eb = kernel_exp((xa * (T(kMinus2BetaKappa) * ub + T(kMinus2Beta))).min(cap));
       rb = T(1) / (T(1) + eb);
       gi = g * (xa * (T(k6BetaKappa) * ub + T(k2Beta)) * (eb * rb * rb) + rb);
     } else {

@@ -145,7 +145,8 @@ void cross_entropy_backward(T* dlogits, const T* logits, const int64_t* targets,
       detail::row_logsumexp<T, A>(x, C, &max, &log_sum, static_cast<const T*>(nullptr));
       if constexpr (kEigenVectorizable<T>) {
         // dx = softmax * scale, then the target's entry less scale
-        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(dx, C) = kernel_exp((rows::Row<T>(x, C) - max) - log_sum) * scale;
+        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(dx, C) =
+            kernel_exp((rows::Row<T>(x, C) - max) - log_sum) * scale;
         dx[targets[i]] = T((std::exp((A(x[targets[i]]) - max) - log_sum) - A(1)) * scale);
       } else {
         for (int64_t c = 0; c < C; ++c) {
