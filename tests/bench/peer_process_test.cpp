@@ -32,7 +32,11 @@ TEST_CASE("peer process: each line asked is answered by one line, in turn") {
 
 TEST_CASE("peer process: a child that ends, or ends its output, is reported with how it ended") {
   PeerProcess exits("--beside", "exit 3");
-  CHECK(error_of(exits, "x") == "ops --beside exit 3: it answered no line to x (it exited with status 3)");
+  // as below: it may have ended before the line was written (EPIPE; seen on a loaded 2-core machine) or after
+  const std::string first = error_of(exits, "x");
+  INFO(first);
+  CHECK((first == "ops --beside exit 3: it answered no line to x (it exited with status 3)" ||
+         first == "ops --beside exit 3: could not write to it (it exited with status 3)"));
   CHECK(error_of(exits, "y") == "ops --beside exit 3: it has already ended");
 
   PeerProcess once("--beside", "read l; echo first");
