@@ -366,17 +366,23 @@ namespace detail {
 // stride 1 (contiguous() of a transpose). Each side is strided across pages on the other's walk,
 // so: tiles of kTransposeTile x kTransposeTile elements, each read a whole line at a time into a
 // buffer and written a whole line at a time (with power-of-two strides a tile's lines share a
-// cache set; a direct walk evicts them before it is done with them), visited in blocks of
-// transpose_block() x transpose_block() so that the pages a block touches stay in the TLB.
-constexpr int64_t kTransposeTile = 16, kTransposeBlock = 128;
-// The block's side: kTransposeBlock on the Intel Xeon (measured there), 512 on AMD from family 0x19
-// (Zen 4, and Zen 3 unmeasured) on, where a block's 16-line runs of 128 elements were too short for
-// the prefetchers. Zen 5, 4096 x 4096, 1 thread: f32 9.0-10.4 -> 6.4 ms (2 threads 4.7 -> 2.9-3.9),
-// bf16 4.6-5.9 -> 3.6-4.0 ms (2.5-2.8 -> 1.5-1.9). Zen 4 (family 0x19 model 0x11), 1 thread, the two
-// sides in alternation twice: 4096 x 4096 f32 9.8-9.9 -> 8.6-8.7 ms, bf16 8.6 -> 5.5-5.6; 4096 x
-// 11008 f32 28.3-29.5 -> 22.6-23.0, bf16 24.7-24.8 -> 14.5-15.0; 1024 x 1024 and below unchanged.
+// cache set; a direct walk evicts them before it is done with them). A task is transpose_block()
+// rows of out by kTransposeColumns columns: its tiles walk down the rows, so each of in's lines is
+// read in runs of transpose_block() elements, and the tasks split a tall block's columns between
+// threads.
+constexpr int64_t kTransposeTile = 16, kTransposeBlock = 128, kTransposeColumns = 256;
+// The row block: kTransposeBlock on the Intel Xeon (measured there; the pages 128 rows touch stay in
+// its TLB). On AMD, where runs of 128
+// elements were too short for the prefetchers: 512 on Zen 5 (family 0x1A) and later; 4096 x 4096,
+// 1 thread, f32 9.0-10.4 -> 6.4 ms (2 threads 4.7 -> 2.9-3.9), bf16 4.6-5.9 -> 3.6-4.0 ms (2.5-2.8
+// -> 1.5-1.9). 1024 on Zen 3 and 4 (family 0x19; Zen 3 unmeasured): Zen 4 (model 0x11), 1 thread,
+// in alternation, 128 -> 512: 4096 x 4096 f32 9.8-9.9 -> 8.6-8.7 ms, bf16 8.6 -> 5.5-5.6; 4096 x
+// 11008 f32 28.3-29.5 -> 22.6-23.0, bf16 24.7-24.8 -> 14.5-15.0; then 512 -> 1024 (with the column
+// tasks), three alternations: 4096 x 4096 f32 unchanged (6.9-7.7 ms), bf16 4.7-5.7 -> 4.0-4.8;
+// 4096 x 11008 f32 20.5-21.8 -> 17.8-18.1, bf16 14.0-14.7 -> 11.6-13.0; 2 threads 9.3-9.4 against
+// 10.4-10.7 (f32), 6.3-6.6 against 7.6-8.1 (bf16); 1024 x 1024 unchanged (1 thread).
 inline int64_t transpose_block() {
-  static const int64_t side = amd_family_19h_or_later() ? 512 : kTransposeBlock;
+  static const int64_t side = amd_zen5_or_later() ? 512 : amd_family_19h_or_later() ? 1024 : kTransposeBlock;
   return side;
 }
 // Outputs of this many bytes and more are written around the caches (non-temporal stores of whole
@@ -411,7 +417,8 @@ __attribute__((always_inline)) inline void transpose16x16_epi32(__m512i v[16]) {
 #pragma GCC unroll 16
   for (int k = 0; k < 4; ++k) {
     const __m512i a = _mm512_shuffle_i32x4(v[k], v[4 + k], 0x88), b = _mm512_shuffle_i32x4(v[k], v[4 + k], 0xDD);
-    const __m512i c = _mm512_shuffle_i32x4(v[8 + k], v[12 + k], 0x88), d = _mm512_shuffle_i32x4(v[8 + k], v[12 + k], 0xDD);
+    const __m512i c = _mm512_shuffle_i32x4(v[8 + k], v[12 + k], 0x88);
+    const __m512i d = _mm512_shuffle_i32x4(v[8 + k], v[12 + k], 0xDD);
     t[k] = _mm512_shuffle_i32x4(a, c, 0x88);
     t[8 + k] = _mm512_shuffle_i32x4(a, c, 0xDD);
     t[4 + k] = _mm512_shuffle_i32x4(b, d, 0x88);
@@ -430,8 +437,9 @@ void transpose_copy(const LoopShape& s, O* out, const I* in) {
   int64_t outer = 1;
   for (int d = 0; d < nd - 2; ++d) outer *= s.sizes[d];
   const int64_t block = transpose_block();
-  const int64_t row_blocks = (R + block - 1) / block;
-  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(block * C, 1));
+  const int64_t row_blocks = (R + block - 1) / block, column_blocks = (C + kTransposeColumns - 1) / kTransposeColumns;
+  const int64_t grain =
+      std::max<int64_t>(1, kGrainSize / std::max<int64_t>(std::min(R, block) * std::min(C, kTransposeColumns), 1));
   constexpr int64_t T = kTransposeTile;
 #if defined(__AVX512F__)
   // A 16-bit tile is 32 x 32: its lines, and out's, are whole 64-byte lines.
@@ -540,8 +548,10 @@ void transpose_copy(const LoopShape& s, O* out, const I* in) {
 #endif
     tile_copy(ob, ib, r0, rn, c0, cn);
   };
-  parallel_for(0, outer * row_blocks, grain, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
+  parallel_for(0, outer * row_blocks * column_blocks, grain, [&](int64_t b, int64_t e) {
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t t = task / column_blocks, cb = (task % column_blocks) * kTransposeColumns;
+      const int64_t cb_end = std::min(C, cb + kTransposeColumns);
       int64_t o = t / row_blocks, ob = 0, ib = 0;
       for (int d = nd - 3; d >= 0; --d) {  // the outer index's offsets
         const int64_t i = o % s.sizes[d];
@@ -550,24 +560,21 @@ void transpose_copy(const LoopShape& s, O* out, const I* in) {
         ib += i * s.strides[1][d];
       }
       const int64_t rb = (t % row_blocks) * block, rb_end = std::min(R, rb + block);
-      for (int64_t cb = 0; cb < C; cb += block) {
-        const int64_t cb_end = std::min(C, cb + block);
-        for (int64_t c0 = cb; c0 < cb_end; c0 += TW)
-          for (int64_t r0 = rb; r0 < rb_end; r0 += TW) {
+      for (int64_t c0 = cb; c0 < cb_end; c0 += TW)
+        for (int64_t r0 = rb; r0 < rb_end; r0 += TW) {
 #if defined(__AVX512F__)
-            // The next tile's lines, fetched while this one is copied: the hardware prefetchers
-            // follow a few sequential streams, not the 2 TW strided ones of a tile.
-            if (r0 + 2 * TW <= rb_end && c0 + TW <= cb_end) {
-              for (int64_t c = 0; c < TW; ++c)
-                _mm_prefetch(reinterpret_cast<const char*>(in + ib + (c0 + c) * in_c + r0 + TW), _MM_HINT_T0);
-              if (!stream)
-                for (int64_t r = 0; r < TW; ++r)
-                  _mm_prefetch(reinterpret_cast<const char*>(out + ob + (r0 + TW + r) * out_r + c0), _MM_HINT_ET0);
-            }
-#endif
-            wide_tile_copy(ob, ib, r0, std::min(TW, rb_end - r0), c0, std::min(TW, cb_end - c0));
+          // The next tile's lines, fetched while this one is copied: the hardware prefetchers
+          // follow a few sequential streams, not the 2 TW strided ones of a tile.
+          if (r0 + 2 * TW <= rb_end && c0 + TW <= cb_end) {
+            for (int64_t c = 0; c < TW; ++c)
+              _mm_prefetch(reinterpret_cast<const char*>(in + ib + (c0 + c) * in_c + r0 + TW), _MM_HINT_T0);
+            if (!stream)
+              for (int64_t r = 0; r < TW; ++r)
+                _mm_prefetch(reinterpret_cast<const char*>(out + ob + (r0 + TW + r) * out_r + c0), _MM_HINT_ET0);
           }
-      }
+#endif
+          wide_tile_copy(ob, ib, r0, std::min(TW, rb_end - r0), c0, std::min(TW, cb_end - c0));
+        }
     }
 #if defined(__AVX512F__)
     if (stream) _mm_sfence();  // this thread's streamed lines reach memory before the loop returns

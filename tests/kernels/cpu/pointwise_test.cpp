@@ -61,9 +61,10 @@ void check_transpose(int64_t outer, int64_t R, int64_t C) {
 }  // namespace
 
 TEST_CASE("copy_kernel transposes exactly at sizes around its tile and block, with outer dims", "[pointwise]") {
-  // C 48: a 16-bit band of 32 columns then one of 16; 128/129, 256/257, 512/513: the block's edges
-  // (transpose_block(): 128 or 512, by CPU).
-  for (int64_t R : {16, 17, 31, 128, 129, 300, 513})
+  // C 48: a 16-bit band of 32 columns then one of 16; R 128/129, 512/513, 1024/1025: the row block's
+  // edges (transpose_block(): 128, 512 or 1024, by CPU); C 256/257, 513: the column tasks' edges
+  // (kTransposeColumns 256).
+  for (int64_t R : {16, 17, 31, 128, 129, 300, 513, 1024, 1025})
     for (int64_t C : {16, 33, 48, 128, 256, 257, 513}) {
       check_transpose<float>(1, R, C);
       check_transpose<BFloat16>(1, R, C);
