@@ -52,14 +52,16 @@ REMAT_UNARY_OP(CosOp, std::cos(x), x.cos())
 REMAT_UNARY_OP(TanhOp, std::tanh(x), x.tanh())
 // The sigmoid through exp, as the scalar form and PyTorch compute it: Eigen's logistic (a rational
 // function accurate in absolute terms) was 4.9e-4 from the value in relative terms near x = -9.
-REMAT_UNARY_OP(SigmoidOp, T(1) / (T(1) + std::exp(-x)), typename A::Scalar(1) / (typename A::Scalar(1) + (-x).exp()))
+// kernel_exp (eigen.h): the kernels' one spelling of exp (no value differs from Eigen's here).
+REMAT_UNARY_OP(SigmoidOp, T(1) / (T(1) + std::exp(-x)),
+               typename A::Scalar(1) / (typename A::Scalar(1) + kernel_exp(-x)))
 // PyTorch's relu (clamp_min(x, 0)): NaN and -0 come out as they went in. Eigen's max(x, 0) is
 // vmaxps(0, x), which returns x for a NaN and for -0 too.
 REMAT_UNARY_OP(ReluOp, x < T(0) ? T(0) : x, x.max(typename A::Scalar(0)))
 REMAT_UNARY_OP(SqrtOp, std::sqrt(x), x.unaryExpr(IeeeSqrt()))  // kernels/cpu/eigen.h
 REMAT_UNARY_OP(RsqrtOp, T(1) / std::sqrt(x), typename A::Scalar(1) / x.unaryExpr(IeeeSqrt()))
 REMAT_UNARY_OP(AbsOp, std::abs(x), x.abs())
-REMAT_UNARY_OP(SiluOp, x / (T(1) + std::exp(-x)), x / (typename A::Scalar(1) + (-x).exp()))
+REMAT_UNARY_OP(SiluOp, x / (T(1) + std::exp(-x)), x / (typename A::Scalar(1) + kernel_exp(-x)))
 #undef REMAT_UNARY_OP
 
 template <class Op, class T>
