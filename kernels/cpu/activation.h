@@ -63,8 +63,7 @@ void gelu_avx512(T* out, const T* x, int64_t n) {
   for (; i + 32 <= n; i += 32) {  // two vectors at once: tanh's and erf's chains are long
     prefetch_ahead(x + i);
     const __m512 a = Gelu16(load16_as_float(x + i)), b = Gelu16(load16_as_float(x + i + 16));
-    store16_from_float(out + i, a);
-    store16_from_float(out + i + 16, b);
+    store32_from_float(out + i, a, b);
   }
   for (; i + 16 <= n; i += 16) store16_from_float(out + i, Gelu16(load16_as_float(x + i)));
   if (i < n) store_tail_from_float(out, i, n, Gelu16(load_tail_as_float(x, i, n, 0.0f)));
@@ -151,11 +150,14 @@ inline __m512 gelu_tanh_backward16(__m512 g, __m512 x) {
 template <class T>
 void gelu_tanh_backward_avx512(T* grad_in, const T* grad_out, const T* x, int64_t n) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
+  for (; i + 32 <= n; i += 32) {  // two vectors a store (store32_from_float: one bfloat16 check)
     prefetch_ahead(grad_out + i);
     prefetch_ahead(x + i);
-    store16_from_float(grad_in + i, gelu_tanh_backward16(load16_as_float(grad_out + i), load16_as_float(x + i)));
+    store32_from_float(grad_in + i, gelu_tanh_backward16(load16_as_float(grad_out + i), load16_as_float(x + i)),
+                       gelu_tanh_backward16(load16_as_float(grad_out + i + 16), load16_as_float(x + i + 16)));
   }
+  for (; i + 16 <= n; i += 16)
+    store16_from_float(grad_in + i, gelu_tanh_backward16(load16_as_float(grad_out + i), load16_as_float(x + i)));
   if (i < n)
     store_tail_from_float(grad_in, i, n,
                           gelu_tanh_backward16(load_tail_as_float(grad_out, i, n, 0.0f), load_tail_as_float(x, i, n, 0.0f)));

@@ -30,9 +30,23 @@ void masked_scale_avx512(T* out, const T* in, const bool* mask, int64_t n, float
     int64_t i = b;
     for (; i < head; ++i) out[i] = T(float(in[i]) * (static_cast<float>(m[i]) * s));
     const __m512 sv = _mm512_set1_ps(s);
+    auto scaled = [&](int64_t j) {
+      const __m512 keep = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + j))));
+      return _mm512_mul_ps(load16_as_float(in + j), _mm512_mul_ps(keep, sv));
+    };
+    for (; i + 32 <= e; i += 32) {  // two vectors a store (float_to_bf16x32: one bfloat16 check)
+      const __m512 lo = scaled(i), hi = scaled(i + 16);
+      if (!stream) {
+        store32_from_float(out + i, lo, hi);
+      } else if constexpr (std::is_same_v<T, float>) {
+        _mm512_stream_ps(out + i, lo);
+        _mm512_stream_ps(out + i + 16, hi);
+      } else {  // a whole line
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(out + i), float_to_bf16x32(lo, hi));
+      }
+    }
     for (; i + 16 <= e; i += 16) {
-      const __m512 keep = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + i))));
-      const __m512 r = _mm512_mul_ps(load16_as_float(in + i), _mm512_mul_ps(keep, sv));
+      const __m512 r = scaled(i);
       if (!stream) {
         store16_from_float(out + i, r);
       } else if constexpr (std::is_same_v<T, float>) {
@@ -119,16 +133,13 @@ void dropout_forward(T* out, bool* mask, const T* in, int64_t n, uint64_t seed, 
           bits |= _pdep_u64(kept, 0x1111111111111111ull << w);
         }
         _mm512_storeu_si512(m8 + i, _mm512_maskz_mov_epi8(bits, one));
-        for (int v = 0; v < 4; ++v) {
+        auto scaled = [&](int v) {
           const __mmask16 k = static_cast<__mmask16>(bits >> (16 * v));
           const __m512 factor = _mm512_maskz_mov_ps(k, s_v);  // mask ? s : 0, as float(mask) * s
-          if constexpr (std::is_same_v<T, float>) {
-            _mm512_storeu_ps(out + i + 16 * v, _mm512_mul_ps(_mm512_loadu_ps(in + i + 16 * v), factor));
-          } else {
-            const __m512 y = _mm512_mul_ps(bf16x16_to_float(in + i + 16 * v), factor);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 16 * v), float_to_bf16x16(y));
-          }
-        }
+          return _mm512_mul_ps(load16_as_float(in + i + 16 * v), factor);
+        };
+        store32_from_float(out + i, scaled(0), scaled(1));  // two vectors a store: one bfloat16 check
+        store32_from_float(out + i + 32, scaled(2), scaled(3));
       }
       scalar(i, e);
     });

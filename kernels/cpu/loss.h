@@ -72,7 +72,10 @@ void cross_entropy_backward_row_avx512(T* dx, const T* x, int64_t target, float 
     return _mm512_mul_ps(_mm512_mask_sub_ps(p, one, p, _mm512_set1_ps(1.0f)), sv);
   };
   const int64_t full = C / 16 * 16;
-  for (int64_t j = 0; j < full; j += 16) store16_from_float(dx + j, grad(j, load16_as_float(x + j)));
+  int64_t j = 0;
+  for (; j + 32 <= full; j += 32)  // two vectors a store (store32_from_float: one bfloat16 check)
+    store32_from_float(dx + j, grad(j, load16_as_float(x + j)), grad(j + 16, load16_as_float(x + j + 16)));
+  for (; j < full; j += 16) store16_from_float(dx + j, grad(j, load16_as_float(x + j)));
   if (full < C) store_tail_from_float(dx, full, C, grad(full, load_tail_as_float(x, full, C, 0.0f)));
 }
 #endif

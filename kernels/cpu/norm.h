@@ -100,7 +100,16 @@ void layer_norm_forward_rows_avx512(T* y, float* mean, float* rstd, const T* x, 
     return v;
   };
   const __m512 zero = _mm512_setzero_ps();
-  for (int64_t j = 0; j < full; j += 16) {
+  int64_t j = 0;
+  for (; j + 32 <= full; j += 32) {  // two vectors a store (store32_from_float: one bfloat16 check)
+    const __m512 w0 = weight ? _mm512_loadu_ps(weight + j) : zero, b0 = bias ? _mm512_loadu_ps(bias + j) : zero;
+    const __m512 w1 = weight ? _mm512_loadu_ps(weight + j + 16) : zero;
+    const __m512 b1 = bias ? _mm512_loadu_ps(bias + j + 16) : zero;
+    for (int r = 0; r < R; ++r)
+      store32_from_float(y + r * N + j, out(r, load16_as_float(x + r * N + j), w0, b0),
+                         out(r, load16_as_float(x + r * N + j + 16), w1, b1));
+  }
+  for (; j < full; j += 16) {
     const __m512 w = weight ? _mm512_loadu_ps(weight + j) : zero, b = bias ? _mm512_loadu_ps(bias + j) : zero;
     for (int r = 0; r < R; ++r) store16_from_float(y + r * N + j, out(r, load16_as_float(x + r * N + j), w, b));
   }
@@ -270,7 +279,11 @@ void layer_norm_backward_row_avx512(T* dx, float* dw_acc, float* db_acc, const T
     const __m512 gw = weight ? _mm512_mul_ps(g, _mm512_maskz_loadu_ps(m, weight + j)) : g;
     return _mm512_mul_ps(rv, _mm512_sub_ps(_mm512_sub_ps(gw, mean_g), _mm512_mul_ps(xhat, mean_gx)));
   };
-  for (int64_t j = 0; j < full; j += 16)
+  int64_t j = 0;
+  for (; j + 32 <= full; j += 32)  // two vectors a store (store32_from_float: one bfloat16 check)
+    store32_from_float(dx + j, grad(j, 0xFFFF, load16_as_float(dy + j), load16_as_float(x + j)),
+                       grad(j + 16, 0xFFFF, load16_as_float(dy + j + 16), load16_as_float(x + j + 16)));
+  for (; j < full; j += 16)
     store16_from_float(dx + j, grad(j, 0xFFFF, load16_as_float(dy + j), load16_as_float(x + j)));
   if (full < N)
     store_tail_from_float(dx, full, N,

@@ -147,9 +147,10 @@ void binary_float_block(float* o, const float* const* x, int64_t len) {
 }
 
 #if defined(__AVX512F__)
-// A bfloat16 binary op over one run, 16 lanes at a time, with no buffer: each input contiguous
-// (stride 1) or one value broadcast (stride 0), widened exactly, Op in float (GCC's vector
-// arithmetic on __m512), rounded as BFloat16's conversion: the bits of the widened-block path.
+// A bfloat16 binary op over one run, 32 elements (two vectors of 16 lanes) at a time, with no
+// buffer: each input contiguous (stride 1) or one value broadcast (stride 0), widened exactly, Op in
+// float (GCC's vector arithmetic on __m512), rounded as BFloat16's conversion: the bits of the
+// widened-block path.
 // `stream`: o's whole 64-byte lines written around the caches (streaming_store.h); the caller fences.
 // Otherwise both inputs are prefetched ahead (prefetch.h): in a bf16 step the residual stream's add
 // read them from memory, 0.079-0.083 -> 0.068-0.069 ms a call (1 thread; float's loop gained nothing).
@@ -157,21 +158,20 @@ template <class Op>
 void binary_bf16_run_avx512(BFloat16* o, const BFloat16* x, const BFloat16* y, int64_t sx, int64_t sy, int64_t n,
                             bool stream = false) {
   const __m512 xb = _mm512_set1_ps(float(*x)), yb = _mm512_set1_ps(float(*y));
+  auto r16 = [&](int64_t j) { return Op::scalar(sx ? bf16x16_to_float(x + j) : xb, sy ? bf16x16_to_float(y + j) : yb); };
   int64_t i = 0;
   if (stream) {
     i = elements_to_alignment(o, 64, n);
     if (i > 0) binary_bf16_run_avx512<Op>(o, x, y, sx, sy, i);
-    for (; i + 16 <= n; i += 16) {
-      const __m512 r = Op::scalar(sx ? bf16x16_to_float(x + i) : xb, sy ? bf16x16_to_float(y + i) : yb);
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(o + i), float_to_bf16x16(r));
-    }
+    for (; i + 32 <= n; i += 32)  // a whole line a store
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(o + i), float_to_bf16x32(r16(i), r16(i + 16)));
   }
-  for (; i + 16 <= n; i += 16) {
+  for (; i + 32 <= n; i += 32) {  // two vectors a store (float_to_bf16x32: one check)
     if (sx != 0) prefetch_ahead(x + i);  // a broadcast input (stride 0) is one value, in a register
     if (sy != 0) prefetch_ahead(y + i);
-    const __m512 r = Op::scalar(sx ? bf16x16_to_float(x + i) : xb, sy ? bf16x16_to_float(y + i) : yb);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), float_to_bf16x16(r));
+    store32_from_float(o + i, r16(i), r16(i + 16));
   }
+  for (; i + 16 <= n; i += 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), float_to_bf16x16(r16(i)));
   if (i == n) return;
   BFloat16 tx[16] = {}, ty[16] = {}, to[16];
   for (int64_t k = i; k < n; ++k) tx[k - i] = x[k * sx], ty[k - i] = y[k * sy];
@@ -208,11 +208,13 @@ void binary_f32_run_avx(float* o, const float* x, const float* y, int64_t n, boo
 }
 
 // x op s over one contiguous bfloat16 run with a float scalar (a wrapped number stays float, as
-// in PyTorch's opmath), 16 lanes at a time, no buffer: the bits of the widened-block path.
+// in PyTorch's opmath), 32 elements at a time, no buffer: the bits of the widened-block path.
 template <class Op>
 void scalar_bf16_run_avx512(BFloat16* o, const BFloat16* x, float s, int64_t n) {
   const __m512 sb = _mm512_set1_ps(s);
   int64_t i = 0;
+  for (; i + 32 <= n; i += 32)  // two vectors a store (store32_from_float: one check)
+    store32_from_float(o + i, Op::scalar(bf16x16_to_float(x + i), sb), Op::scalar(bf16x16_to_float(x + i + 16), sb));
   for (; i + 16 <= n; i += 16)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), float_to_bf16x16(Op::scalar(bf16x16_to_float(x + i), sb)));
   if (i == n) return;

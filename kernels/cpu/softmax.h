@@ -60,7 +60,10 @@ void softmax_row_avx512(T* y, const T* x, int64_t n, float* e) {
     acc = _mm512_add_ps(acc, ex);
   }
   const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(acc));
-  for (i = 0; i + 16 <= n; i += 16) store16_from_float(y + i, _mm512_mul_ps(_mm512_loadu_ps(e + i), inv));
+  for (i = 0; i + 32 <= n; i += 32)  // two vectors a store (store32_from_float: one bfloat16 check)
+    store32_from_float(y + i, _mm512_mul_ps(_mm512_loadu_ps(e + i), inv),
+                       _mm512_mul_ps(_mm512_loadu_ps(e + i + 16), inv));
+  for (; i + 16 <= n; i += 16) store16_from_float(y + i, _mm512_mul_ps(_mm512_loadu_ps(e + i), inv));
   if (i < n) {
     const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
     store_tail_from_float(y, i, n, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, e + i), inv));
@@ -167,14 +170,16 @@ void softmax_backward_row_avx512(T* dx, const T* dy, const T* y, const bool* mas
   float dot = _mm512_reduce_add_ps(acc);
   for (int64_t k = i; k < n; ++k) dot += float(dy[k]) * float(y[k]);
   const __m512 d = _mm512_set1_ps(dot);
-  for (i = 0; i + 16 <= n; i += 16) {
-    __m512 r = _mm512_mul_ps(load16_as_float(y + i), _mm512_sub_ps(load16_as_float(dy + i), d));
+  auto grad16 = [&](int64_t j) {
+    __m512 r = _mm512_mul_ps(load16_as_float(y + j), _mm512_sub_ps(load16_as_float(dy + j), d));
     if (mask != nullptr) {
-      const __m128i mb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(mask + i));
+      const __m128i mb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(mask + j));
       r = _mm512_maskz_mov_ps(_mm512_testn_epi32_mask(_mm512_cvtepu8_epi32(mb), _mm512_cvtepu8_epi32(mb)), r);
     }
-    store16_from_float(dx + i, r);
-  }
+    return r;
+  };
+  for (i = 0; i + 32 <= n; i += 32) store32_from_float(dx + i, grad16(i), grad16(i + 16));  // one bfloat16 check
+  for (; i + 16 <= n; i += 16) store16_from_float(dx + i, grad16(i));
   for (int64_t k = i; k < n; ++k)
     dx[k] = mask != nullptr && mask[k] ? T(0.0f) : T(float(y[k]) * (float(dy[k]) - dot));
 }

@@ -80,3 +80,30 @@ TEST_CASE("float_to_bf16 matches BFloat16(float) over every sign, exponent and t
     CHECK(mismatches == 0);
   }
 }
+
+#if defined(__AVX512F__)
+TEST_CASE("store32_from_float checks both halves: a subnormal or NaN in either lane takes BFloat16's rounding",
+          "[bfloat16_convert]") {
+  // One check covers 32 lanes (float_to_bf16x32); where the CPU has AVX512_BF16, vcvtne2ps2bf16 would
+  // flush a subnormal to 0 and keep a NaN's payload, so a special value in either half, at any lane,
+  // must send the pair to the integer rounding.
+  using remat::kernels::cpu::store32_from_float;
+  const float specials[] = {1e-40f, -1e-39f, from_bits(0x00008000u), std::numeric_limits<float>::quiet_NaN(),
+                            from_bits(0xff800001u), from_bits(0x7f800001u)};  // a negative and a signalling NaN
+  for (float special : specials)
+    for (int lane = 0; lane < 32; ++lane) {
+      INFO("special bits 0x" << std::hex << BFloat16(special).bits << std::dec << " at lane " << lane);
+      float x[32];
+      for (int k = 0; k < 32; ++k) x[k] = 1.0f + 0.0078125f * float(k) + 1e-5f;  // normal, rounding up
+      x[lane] = special;
+      BFloat16 out[32];
+      store32_from_float(out, _mm512_loadu_ps(x), _mm512_loadu_ps(x + 16));
+      int64_t wrong = 0;
+      for (int k = 0; k < 32; ++k) wrong += out[k].bits != BFloat16(x[k]).bits;
+      CHECK(wrong == 0);
+      float back[32];
+      store32_from_float(back, _mm512_loadu_ps(x), _mm512_loadu_ps(x + 16));  // float: both halves as they are
+      CHECK(std::memcmp(back, x, sizeof x) == 0);
+    }
+}
+#endif
