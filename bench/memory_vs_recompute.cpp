@@ -37,8 +37,10 @@
 #include "bench/machine_peaks.h"
 #include "bench/op_profile.h"
 #include "bench/plan_files.h"
+#include "bench/peer_process.h"
 #include "bench/planning.h"
 #include "bench/render/render.h"
+#include "bench/step_peer.h"
 #include "bench/strategies.h"
 #include "bench/training_step.h"
 #include "remat.h"
@@ -66,6 +68,8 @@ struct Args {
   std::string estimate;   // --estimate as given ("": benchmark when planning for this run's CPU, else cost-model)
   // --compare's files, read before the run: each one's configuration and results.
   std::vector<std::pair<RunConfig, std::vector<StrategyResult>>> compared;
+  std::string llama_config = "debugmodel";  // --config as given (the --beside peer is told it)
+  std::string beside;  // --beside COMMAND: PyTorch's step of each strategy in the timing in turn
 };
 
 // --compare's files: regular files (a FIFO would never end) of at most this many bytes.
@@ -87,7 +91,7 @@ constexpr uint64_t kMaxCompareBytes = 64 << 20;
                "                           [--clock wall|cpu] [--optimizer adamw-fused|adamw] [--attention math|sdpa]\n"
                "                           [--budget SIZE] [--sweep N] [--sweep-at-strategies]\n"
                "                           [--estimate benchmark|cost-model] [--offload SIZE]\n"
-               "                           [--export-plan FILE|DIR] [--plan FILE|DIR]\n"
+               "                           [--export-plan FILE|DIR] [--plan FILE|DIR] [--beside COMMAND]\n"
                "strategies: none, full, full-reentrant, every2, sac-mm, sac-titan, sac-no-fc2 (llama: sac-no-w2),\n"
                "  sac-megatron; sac-titan is torchtitan's per-op SAC policy (every other mm and the attention output)\n"
                "--model llama: torchtitan's Llama 3 (RMSNorm, rotary, SwiGLU, grouped-query attention; nn/llama.h), with\n"
@@ -130,7 +134,10 @@ constexpr uint64_t kMaxCompareBytes = 64 << 20;
                "  run (its regions and calls), its predicted peaks beside the measured ones. With --sweep N: the\n"
                "  folder --sweep N --export-plan DIR wrote, each sweep budget run under its file, not planned again\n"
                "--out DIR: results.json, report.html, memory_vs_time.svg, memory_vs_flops.svg,\n"
-               "  timeline_<strategy>.svg and (--offload) memory_vs_modeled_cost.svg\n");
+               "  timeline_<strategy>.svg and (--offload) memory_vs_modeled_cost.svg\n"
+               "--beside COMMAND (say `~/.cache/remat/venv/bin/python bench/torch_reference.py --serve`): in the\n"
+               "  timing in turn, PyTorch's step of each strategy (the same model, threads and clock) right after\n"
+               "  remat's, so that both sides of each ratio see the same moment of a shared machine\n");
   std::exit(0);
 }
 
@@ -218,7 +225,14 @@ Args parse(int argc, char** argv) {
     if (i + 1 >= argc) usage("missing value for " + f);
     std::string v = argv[++i];
     if (f == "--model") a.shape.model = v;
-    else if (f == "--config") apply_named_config(v, &a.shape);
+    else if (f == "--config") {
+      apply_named_config(v, &a.shape);
+      a.llama_config = v;
+    }
+    else if (f == "--beside") {
+      if (v.find_first_not_of(" \t") == std::string::npos) usage("--beside needs a command, got '" + v + "'");
+      a.beside = v;
+    }
     else if (f == "--kv-heads") a.shape.kv_heads = parse_int(f, v, 1);
     else if (f == "--ffn") a.shape.ffn_hidden = parse_int(f, v, 1);
     else if (f == "--layers") a.shape.layers = parse_int(f, v, 1);
@@ -278,6 +292,9 @@ Args parse(int argc, char** argv) {
   }
   if (a.dry_run && !a.compare.empty()) usage("--compare needs measurements; it cannot go with --dry-run");
   if (a.dry_run && a.profile_ops) usage("--profile-ops times the ops run; it cannot go with --dry-run");
+  if (!a.beside.empty() && a.dry_run) usage("--beside times PyTorch's steps beside remat's; it cannot go with --dry-run");
+  if (!a.beside.empty() && !a.interleave)
+    usage("--beside takes PyTorch's steps in the timing in turn; it cannot go with --no-interleave");
   try {
     check_planning_args(a.planning, a.dry_run);
     check_offload_args(a.planning, a.device, a.meta_accounting, a.dry_run);
@@ -530,6 +547,25 @@ int run(Args& a) {
       }
     }
     cfg.threads = omp_get_max_threads();
+    // --beside: the peer started and its models built before the run, so that a command that
+    // cannot run, or a PyTorch without one of the strategies, stops it at once.
+    std::unique_ptr<PeerProcess> beside;
+    std::string beside_framework;
+    if (!a.beside.empty()) {
+      StepPeerConfig peer;
+      peer.shape = a.shape;
+      peer.llama_config = a.llama_config;
+      peer.device = a.device;
+      peer.dtype = a.dtype;
+      peer.clock = a.clock;
+      peer.attention = a.attention;
+      peer.threads = static_cast<int>(cfg.threads);
+      peer.lr = a.lr;
+      peer.fused_adamw = a.fused_adamw;
+      for (const Strategy& s : strategies) peer.strategies.push_back(s.name);
+      beside = std::make_unique<PeerProcess>("--beside", a.beside);
+      beside_framework = parse_step_session(a.beside, beside->ask(step_session_request(peer)), peer);
+    }
     // Before the steps, in the same run: the peak the step's matmul throughput is compared with.
     if (!a.dry_run && device.is_cpu()) cfg.fma_peak_gflops = measure_fma_peak_gflops(cfg.threads);
     // The planner's cost model on this machine, as it is now: its FMA peak and copy bandwidth.
@@ -563,16 +599,27 @@ int run(Args& a) {
       plan_file = load_plan_file(a.planning.plan_file, a.shape, training_options(a), a.meta_accounting);
       results.push_back(run_plan(plan_file->applied, "plan-file", a, 0, 1, device, /*timeline=*/true));
     }
-    if (!a.dry_run && a.interleave && results.size() >= 2) {
+    if (!a.dry_run && a.interleave && (results.size() >= 2 || beside)) {
       std::vector<Strategy> in_turn = strategies;
       if (plan) in_turn.push_back(planned_strategy(*plan, "planned"));
       if (plan_file) in_turn.push_back(planned_strategy(plan_file->applied, "plan-file"));
-      if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%-60s", "every strategy in turn");
-      const auto seconds = interleaved_step_seconds(in_turn, a.shape, device, a.steps, a.warmup, training_options(a));
+      if (isatty(fileno(stderr)) != 0)
+        std::fprintf(stderr, "\r%-60s", beside ? "every strategy in turn, PyTorch's beside" : "every strategy in turn");
+      // --beside: PyTorch's step of each fixed strategy right after remat's (not the planned rows)
+      std::vector<std::vector<double>> torch_ms(strategies.size());
+      auto torch_step = [&](size_t i, bool timed) {
+        if (i >= strategies.size()) return;
+        const double ms = parse_step_answer(a.beside, strategies[i].name, beside->ask(step_request(strategies[i].name)));
+        if (timed) torch_ms[i].push_back(ms);
+      };
+      const auto seconds = interleaved_step_seconds(in_turn, a.shape, device, a.steps, a.warmup, training_options(a),
+                                                    beside ? std::function<void(size_t, bool)>(torch_step) : nullptr);
       for (size_t i = 0; i < results.size(); ++i) results[i].interleaved_ms = median_of(seconds[i]) * 1e3;
+      for (size_t i = 0; i < torch_ms.size() && beside; ++i) results[i].beside_ms = median_of(torch_ms[i]);
     }
     if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%90s\r", "");
     print_table(cfg, results);
+    if (beside) std::printf("PyTorch beside: %s (--beside %s)\n", beside_framework.c_str(), a.beside.c_str());
     if (a.planning.budget_bytes > 0) std::printf("\n%s\n", planning_line(results[strategies.size()]).c_str());
     if (plan_file) std::printf("\n%s\n", plan_file_line(a.planning.plan_file, *plan_file, results.back()).c_str());
     auto print_estimator = [&] {

@@ -48,6 +48,9 @@ struct StrategyResult {
   // The median step time when every strategy of the run took one step in turn (a slow spell of a
   // shared machine then hits all alike; interleaved_step_seconds); 0: not measured.
   double interleaved_ms = 0;
+  // `--beside`: PyTorch's median step time for the same strategy, its step taken right after each of
+  // remat's in that timing (bench/step_peer.h); 0: not measured.
+  double beside_ms = 0;
   double final_loss = 0;
 
   // Recompute accounting per step, from the measured steps (or the dry run's, which count the same).

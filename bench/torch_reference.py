@@ -345,8 +345,19 @@ def print_op_profile(name, profiler, steps, limit=25):
     print()
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+class ServeRequestError(Exception):
+    """A request of --serve that cannot be taken (answered {"error": ...})."""
+
+
+class RequestArgumentParser(argparse.ArgumentParser):
+    """--serve's first request's "args": a bad flag is an answer, not an exit."""
+
+    def error(self, message):
+        raise ServeRequestError(f"the session's args: {message}")
+
+
+def argument_parser(cls=argparse.ArgumentParser):
+    p = cls(description=__doc__.splitlines()[0])
     # The GPT's defaults (4, 256, 4, 65) or, with --model llama, the --config's sizes: given, they override.
     p.add_argument("--layers", type=int, default=None)
     p.add_argument("--embd", type=int, default=None)
@@ -386,7 +397,15 @@ def main():
                    help="after each strategy, its aten ops by self CPU time per timed step (torch.profiler's "
                         "key_averages; memory_vs_recompute --profile-ops prints remat's)")
     p.add_argument("--out", default="")
-    a = p.parse_args()
+    p.add_argument("--serve", action="store_true",
+                   help="answer `memory_vs_recompute --beside`: the session (its flags) as the first JSON line on "
+                        "stdin, then one training step of a strategy a line, each answered with one JSON line")
+    return p
+
+
+def configure(a):
+    """Completes the parsed flags (the model's sizes, the strategies); returns (row names, plans by row name).
+    Exits with one line on a bad combination."""
     if a.model == "llama":
         from torch_llama import ffn_hidden_dim, named_config
         a.llama = named_config(a.config, a.seq)
@@ -413,12 +432,117 @@ def main():
     names = [n for s in a.strategies.split(",") for n in (list(plans) if s == "plan" else [s])]
     if a.sdpa and not hasattr(F, "scaled_dot_product_attention"):
         sys.exit(f"--sdpa needs PyTorch >= 2.0 (F.scaled_dot_product_attention); this is {torch.__version__}")
+    return names, plans
+
+
+def token_batch(a, device):
+    """The token ids and targets from a fixed seed (the same batch every step, as remat's)."""
+    g = torch.Generator().manual_seed(42)
+    tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1), generator=g)
+    return tokens[:, :-1].contiguous().to(device), tokens[:, 1:].contiguous().to(device)
+
+
+def build(a, run, plan, device, dtype):
+    """The model under one strategy's block runner (or plan), seeded as remat's, and its optimizer."""
+    torch.manual_seed(1337)
+    if a.model == "llama":
+        from torch_llama import Llama
+        model = Llama(a.llama, dtype=dtype).to(device=device).cast(dtype)
+    else:
+        model = GPT(a).to(device=device, dtype=dtype)
+    model.strategy = run
+    if plan is not None:
+        import_remat_plan().apply_plan(model, plan)
+    return model, make_optimizer(model, a)
+
+
+def train_step(model, opt, idx, targets, device, now):
+    """One training step: (its time in ms on `now`'s clock, the loss)."""
+    model.zero_grad(set_to_none=True)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    t0 = now()
+    out = model(idx, targets)
+    out.backward()
+    opt.step()
+    loss = out.item()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return (now() - t0) * 1e3, loss
+
+
+def serve(lines, write):
+    """`memory_vs_recompute --beside`: one JSON request a line, one JSON answer a line. The first request,
+    {"args": [flags]}, sets the session as these flags set a run (no --plan, --profile-ops, --out or --serve):
+    one model and optimizer per strategy, answered {"framework", "strategies"}. Each request after,
+    {"strategy": name}, takes one training step of that strategy's model, answered {"ms", "loss"}. A request
+    that cannot be taken is answered {"error": ...} and ends the session."""
+    sessions, a = None, None
+    for line in lines:
+        try:
+            try:
+                request = json.loads(line)
+            except ValueError:
+                raise ServeRequestError(f"not a JSON line: {line.strip()[:200]}")
+            if sessions is None:
+                args = request.get("args") if isinstance(request, dict) else None
+                if not isinstance(args, list) or not all(isinstance(x, str) for x in args):
+                    raise ServeRequestError("the first request must be a JSON object {\"args\": [flags as strings]}: "
+                                            + json.dumps(request)[:200])
+                a = argument_parser(RequestArgumentParser).parse_args(args)
+                for flag, given in (("--plan", a.plan), ("--profile-ops", a.profile_ops), ("--out", a.out),
+                                    ("--serve", a.serve)):
+                    if given:
+                        raise ServeRequestError(f"the session's args: {flag} is not for --serve (it answers steps)")
+                try:
+                    names, _ = configure(a)
+                except SystemExit as e:
+                    raise ServeRequestError(f"the session's args: {e.code}")
+                torch.set_num_threads(a.threads)
+                device = torch.device(a.device)
+                dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
+                idx, targets = token_batch(a, device)
+                now = time.process_time if a.clock == "cpu" else time.perf_counter
+                sessions = {}
+                for name in names:
+                    try:
+                        run, _ = strategy_fn(name)
+                    except NotImplementedError:
+                        raise ServeRequestError(f"strategy '{name}': PyTorch {torch.__version__} has no selective "
+                                                "checkpointing")
+                    except KeyError:
+                        raise ServeRequestError(f"strategy '{name}': no such strategy here")
+                    sessions[name] = build(a, run, None, device, dtype)
+                write({"framework": f"pytorch {torch.__version__}", "strategies": names,
+                       "threads": torch.get_num_threads(), "clock": a.clock})
+                continue
+            name = request.get("strategy") if isinstance(request, dict) else None
+            if name not in sessions:
+                raise ServeRequestError(f"a step request must be {{\"strategy\": one of {list(sessions)}}}: "
+                                        + json.dumps(request)[:200])
+            ms, loss = train_step(*sessions[name], idx, targets, device, now)
+            write({"ms": ms, "loss": loss})
+        except ServeRequestError as e:
+            write({"error": str(e)})
+            return 1
+    return 0
+
+
+def main():
+    a = argument_parser().parse_args()
+    if a.serve:
+        if len(sys.argv) > 2:
+            sys.exit("--serve takes its session's flags on stdin (the first JSON line): give no other flag")
+
+        def write(answer):
+            sys.stdout.write(json.dumps(answer, allow_nan=False) + "\n")
+            sys.stdout.flush()
+        sys.exit(serve(sys.stdin, write))
+    names, plans = configure(a)
     torch.set_num_threads(a.threads)
     device = torch.device(a.device)
     dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
-    g = torch.Generator().manual_seed(42)
-    tokens = torch.randint(0, a.vocab, (a.batch, a.seq + 1), generator=g)
-    idx, targets = tokens[:, :-1].contiguous().to(device), tokens[:, 1:].contiguous().to(device)
+    idx, targets = token_batch(a, device)
 
     results = []
     for name in names:
@@ -428,16 +552,7 @@ def main():
         except NotImplementedError:
             print(f"{name:15s} skipped: PyTorch {torch.__version__} has no selective checkpointing", file=sys.stderr)
             continue
-        torch.manual_seed(1337)
-        if a.model == "llama":
-            from torch_llama import Llama
-            model = Llama(a.llama, dtype=dtype).to(device=device).cast(dtype)
-        else:
-            model = GPT(a).to(device=device, dtype=dtype)
-        model.strategy = run
-        if plan is not None:
-            import_remat_plan().apply_plan(model, plan)
-        opt = make_optimizer(model, a)
+        model, opt = build(a, run, plan, device, dtype)
         times, loss = [], float("nan")
         now = time.process_time if a.clock == "cpu" else time.perf_counter
         profiler = None
@@ -445,23 +560,14 @@ def main():
             if a.profile_ops and step == a.warmup:
                 profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
                 profiler.__enter__()
-            model.zero_grad(set_to_none=True)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            t0 = now()
             try:
-                out = model(idx, targets)
+                ms, loss = train_step(model, opt, idx, targets, device, now)
             except RuntimeError as e:  # remat_plan's PlanMismatchError: name the file of several
                 if plan is not None and len(plans) > 1 and type(e).__name__ == "PlanMismatchError":
                     sys.exit(f"--plan: {e} (the plan {plan.path})")
                 raise
-            out.backward()
-            opt.step()
-            loss = out.item()
-            if device.type == "cuda":
-                torch.cuda.synchronize()
             if step >= a.warmup:
-                times.append((now() - t0) * 1e3)
+                times.append(ms)
         if profiler is not None:
             profiler.__exit__(None, None, None)
             print_op_profile(name, profiler, a.steps)

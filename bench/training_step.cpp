@@ -163,7 +163,8 @@ std::vector<StepRecord> run_training_steps(const Strategy& strategy, const Model
 
 std::vector<std::vector<double>> interleaved_step_seconds(const std::vector<Strategy>& strategies,
                                                           const ModelShape& shape, Device device, int64_t rounds,
-                                                          int64_t warmup, const TrainingOptions& options) {
+                                                          int64_t warmup, const TrainingOptions& options,
+                                                          const std::function<void(size_t, bool)>& after_step) {
   REMAT_CHECK(rounds >= 1 && warmup >= 0, "interleaved_step_seconds: expected rounds >= 1 and warmup >= 0, got ",
               rounds, " and ", warmup);
   TrainingOptions o = options;
@@ -177,6 +178,7 @@ std::vector<std::vector<double>> interleaved_step_seconds(const std::vector<Stra
       const size_t i = round % 2 == 0 ? k : sessions.size() - 1 - k;
       const double t = sessions[i]->step().seconds;
       if (round >= warmup) seconds[i].push_back(t);
+      if (after_step) after_step(i, round >= warmup);
     }
   }
   return seconds;

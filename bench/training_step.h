@@ -74,10 +74,12 @@ std::vector<StepRecord> run_training_steps(const Strategy& strategy, const Model
 // The step times, in seconds, of several strategies measured alternately: `warmup` rounds, then
 // `rounds` rounds of one step of each (in reverse order every other round), so that a slow spell
 // of a shared machine hits all of them alike. All the sessions are alive at once: this times
-// steps only (a step's peak, counted from zero, would include the other models).
-std::vector<std::vector<double>> interleaved_step_seconds(const std::vector<Strategy>& strategies,
-                                                          const ModelShape& shape, Device device, int64_t rounds,
-                                                          int64_t warmup, const TrainingOptions& options = {});
+// steps only (a step's peak, counted from zero, would include the other models). `after_step`, when
+// given, is called after each step with the strategy's index and whether the step was timed (not
+// warm-up): `memory_vs_recompute --beside` has PyTorch take its step of the same strategy there.
+std::vector<std::vector<double>> interleaved_step_seconds(
+    const std::vector<Strategy>& strategies, const ModelShape& shape, Device device, int64_t rounds, int64_t warmup,
+    const TrainingOptions& options = {}, const std::function<void(size_t strategy, bool timed)>& after_step = nullptr);
 
 // The model configuration the benchmark uses for `shape` (ModelShape::model "gpt" or "llama").
 nn::GPTConfig gpt_config(const ModelShape& shape, ScalarType dtype, Device device);

@@ -41,6 +41,7 @@ nlohmann::json result_json(const StrategyResult& r) {
     e["step_ms"] = r.step_ms;
     e["median_ms"] = r.median_ms;
     if (r.interleaved_ms > 0) e["interleaved_ms"] = r.interleaved_ms;
+    if (r.beside_ms > 0) e["beside_ms"] = r.beside_ms;
     e["final_loss"] = r.final_loss;
     if (!r.measured.timeline.empty())
       e["timeline"] = timeline_json(r.measured.timeline);

@@ -170,20 +170,33 @@ void print_table(const RunConfig& cfg, const std::vector<StrategyResult>& result
 Table interleaved_table(const std::vector<StrategyResult>& results) {
   Table t;
   t.header = {"strategy", "step ms in turn", "overhead", "step ms alone"};
-  double none_ms = 0;
-  for (const StrategyResult& r : results)
-    if (r.name == "none") none_ms = r.interleaved_ms;
+  double none_ms = 0, torch_none_ms = 0;
+  bool beside = false;
+  for (const StrategyResult& r : results) {
+    if (r.name == "none") none_ms = r.interleaved_ms, torch_none_ms = r.beside_ms;
+    beside = beside || r.beside_ms > 0;
+  }
+  if (beside) t.header.insert(t.header.end(), {"PyTorch ms in turn", "ratio", "PyTorch overhead"});
   for (const StrategyResult& r : results) {
     if (r.interleaved_ms <= 0) continue;
     t.rows.push_back({r.name, fmt("%.1f", r.interleaved_ms),
                       none_ms > 0 ? fmt("%.0f%%", (r.interleaved_ms / none_ms - 1) * 100) : "-",
                       fmt("%.1f", r.median_ms)});
+    if (!beside) continue;
+    const bool has = r.beside_ms > 0;
+    t.rows.back().insert(t.rows.back().end(),
+                         {has ? fmt("%.1f", r.beside_ms) : "-", has ? fmt("%.2f", r.interleaved_ms / r.beside_ms) : "-",
+                          has && torch_none_ms > 0 ? fmt("%.0f%%", (r.beside_ms / torch_none_ms - 1) * 100) : "-"});
   }
   t.notes = {
       "in turn: every strategy above took one training step in turn (each round in the other order than the last),",
       "after the same warm-up; medians. A slow spell of a shared machine hits all alike, so these overheads are the",
       "ones to read; alone: the median of the strategy's own run (the main table's step ms).",
   };
+  if (beside)
+    t.notes.insert(t.notes.end(), {"PyTorch (--beside): its step of the same strategy right after each of remat's, in "
+                                   "a child process;",
+                                   "ratio: remat's median over PyTorch's (below 1: remat faster)."});
   return t;
 }
 

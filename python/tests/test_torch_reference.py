@@ -146,3 +146,54 @@ def test_profile_ops_lists_the_steps_aten_ops_per_timed_step():
     assert "full: its ops per timed step" in r.stdout
     rows = {line.split()[0]: line.split() for line in r.stdout.splitlines() if line.startswith("aten::addmm ")}
     assert float(rows["aten::addmm"][1]) > 0  # calls per step
+
+
+def serve(lines, *flags):
+    """Runs `torch_reference.py --serve` on these request lines; (exit status, answers, stderr)."""
+    r = subprocess.run([sys.executable, SCRIPT, "--serve", *flags], input="".join(json.dumps(x) + "\n" for x in lines),
+                       capture_output=True, text=True, timeout=300)
+    return r.returncode, [json.loads(line) for line in r.stdout.splitlines()], r.stderr
+
+
+def tiny_args(*extra):
+    args = []
+    for k, v in TINY.items():
+        args += [f"--{k}", str(v)]
+    return args + list(extra)
+
+
+def test_serve_builds_each_strategy_then_answers_a_step_a_line():
+    # memory_vs_recompute --beside's peer: the session, then one training step per request
+    session = {"args": tiny_args("--strategies", "none,full,sac-mm", "--clock", "cpu")}
+    code, answers, err = serve([session, {"strategy": "none"}, {"strategy": "full"}, {"strategy": "sac-mm"},
+                                {"strategy": "none"}])
+    assert code == 0, err
+    first, steps = answers[0], answers[1:]
+    assert first["framework"] == f"pytorch {torch.__version__}"
+    assert first["strategies"] == ["none", "full", "sac-mm"] and first["threads"] == 1 and first["clock"] == "cpu"
+    assert len(steps) == 4 and all(s["ms"] > 0 for s in steps)
+    # every strategy's model starts from the same weights and batch: the first steps' losses agree
+    assert steps[0]["loss"] == steps[1]["loss"] == steps[2]["loss"]
+    assert steps[3]["loss"] != steps[0]["loss"]  # none's second step, after AdamW's first update
+
+
+def test_serve_answers_a_request_it_cannot_take_with_an_error_and_ends():
+    cases = [
+        ({"args": ["--layers", "x"]}, "the session's args: argument --layers: invalid int value: 'x'"),
+        ({"args": tiny_args("--plan", "p.json")}, "the session's args: --plan is not for --serve (it answers steps)"),
+        ({"args": tiny_args("--strategies", "bogus")}, "strategy 'bogus': no such strategy here"),
+        ({"args": tiny_args("--kv-heads", "2")}, "the session's args: --kv-heads and --ffn are the Llama's (--model llama)"),
+        ({"rows": []}, 'the first request must be a JSON object {"args": [flags as strings]}: {"rows": []}'),
+    ]
+    for session, error in cases:
+        code, answers, _ = serve([session, {"strategy": "none"}])
+        assert code == 1 and answers == [{"error": error}], session
+    code, answers, _ = serve([{"args": tiny_args("--strategies", "none")}, {"strategy": "full"}, {"strategy": "none"}])
+    assert code == 1 and len(answers) == 2
+    assert answers[1] == {"error": 'a step request must be {"strategy": one of [\'none\']}: {"strategy": "full"}'}
+
+
+def test_serve_takes_its_flags_on_stdin_only():
+    r = subprocess.run([sys.executable, SCRIPT, "--serve", "--layers", "2"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1
+    assert "--serve takes its session's flags on stdin (the first JSON line): give no other flag" in r.stderr

@@ -72,6 +72,10 @@ TEST_CASE("memory_vs_recompute refuses bad numbers with one line naming the flag
        "the model is too large to count in bytes: C * kv_heads * C/H: 4000000000 * 2 * 2000000000 overflows int64"},
       {"--model bert", "--model must be gpt or llama, got 'bert'"},
       {"--dry-run --profile-ops", "--profile-ops times the ops run; it cannot go with --dry-run"},
+      {"--dry-run --beside true", "--beside times PyTorch's steps beside remat's; it cannot go with --dry-run"},
+      {"--no-interleave --beside true",
+       "--beside takes PyTorch's steps in the timing in turn; it cannot go with --no-interleave"},
+      {"--beside ' '", "--beside needs a command, got ' '"},
       {"--config llama3_70b", "--config must be debugmodel or llama3_8b (torchtitan's Llama 3 flavours), got 'llama3_70b'"},
       {"--kv-heads 2", "--kv-heads and --ffn are the Llama's (--model llama)"},
       {"--model llama --heads 4 --kv-heads 3", "--heads must be divisible by --kv-heads (grouped-query attention), got 4 and 3"},
@@ -261,4 +265,41 @@ TEST_CASE("memory_vs_recompute --sweep N --export-plan DIR: a plan file per budg
   CHECK(bad.err == "error: --export-plan " + dir + " with --sweep-at-strategies alone: it writes the plan of --budget "
                    "SIZE (a file) or one plan per budget of --sweep N (a folder); give --budget or --sweep too (--help "
                    "for the flags)\n");
+}
+
+TEST_CASE("memory_vs_recompute --beside: a peer's step of each strategy right after remat's, its median and the ratio "
+          "in the table and results.json; a peer's error ends the run with its line",
+          "[bench][cli]") {
+  // A stand-in for bench/torch_reference.py --serve (no PyTorch in this test): it answers the session
+  // with the threads it was asked for, then every step with 2.5 ms.
+  const std::string peer = test_dir() + "/fake_peer.sh";
+  {
+    std::ofstream f(peer);
+    f << "read request\n"
+         "threads=$(printf '%s' \"$request\" | sed 's/.*\"--threads\",\"\\([0-9]*\\)\".*/\\1/')\n"
+         "printf '{\"framework\": \"fake 1.0\", \"strategies\": [\"none\", \"full\"], \"threads\": %s, "
+         "\"clock\": \"wall\"}\\n' \"$threads\"\n"
+         "while read line; do echo '{\"ms\": 2.5, \"loss\": 1.0}'; done\n";
+  }
+  const std::string tiny = "--layers 1 --embd 16 --heads 1 --seq 8 --batch 1 --vocab 8 --steps 3 --warmup 1 "
+                           "--no-timeline --strategies none,full ";
+  const std::string out = test_dir() + "/beside_out";
+  const auto r = run_binary("bench/memory_vs_recompute", tiny + "--out " + out + " --beside 'sh " + peer + "'", 120);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Contains("PyTorch ms in turn  ratio  PyTorch overhead") &&
+                        Contains("PyTorch beside: fake 1.0 (--beside sh " + peer + ")"));
+  const auto doc = nlohmann::json::parse(read_text(out + "/results.json"));
+  for (const auto& row : doc["results"]) CHECK(row["beside_ms"] == 2.5);
+
+  // the peer's own refusal, named: exit 1, one line
+  const auto refused = run_binary("bench/memory_vs_recompute",
+                                  tiny + "--beside \"echo '{\\\"error\\\": \\\"strategy full: not here\\\"}'\"", 120);
+  CHECK(refused.status == 1);
+  CHECK_THAT(refused.err, StartsWith("error: memory_vs_recompute --beside echo") && Contains(": strategy full: not here"));
+  CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
+  // a peer that answers something else than its session
+  const auto other = run_binary("bench/memory_vs_recompute", tiny + "--beside \"echo '{\\\"rows\\\": []}'\"", 120);
+  CHECK(other.status == 1);
+  CHECK_THAT(other.err, Contains("its first answer needs 'framework' (a string), 'strategies' (a list)"));
 }

@@ -157,6 +157,20 @@ TEST_CASE("report: the step times measured in turn, with overheads against none'
   CHECK(j["results"][1]["interleaved_ms"] == 500.0);
   CHECK_FALSE(j["results"][2].contains("interleaved_ms"));
   CHECK(report_html(tiny_config(), rs, {}).find(table_html(t)) != std::string::npos);
+  // --beside: PyTorch's medians in turn, the ratio and PyTorch's own overhead; a row PyTorch did not run: "-"
+  rs[0].beside_ms = 800.0;
+  rs[1].beside_ms = 1200.0;
+  Table b = interleaved_table(rs);
+  CHECK(b.header == std::vector<std::string>{"strategy", "step ms in turn", "overhead", "step ms alone",
+                                             "PyTorch ms in turn", "ratio", "PyTorch overhead"});
+  CHECK(b.rows[0] == std::vector<std::string>{"none", "400.0", "0%", "431.4", "800.0", "0.50", "0%"});
+  CHECK(b.rows[1] == std::vector<std::string>{"full", "500.0", "25%", "568.7", "1200.0", "0.42", "50%"});
+  rs[2].interleaved_ms = 450.0;
+  CHECK(interleaved_table(rs).rows[2] == std::vector<std::string>{rs[2].name, "450.0", "12%",
+                                                                  interleaved_table(rs).rows[2][3], "-", "-", "-"});
+  j = nlohmann::json::parse(to_json(tiny_config(), rs));
+  CHECK(j["results"][1]["beside_ms"] == 1200.0);
+  CHECK_FALSE(j["results"][2].contains("beside_ms"));
 }
 
 TEST_CASE("report: a planned row gets a fits column; the sweep's tables compare plans with strategies", "[report]") {
