@@ -137,7 +137,8 @@ constexpr uint64_t kMaxCompareBytes = 64 << 20;
                "  timeline_<strategy>.svg and (--offload) memory_vs_modeled_cost.svg\n"
                "--beside COMMAND (say `~/.cache/remat/venv/bin/python bench/torch_reference.py --serve`): in the\n"
                "  timing in turn, PyTorch's step of each strategy (the same model, threads and clock) right after\n"
-               "  remat's, so that both sides of each ratio see the same moment of a shared machine\n");
+               "  remat's, so that both sides of each ratio see the same moment of a shared machine; with --budget\n"
+               "  (else --plan FILE) the peer applies that plan too (python/remat_plan), beside the planned row\n");
   std::exit(0);
 }
 
@@ -547,25 +548,6 @@ int run(Args& a) {
       }
     }
     cfg.threads = omp_get_max_threads();
-    // --beside: the peer started and its models built before the run, so that a command that
-    // cannot run, or a PyTorch without one of the strategies, stops it at once.
-    std::unique_ptr<PeerProcess> beside;
-    std::string beside_framework;
-    if (!a.beside.empty()) {
-      StepPeerConfig peer;
-      peer.shape = a.shape;
-      peer.llama_config = a.llama_config;
-      peer.device = a.device;
-      peer.dtype = a.dtype;
-      peer.clock = a.clock;
-      peer.attention = a.attention;
-      peer.threads = static_cast<int>(cfg.threads);
-      peer.lr = a.lr;
-      peer.fused_adamw = a.fused_adamw;
-      for (const Strategy& s : strategies) peer.strategies.push_back(s.name);
-      beside = std::make_unique<PeerProcess>("--beside", a.beside);
-      beside_framework = parse_step_session(a.beside, beside->ask(step_session_request(peer)), peer);
-    }
     // Before the steps, in the same run: the peak the step's matmul throughput is compared with.
     if (!a.dry_run && device.is_cpu()) cfg.fma_peak_gflops = measure_fma_peak_gflops(cfg.threads);
     // The planner's cost model on this machine, as it is now: its FMA peak and copy bandwidth.
@@ -591,6 +573,33 @@ int run(Args& a) {
     if (a.planning.budget_bytes > 0)
       plan = plan_budget(a.shape, training_options(a), a.planning.budget_bytes, planning_device(a), "--budget",
                          a.planning);
+    // --beside: the peer started and its models built before the run, so that a command that cannot
+    // run, or a PyTorch without one of the strategies, stops it at once. It runs the fixed strategies
+    // and one plan: --budget's (saved to a temporary file for it), else --plan FILE's.
+    std::unique_ptr<PeerProcess> beside;
+    std::string beside_framework;
+    std::unique_ptr<PlanForPeer> beside_plan;
+    if (!a.beside.empty()) {
+      StepPeerConfig peer;
+      peer.shape = a.shape;
+      peer.llama_config = a.llama_config;
+      peer.device = a.device;
+      peer.dtype = a.dtype;
+      peer.clock = a.clock;
+      peer.attention = a.attention;
+      peer.threads = static_cast<int>(cfg.threads);
+      peer.lr = a.lr;
+      peer.fused_adamw = a.fused_adamw;
+      for (const Strategy& s : strategies) peer.strategies.push_back(s.name);
+      if (plan) {
+        beside_plan = std::make_unique<PlanForPeer>(*plan);
+        peer.plan_file = beside_plan->path();
+      } else if (!a.planning.plan_file.empty() && a.planning.sweep == 0) {
+        peer.plan_file = a.planning.plan_file;
+      }
+      beside = std::make_unique<PeerProcess>("--beside", a.beside);
+      beside_framework = parse_step_session(a.beside, beside->ask(step_session_request(peer)), peer);
+    }
     for (size_t i = 0; i < strategies.size(); ++i) results.push_back(run(strategies[i], a, i, strategies.size(), device));
     if (plan) results.push_back(run_plan(*plan, "planned", a, 0, 1, device, /*timeline=*/true));
     if (plan && !a.planning.export_plan.empty()) export_plan(*plan, results.back(), a.planning.export_plan);
@@ -605,17 +614,23 @@ int run(Args& a) {
       if (plan_file) in_turn.push_back(planned_strategy(plan_file->applied, "plan-file"));
       if (isatty(fileno(stderr)) != 0)
         std::fprintf(stderr, "\r%-60s", beside ? "every strategy in turn, PyTorch's beside" : "every strategy in turn");
-      // --beside: PyTorch's step of each fixed strategy right after remat's (not the planned rows)
-      std::vector<std::vector<double>> torch_ms(strategies.size());
+      // --beside: PyTorch's step of each fixed strategy right after remat's, and of the plan it was given
+      // (kStepPeerPlan) after the row of that plan
+      std::vector<std::string> peer_names;
+      for (const Strategy& s : strategies) peer_names.push_back(s.name);
+      if (plan) peer_names.push_back(kStepPeerPlan);
+      if (plan_file) peer_names.push_back(plan || a.beside.empty() ? "" : kStepPeerPlan);
+      std::vector<std::vector<double>> torch_ms(in_turn.size());
       auto torch_step = [&](size_t i, bool timed) {
-        if (i >= strategies.size()) return;
-        const double ms = parse_step_answer(a.beside, strategies[i].name, beside->ask(step_request(strategies[i].name)));
+        if (i >= peer_names.size() || peer_names[i].empty()) return;
+        const double ms = parse_step_answer(a.beside, peer_names[i], beside->ask(step_request(peer_names[i])));
         if (timed) torch_ms[i].push_back(ms);
       };
       const auto seconds = interleaved_step_seconds(in_turn, a.shape, device, a.steps, a.warmup, training_options(a),
                                                     beside ? std::function<void(size_t, bool)>(torch_step) : nullptr);
       for (size_t i = 0; i < results.size(); ++i) results[i].interleaved_ms = median_of(seconds[i]) * 1e3;
-      for (size_t i = 0; i < torch_ms.size() && beside; ++i) results[i].beside_ms = median_of(torch_ms[i]);
+      for (size_t i = 0; i < torch_ms.size() && beside; ++i)
+        if (!torch_ms[i].empty()) results[i].beside_ms = median_of(torch_ms[i]);
     }
     if (isatty(fileno(stderr)) != 0) std::fprintf(stderr, "\r%90s\r", "");
     print_table(cfg, results);

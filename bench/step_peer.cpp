@@ -1,7 +1,12 @@
 // No PyTorch counterpart: the protocol of `memory_vs_recompute --beside` (bench/step_peer.h).
 #include "bench/step_peer.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "remat.h"
@@ -27,6 +32,10 @@ std::vector<std::string> step_peer_args(const StepPeerConfig& c) {
   }
   std::string strategies;
   for (const std::string& s : c.strategies) strategies += (strategies.empty() ? "" : ",") + s;
+  if (!c.plan_file.empty()) {
+    strategies += (strategies.empty() ? "" : ",") + std::string(kStepPeerPlan);
+    args.insert(args.end(), {"--plan", c.plan_file});
+  }
   char lr[32];
   std::snprintf(lr, sizeof lr, "%.17g", c.lr);
   args.insert(args.end(), {"--layers", std::to_string(m.layers), "--embd", std::to_string(m.embd), "--heads",
@@ -50,13 +59,32 @@ std::string parse_step_session(const std::string& command, const std::string& an
                   doc.contains("clock") && doc["clock"].is_string(),
               from(command), ": its first answer needs 'framework' (a string), 'strategies' (a list), 'threads' (an "
               "integer) and 'clock', got ", answer);
-  REMAT_CHECK(doc["strategies"] == json(c.strategies) && doc["threads"].get<int64_t>() == c.threads &&
-                  doc["clock"] == c.clock,
+  std::vector<std::string> asked = c.strategies;
+  if (!c.plan_file.empty()) asked.push_back(kStepPeerPlan);
+  REMAT_CHECK(doc["strategies"] == json(asked) && doc["threads"].get<int64_t>() == c.threads && doc["clock"] == c.clock,
               from(command), ": it runs ", doc["strategies"].dump(), " on ", doc["threads"].dump(), " thread(s) by the ",
-              error_text(doc["clock"]), " clock, asked for ", json(c.strategies).dump(), " on ", c.threads,
-              " by the ", c.clock, " clock");
+              error_text(doc["clock"]), " clock, asked for ", json(asked).dump(), " on ", c.threads, " by the ",
+              c.clock, " clock");
   return doc["framework"].get<std::string>();
 }
+
+PlanForPeer::PlanForPeer(const CheckpointPlan& plan) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string name = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/remat_beside_plan_XXXXXX";
+  const int fd = mkstemp(name.data());
+  REMAT_CHECK(fd >= 0, "memory_vs_recompute --beside: cannot make a file for the plan the peer runs (", name, "): ",
+              std::strerror(errno));
+  close(fd);
+  path_ = name;
+  try {
+    plan.save(path_);
+  } catch (...) {
+    std::remove(path_.c_str());
+    throw;
+  }
+}
+
+PlanForPeer::~PlanForPeer() { std::remove(path_.c_str()); }
 
 std::string step_request(const std::string& strategy) { return json({{"strategy", strategy}}).dump(); }
 

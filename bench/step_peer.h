@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench/activation_model.h"
+#include "remat.h"
 
 namespace remat::bench {
 
@@ -21,6 +22,25 @@ struct StepPeerConfig {
   double lr = 1e-3;
   bool fused_adamw = true;
   std::vector<std::string> strategies;
+  // A plan file (docs/plan_format.md) the peer applies too, as its strategy kStepPeerPlan; "": none.
+  std::string plan_file;
+};
+
+// The peer's name for the run under plan_file (torch_reference.py --plan FILE: the row 'plan').
+inline constexpr const char* kStepPeerPlan = "plan";
+
+// --beside with --budget: the plan saved where the peer can read it (a file made by mkstemp under
+// $TMPDIR, else /tmp), removed when this is destroyed. Throws remat::Error when it cannot be written.
+class PlanForPeer {
+ public:
+  explicit PlanForPeer(const CheckpointPlan& plan);
+  ~PlanForPeer();
+  PlanForPeer(const PlanForPeer&) = delete;
+  PlanForPeer& operator=(const PlanForPeer&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
 };
 
 // The flags of bench/torch_reference.py that set up the same run (every size given explicitly).

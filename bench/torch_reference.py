@@ -473,10 +473,11 @@ def train_step(model, opt, idx, targets, device, now):
 
 def serve(lines, write):
     """`memory_vs_recompute --beside`: one JSON request a line, one JSON answer a line. The first request,
-    {"args": [flags]}, sets the session as these flags set a run (no --plan, --profile-ops, --out or --serve):
-    one model and optimizer per strategy, answered {"framework", "strategies"}. Each request after,
-    {"strategy": name}, takes one training step of that strategy's model, answered {"ms", "loss"}. A request
-    that cannot be taken is answered {"error": ...} and ends the session."""
+    {"args": [flags]}, sets the session as these flags set a run (no --profile-ops, --out or --serve; one --plan
+    file at most, its row 'plan'): one model and optimizer per strategy, answered {"framework", "strategies"}.
+    Each request after, {"strategy": name}, takes one training step of that strategy's model, answered {"ms",
+    "loss"}. A request that cannot be taken (a plan whose calls differ from the model's, too) is answered
+    {"error": ...} and ends the session."""
     sessions, a = None, None
     for line in lines:
         try:
@@ -490,14 +491,16 @@ def serve(lines, write):
                     raise ServeRequestError("the first request must be a JSON object {\"args\": [flags as strings]}: "
                                             + json.dumps(request)[:200])
                 a = argument_parser(RequestArgumentParser).parse_args(args)
-                for flag, given in (("--plan", a.plan), ("--profile-ops", a.profile_ops), ("--out", a.out),
-                                    ("--serve", a.serve)):
+                for flag, given in (("--profile-ops", a.profile_ops), ("--out", a.out), ("--serve", a.serve)):
                     if given:
                         raise ServeRequestError(f"the session's args: {flag} is not for --serve (it answers steps)")
                 try:
-                    names, _ = configure(a)
+                    names, plans = configure(a)
                 except SystemExit as e:
                     raise ServeRequestError(f"the session's args: {e.code}")
+                if len(plans) > 1:
+                    raise ServeRequestError("the session's args: --plan takes one plan file for --serve "
+                                            "(its row 'plan')")
                 torch.set_num_threads(a.threads)
                 device = torch.device(a.device)
                 dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
@@ -505,6 +508,9 @@ def serve(lines, write):
                 now = time.process_time if a.clock == "cpu" else time.perf_counter
                 sessions = {}
                 for name in names:
+                    if name in plans:
+                        sessions[name] = build(a, None, plans[name], device, dtype)
+                        continue
                     try:
                         run, _ = strategy_fn(name)
                     except NotImplementedError:
@@ -520,7 +526,12 @@ def serve(lines, write):
             if name not in sessions:
                 raise ServeRequestError(f"a step request must be {{\"strategy\": one of {list(sessions)}}}: "
                                         + json.dumps(request)[:200])
-            ms, loss = train_step(*sessions[name], idx, targets, device, now)
+            try:
+                ms, loss = train_step(*sessions[name], idx, targets, device, now)
+            except RuntimeError as e:  # remat_plan's PlanMismatchError: the plan is for other calls
+                if type(e).__name__ != "PlanMismatchError":
+                    raise
+                raise ServeRequestError(f"strategy '{name}': {e}")
             write({"ms": ms, "loss": loss})
         except ServeRequestError as e:
             write({"error": str(e)})

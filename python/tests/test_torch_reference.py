@@ -180,9 +180,11 @@ def test_serve_builds_each_strategy_then_answers_a_step_a_line():
 def test_serve_answers_a_request_it_cannot_take_with_an_error_and_ends():
     cases = [
         ({"args": ["--layers", "x"]}, "the session's args: argument --layers: invalid int value: 'x'"),
-        ({"args": tiny_args("--plan", "p.json")}, "the session's args: --plan is not for --serve (it answers steps)"),
+        ({"args": tiny_args("--profile-ops")},
+         "the session's args: --profile-ops is not for --serve (it answers steps)"),
         ({"args": tiny_args("--strategies", "bogus")}, "strategy 'bogus': no such strategy here"),
-        ({"args": tiny_args("--kv-heads", "2")}, "the session's args: --kv-heads and --ffn are the Llama's (--model llama)"),
+        ({"args": tiny_args("--kv-heads", "2")},
+         "the session's args: --kv-heads and --ffn are the Llama's (--model llama)"),
         ({"rows": []}, 'the first request must be a JSON object {"args": [flags as strings]}: {"rows": []}'),
     ]
     for session, error in cases:
@@ -194,6 +196,23 @@ def test_serve_answers_a_request_it_cannot_take_with_an_error_and_ends():
 
 
 def test_serve_takes_its_flags_on_stdin_only():
-    r = subprocess.run([sys.executable, SCRIPT, "--serve", "--layers", "2"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, SCRIPT, "--serve", "--layers", "2"], capture_output=True, text=True,
+                       timeout=300)
     assert r.returncode == 1
     assert "--serve takes its session's flags on stdin (the first JSON line): give no other flag" in r.stderr
+
+
+def test_serve_runs_a_plan_file_as_its_strategy_plan(write_plan):
+    # memory_vs_recompute --beside --budget B: the plan it made, saved for the peer, stepped as 'plan'
+    doc = twin_plan_doc(lambda op, n: "save" if op in ("aten::addmm", "aten::bmm") else "recompute")
+    path = write_plan(doc)
+    code, answers, err = serve([{"args": tiny_args("--strategies", "none,plan", "--plan", path)},
+                                {"strategy": "plan"}, {"strategy": "none"}])
+    assert code == 0, err
+    assert answers[0]["strategies"] == ["none", "plan"]
+    assert answers[1]["ms"] > 0 and answers[1]["loss"] == answers[2]["loss"]  # the same weights, the same first step
+    # a plan for other shapes: the step's error, named, and the end of the session
+    code, answers, _ = serve([{"args": tiny_args("--strategies", "plan", "--plan", path, "--batch", "3")},
+                              {"strategy": "plan"}])
+    assert code == 1 and "error" in answers[1]
+    assert answers[1]["error"].startswith("strategy 'plan': remat_plan: region 'layers.0', call 0: other output shapes")

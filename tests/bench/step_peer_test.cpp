@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdio>
 
+#include "bench/planning.h"
 #include "bench/step_peer.h"
 #include "remat.h"
 
@@ -113,4 +115,35 @@ TEST_CASE("parse_step_answer reads a step's milliseconds and refuses an error or
   for (const char* bad : {R"({"ms": 0})", R"({"ms": -1})", R"({"ms": "5"})", R"({"loss": 1})"})
     CHECK_THROWS_WITH(parse_step_answer("peer", "none", bad),
                       Contains("the step of 'none': 'ms' must be a number > 0, got "));
+}
+
+TEST_CASE("with a plan file the peer is given --plan and runs it as its strategy 'plan'; PlanForPeer writes the plan "
+          "and removes it",
+          "[bench]") {
+  StepPeerConfig c = gpt();
+  c.plan_file = "/tmp/p.json";
+  const auto args = step_peer_args(c);
+  CHECK(value_of(args, "--plan") == "/tmp/p.json");
+  CHECK(value_of(args, "--strategies") == "none,sac-mm,plan");
+  CHECK(parse_step_session("peer", R"({"framework": "f", "strategies": ["none", "sac-mm", "plan"], "threads": 2,
+                                       "clock": "cpu"})", c) == "f");
+  CHECK_THROWS_WITH(parse_step_session("peer", R"({"framework": "f", "strategies": ["none", "sac-mm"], "threads": 2,
+                                                   "clock": "cpu"})", c),
+                    Contains("asked for [\"none\",\"sac-mm\",\"plan\"] on 2 by the cpu clock"));
+
+  remat::bench::PlanningArgs machine;  // fixed figures: no timing in a test
+  machine.peak_flops = 4.9e11;
+  machine.bandwidth = 1.2e10;
+  const remat::bench::ModelShape small{2, 32, 32, 2, 17, 2};
+  const remat::CheckpointPlan plan =
+      remat::bench::plan_budget(small, {}, int64_t{1} << 40, remat::Device{remat::kCPU}, "--budget", machine);
+  std::string path;
+  {
+    remat::bench::PlanForPeer file(plan);
+    path = file.path();
+    CHECK(path.rfind("/remat_beside_plan_", std::string::npos) != std::string::npos);
+    const remat::CheckpointPlan back = remat::CheckpointPlan::load(path);
+    CHECK(back.to_json() == plan.to_json());
+  }
+  CHECK(std::fopen(path.c_str(), "r") == nullptr);  // removed
 }
