@@ -293,7 +293,8 @@ Args parse(int argc, char** argv) {
   }
   if (a.dry_run && !a.compare.empty()) usage("--compare needs measurements; it cannot go with --dry-run");
   if (a.dry_run && a.profile_ops) usage("--profile-ops times the ops run; it cannot go with --dry-run");
-  if (!a.beside.empty() && a.dry_run) usage("--beside times PyTorch's steps beside remat's; it cannot go with --dry-run");
+  if (!a.beside.empty() && a.dry_run)
+    usage("--beside times PyTorch's steps beside remat's; it cannot go with --dry-run");
   if (!a.beside.empty() && !a.interleave)
     usage("--beside takes PyTorch's steps in the timing in turn; it cannot go with --no-interleave");
   try {
@@ -597,7 +598,7 @@ int run(Args& a) {
       } else if (!a.planning.plan_file.empty() && a.planning.sweep == 0) {
         peer.plan_file = a.planning.plan_file;
       }
-      beside = std::make_unique<PeerProcess>("--beside", a.beside);
+      beside = std::make_unique<PeerProcess>("memory_vs_recompute --beside", a.beside);
       beside_framework = parse_step_session(a.beside, beside->ask(step_session_request(peer)), peer);
     }
     for (size_t i = 0; i < strategies.size(); ++i) results.push_back(run(strategies[i], a, i, strategies.size(), device));

@@ -753,7 +753,7 @@ int run(int argc, char** argv) {
   std::unique_ptr<bench::PeerProcess> beside;
   bench::TorchFigures beside_session;
   if (!beside_command.empty()) {
-    beside = std::make_unique<bench::PeerProcess>("--beside", beside_command);
+    beside = std::make_unique<bench::PeerProcess>("ops --beside", beside_command);
     beside_session = bench::parse_torch_session(
         beside_command, beside->ask(bench::torch_session_request(threads, s.reps, s.min_sample_s, clock)), threads,
         clock);

@@ -14,14 +14,14 @@
 namespace remat::bench {
 
 PeerProcess::PeerProcess(std::string flag, std::string command) : flag_(std::move(flag)), command_(std::move(command)) {
-  REMAT_CHECK(!command_.empty(), "ops ", flag_, ": the command is empty");
+  REMAT_CHECK(!command_.empty(), flag_, ": the command is empty");
   int in[2], out[2];  // in: parent -> child's stdin; out: child's stdout -> parent
-  REMAT_CHECK(::pipe(in) == 0, "ops ", flag_, " ", command_, ": pipe failed: ", std::strerror(errno));
+  REMAT_CHECK(::pipe(in) == 0, flag_, " ", command_, ": pipe failed: ", std::strerror(errno));
   if (::pipe(out) != 0) {
     const int err = errno;
     ::close(in[0]);
     ::close(in[1]);
-    REMAT_CHECK(false, "ops ", flag_, " ", command_, ": pipe failed: ", std::strerror(err));
+    REMAT_CHECK(false, flag_, " ", command_, ": pipe failed: ", std::strerror(err));
   }
   std::fflush(nullptr);  // nothing buffered here is written twice by the child
   pid_ = ::fork();
@@ -41,7 +41,7 @@ PeerProcess::PeerProcess(std::string flag, std::string command) : flag_(std::mov
   if (pid_ < 0) {
     ::close(in[1]);
     ::close(out[0]);
-    REMAT_CHECK(false, "ops ", flag_, " ", command_, ": fork failed: ", std::strerror(err));
+    REMAT_CHECK(false, flag_, " ", command_, ": fork failed: ", std::strerror(err));
   }
   to_child_ = ::fdopen(in[1], "w");
   from_child_ = ::fdopen(out[0], "r");
@@ -75,16 +75,16 @@ std::string PeerProcess::reap() {
 }
 
 std::string PeerProcess::ask(const std::string& line) {
-  REMAT_CHECK(to_child_ != nullptr && from_child_ != nullptr, "ops ", flag_, " ", command_, ": it has already ended");
+  REMAT_CHECK(to_child_ != nullptr && from_child_ != nullptr, flag_, " ", command_, ": it has already ended");
   const bool sent = std::fputs(line.c_str(), to_child_) >= 0 && std::fputc('\n', to_child_) != EOF &&
                     std::fflush(to_child_) == 0;
-  REMAT_CHECK(sent, "ops ", flag_, " ", command_, ": could not write to it (", reap(), ")");
+  REMAT_CHECK(sent, flag_, " ", command_, ": could not write to it (", reap(), ")");
   constexpr size_t kMaxLine = 1 << 20;
   std::string answer;
   for (int c; (c = std::fgetc(from_child_)) != '\n';) {
-    REMAT_CHECK(c != EOF, "ops ", flag_, " ", command_, ": it answered no line to ", line, " (", reap(), ")");
+    REMAT_CHECK(c != EOF, flag_, " ", command_, ": it answered no line to ", line, " (", reap(), ")");
     answer.push_back(static_cast<char>(c));
-    REMAT_CHECK(answer.size() <= kMaxLine, "ops ", flag_, " ", command_, ": its answer to ", line,
+    REMAT_CHECK(answer.size() <= kMaxLine, flag_, " ", command_, ": its answer to ", line,
                 " is over 1 MiB without a newline");
   }
   return answer;

@@ -16,8 +16,8 @@ namespace remat::bench {
 class PeerProcess {
  public:
   // Starts `command` with /bin/sh -c, its stdin and stdout piped to this process (its stderr is
-  // this process's). `flag` names the option in messages ("--beside"). Throws remat::Error if it
-  // cannot be started.
+  // this process's). `flag` names the program and its option in messages ("ops --beside",
+  // "memory_vs_recompute --beside"). Throws remat::Error if it cannot be started.
   PeerProcess(std::string flag, std::string command);
   // Closes the child's stdin (its end of input) and waits for it.
   ~PeerProcess();

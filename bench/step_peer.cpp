@@ -51,8 +51,8 @@ std::string step_session_request(const StepPeerConfig& c) { return json({{"args"
 
 std::string parse_step_session(const std::string& command, const std::string& answer, const StepPeerConfig& c) {
   const json doc = json::parse(answer, nullptr, /*allow_exceptions=*/false);
-  REMAT_CHECK(!doc.is_discarded() && doc.is_object(), from(command), ": its first answer is not a JSON object: ", answer,
-              " (run bench/torch_reference.py --serve)");
+  REMAT_CHECK(!doc.is_discarded() && doc.is_object(), from(command), ": its first answer is not a JSON object: ",
+              answer, " (run bench/torch_reference.py --serve)");
   REMAT_CHECK(!doc.contains("error"), from(command), ": ", error_text(doc["error"]));
   REMAT_CHECK(doc.contains("framework") && doc["framework"].is_string() && doc.contains("strategies") &&
                   doc["strategies"].is_array() && doc.contains("threads") && doc["threads"].is_number_integer() &&
@@ -62,9 +62,9 @@ std::string parse_step_session(const std::string& command, const std::string& an
   std::vector<std::string> asked = c.strategies;
   if (!c.plan_file.empty()) asked.push_back(kStepPeerPlan);
   REMAT_CHECK(doc["strategies"] == json(asked) && doc["threads"].get<int64_t>() == c.threads && doc["clock"] == c.clock,
-              from(command), ": it runs ", doc["strategies"].dump(), " on ", doc["threads"].dump(), " thread(s) by the ",
-              error_text(doc["clock"]), " clock, asked for ", json(asked).dump(), " on ", c.threads, " by the ",
-              c.clock, " clock");
+              from(command), ": it runs ", doc["strategies"].dump(), " on ", doc["threads"].dump(),
+              " thread(s) by the ", error_text(doc["clock"]), " clock, asked for ", json(asked).dump(), " on ",
+              c.threads, " by the ", c.clock, " clock");
   return doc["framework"].get<std::string>();
 }
 

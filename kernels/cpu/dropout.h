@@ -31,7 +31,8 @@ void masked_scale_avx512(T* out, const T* in, const bool* mask, int64_t n, float
     for (; i < head; ++i) out[i] = T(float(in[i]) * (static_cast<float>(m[i]) * s));
     const __m512 sv = _mm512_set1_ps(s);
     auto scaled = [&](int64_t j) {
-      const __m512 keep = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + j))));
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(m + j));
+      const __m512 keep = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
       return _mm512_mul_ps(load16_as_float(in + j), _mm512_mul_ps(keep, sv));
     };
     for (; i + 32 <= e; i += 32) {  // two vectors a store (float_to_bf16x32: one bfloat16 check)

@@ -158,7 +158,9 @@ template <class Op>
 void binary_bf16_run_avx512(BFloat16* o, const BFloat16* x, const BFloat16* y, int64_t sx, int64_t sy, int64_t n,
                             bool stream = false) {
   const __m512 xb = _mm512_set1_ps(float(*x)), yb = _mm512_set1_ps(float(*y));
-  auto r16 = [&](int64_t j) { return Op::scalar(sx ? bf16x16_to_float(x + j) : xb, sy ? bf16x16_to_float(y + j) : yb); };
+  auto r16 = [&](int64_t j) {  // 16 results from element j
+    return Op::scalar(sx ? bf16x16_to_float(x + j) : xb, sy ? bf16x16_to_float(y + j) : yb);
+  };
   int64_t i = 0;
   if (stream) {
     i = elements_to_alignment(o, 64, n);
@@ -376,15 +378,15 @@ namespace detail {
 // threads.
 constexpr int64_t kTransposeTile = 16, kTransposeBlock = 128, kTransposeColumns = 256;
 // The row block: kTransposeBlock on the Intel Xeon (measured there; the pages 128 rows touch stay in
-// its TLB). On AMD, where runs of 128
-// elements were too short for the prefetchers: 512 on Zen 5 (family 0x1A) and later; 4096 x 4096,
-// 1 thread, f32 9.0-10.4 -> 6.4 ms (2 threads 4.7 -> 2.9-3.9), bf16 4.6-5.9 -> 3.6-4.0 ms (2.5-2.8
-// -> 1.5-1.9). 1024 on Zen 3 and 4 (family 0x19; Zen 3 unmeasured): Zen 4 (model 0x11), 1 thread,
-// in alternation, 128 -> 512: 4096 x 4096 f32 9.8-9.9 -> 8.6-8.7 ms, bf16 8.6 -> 5.5-5.6; 4096 x
-// 11008 f32 28.3-29.5 -> 22.6-23.0, bf16 24.7-24.8 -> 14.5-15.0; then 512 -> 1024 (with the column
-// tasks), three alternations: 4096 x 4096 f32 unchanged (6.9-7.7 ms), bf16 4.7-5.7 -> 4.0-4.8;
-// 4096 x 11008 f32 20.5-21.8 -> 17.8-18.1, bf16 14.0-14.7 -> 11.6-13.0; 2 threads 9.3-9.4 against
-// 10.4-10.7 (f32), 6.3-6.6 against 7.6-8.1 (bf16); 1024 x 1024 unchanged (1 thread).
+// its TLB). On AMD, where runs of 128 elements were too short for the prefetchers: 512 on Zen 5
+// (family 0x1A) and later; 4096 x 4096, 1 thread, f32 9.0-10.4 -> 6.4 ms (2 threads 4.7 -> 2.9-3.9),
+// bf16 4.6-5.9 -> 3.6-4.0 ms (2.5-2.8 -> 1.5-1.9). 1024 on Zen 3 and 4 (family 0x19; Zen 3
+// unmeasured): Zen 4 (model 0x11), 1 thread, in alternation, 128 -> 512: 4096 x 4096 f32 9.8-9.9
+// -> 8.6-8.7 ms, bf16 8.6 -> 5.5-5.6; 4096 x 11008 f32 28.3-29.5 -> 22.6-23.0, bf16 24.7-24.8 ->
+// 14.5-15.0; then 512 -> 1024 (with the column tasks), three alternations: 4096 x 4096 f32
+// unchanged (6.9-7.7 ms), bf16 4.7-5.7 -> 4.0-4.8; 4096 x 11008 f32 20.5-21.8 -> 17.8-18.1, bf16
+// 14.0-14.7 -> 11.6-13.0; 2 threads 9.3-9.4 against 10.4-10.7 (f32), 6.3-6.6 against 7.6-8.1
+// (bf16); 1024 x 1024 unchanged (1 thread).
 inline int64_t transpose_block() {
   static const int64_t side = amd_zen5_or_later() ? 512 : amd_family_19h_or_later() ? 1024 : kTransposeBlock;
   return side;

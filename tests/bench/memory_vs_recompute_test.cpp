@@ -292,14 +292,34 @@ TEST_CASE("memory_vs_recompute --beside: a peer's step of each strategy right af
   const auto doc = nlohmann::json::parse(read_text(out + "/results.json"));
   for (const auto& row : doc["results"]) CHECK(row["beside_ms"] == 2.5);
 
+  // Peers that read the session's line, then answer once: each one reads first, so that this run's
+  // request never meets a closed pipe.
+  auto answering = [&](const std::string& name, const std::string& answer) {
+    const std::string path = test_dir() + "/" + name + ".sh";
+    std::ofstream(path) << "read request\necho '" << answer << "'\n";
+    return run_binary("bench/memory_vs_recompute", tiny + "--beside 'sh " + path + "'", 120);
+  };
   // the peer's own refusal, named: exit 1, one line
-  const auto refused = run_binary("bench/memory_vs_recompute",
-                                  tiny + "--beside \"echo '{\\\"error\\\": \\\"strategy full: not here\\\"}'\"", 120);
+  const auto refused = answering("refusing_peer", R"({"error": "strategy full: not here"})");
   CHECK(refused.status == 1);
-  CHECK_THAT(refused.err, StartsWith("error: memory_vs_recompute --beside echo") && Contains(": strategy full: not here"));
+  CHECK_THAT(refused.err, StartsWith("error: memory_vs_recompute --beside sh ") &&
+                              Contains("refusing_peer.sh: strategy full: not here"));
   CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
   // a peer that answers something else than its session
-  const auto other = run_binary("bench/memory_vs_recompute", tiny + "--beside \"echo '{\\\"rows\\\": []}'\"", 120);
+  const auto other = answering("other_peer", R"({"rows": []})");
   CHECK(other.status == 1);
   CHECK_THAT(other.err, Contains("its first answer needs 'framework' (a string), 'strategies' (a list)"));
+  // a peer that ends after its session: the step's request names this program and its flag
+  const std::string ending = test_dir() + "/ending_peer.sh";
+  {
+    std::ofstream f(ending);
+    f << "read request\n"
+         "threads=$(printf '%s' \"$request\" | sed 's/.*\"--threads\",\"\\([0-9]*\\)\".*/\\1/')\n"
+         "printf '{\"framework\": \"fake\", \"strategies\": [\"none\", \"full\"], \"threads\": %s, "
+         "\"clock\": \"wall\"}\\n' \"$threads\"\n";
+  }
+  const auto ended = run_binary("bench/memory_vs_recompute", tiny + "--beside 'sh " + ending + "'", 120);
+  CHECK(ended.status == 1);
+  CHECK_THAT(ended.err, StartsWith("error: memory_vs_recompute --beside sh " + ending + ": ") &&
+                            Contains("(it exited with status 0)"));
 }

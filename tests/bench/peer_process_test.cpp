@@ -24,14 +24,14 @@ std::string error_of(PeerProcess& p, const std::string& line) {
 }  // namespace
 
 TEST_CASE("peer process: each line asked is answered by one line, in turn") {
-  PeerProcess p("--beside", "while read l; do echo \"got $l\"; done");
+  PeerProcess p("ops --beside", "while read l; do echo \"got $l\"; done");
   CHECK(p.ask("one") == "got one");
   CHECK(p.ask("{\"a\": [1, 2]}") == "got {\"a\": [1, 2]}");
   CHECK(p.command() == "while read l; do echo \"got $l\"; done");
 }
 
 TEST_CASE("peer process: a child that ends, or ends its output, is reported with how it ended") {
-  PeerProcess exits("--beside", "exit 3");
+  PeerProcess exits("ops --beside", "exit 3");
   // as below: it may have ended before the line was written (EPIPE; seen on a loaded 2-core machine) or after
   const std::string first = error_of(exits, "x");
   INFO(first);
@@ -39,7 +39,7 @@ TEST_CASE("peer process: a child that ends, or ends its output, is reported with
          first == "ops --beside exit 3: could not write to it (it exited with status 3)"));
   CHECK(error_of(exits, "y") == "ops --beside exit 3: it has already ended");
 
-  PeerProcess once("--beside", "read l; echo first");
+  PeerProcess once("ops --beside", "read l; echo first");
   CHECK(once.ask("a") == "first");
   const std::string second = error_of(once, "b");
   // it may have ended before the line was written (EPIPE) or after
@@ -48,7 +48,7 @@ TEST_CASE("peer process: a child that ends, or ends its output, is reported with
   CHECK(reported);
   INFO(second);
 
-  PeerProcess partial("--beside", "read l; printf 'no newline'");
+  PeerProcess partial("ops --beside", "read l; printf 'no newline'");
   CHECK(error_of(partial, "a") == "ops --beside read l; printf 'no newline': it answered no line to a (it exited with "
                                   "status 0)");
 }
@@ -56,14 +56,14 @@ TEST_CASE("peer process: a child that ends, or ends its output, is reported with
 TEST_CASE("peer process: a child that closes its output but does not end is killed, not waited for") {
   const auto start = std::chrono::steady_clock::now();
   {
-    PeerProcess stuck("--beside", "exec >&-; exec sleep 100");
+    PeerProcess stuck("ops --beside", "exec >&-; exec sleep 100");
     CHECK(error_of(stuck, "a") == "ops --beside exec >&-; exec sleep 100: it answered no line to a (it was killed by "
                                   "signal 9)");
   }
   {
     // sleep keeps the pipe open and never reads it: the write of "a" lands in the pipe's buffer (had the child
     // closed its input, say by `< /dev/null`, the write would race its exec and could fail with EPIPE)
-    PeerProcess deaf("--beside", "trap '' TERM; echo hi; exec sleep 100");
+    PeerProcess deaf("ops --beside", "trap '' TERM; echo hi; exec sleep 100");
     CHECK(deaf.ask("a") == "hi");
   }  // the destructor ends its input: sleep does not notice, so it is killed after 2 s
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
@@ -71,7 +71,7 @@ TEST_CASE("peer process: a child that closes its output but does not end is kill
 
 TEST_CASE("peer process: an empty command is refused") {
   try {
-    PeerProcess p("--beside", "");
+    PeerProcess p("ops --beside", "");
     FAIL("no error");
   } catch (const Error& e) {
     CHECK(std::string(e.what()) == "ops --beside: the command is empty");

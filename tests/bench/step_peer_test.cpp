@@ -110,8 +110,9 @@ TEST_CASE("parse_step_answer reads a step's milliseconds and refuses an error or
   CHECK_THROWS_MATCHES(parse_step_answer("peer", "none", "{"), Error,
                        Catch::Matchers::Message("memory_vs_recompute --beside peer: its answer for the step of 'none' "
                                                 "is not a JSON object: {"));
-  CHECK_THROWS_MATCHES(parse_step_answer("peer", "full", R"({"error": "out of memory"})"), Error,
-                       Catch::Matchers::Message("memory_vs_recompute --beside peer: the step of 'full': out of memory"));
+  CHECK_THROWS_MATCHES(
+      parse_step_answer("peer", "full", R"({"error": "out of memory"})"), Error,
+      Catch::Matchers::Message("memory_vs_recompute --beside peer: the step of 'full': out of memory"));
   for (const char* bad : {R"({"ms": 0})", R"({"ms": -1})", R"({"ms": "5"})", R"({"loss": 1})"})
     CHECK_THROWS_WITH(parse_step_answer("peer", "none", bad),
                       Contains("the step of 'none': 'ms' must be a number > 0, got "));
