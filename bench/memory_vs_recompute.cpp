@@ -359,6 +359,22 @@ TrainingOptions training_options(const Args& a) {
   return o;
 }
 
+// What the --beside peer is told to build: the same model, dtype, threads, clock and strategies.
+StepPeerConfig step_peer_config(const Args& a, int threads, const std::vector<Strategy>& strategies) {
+  StepPeerConfig peer;
+  peer.shape = a.shape;
+  peer.llama_config = a.llama_config;
+  peer.device = a.device;
+  peer.dtype = a.dtype;
+  peer.clock = a.clock;
+  peer.attention = a.attention;
+  peer.threads = threads;
+  peer.lr = a.lr;
+  peer.fused_adamw = a.fused_adamw;
+  for (const Strategy& s : strategies) peer.strategies.push_back(s.name);
+  return peer;
+}
+
 // The device whose cost model and allocator the planner assumes: the one the dry runs count like.
 Device planning_device(const Args& a) { return a.meta_accounting == "cuda" ? Device{kCUDA} : Device{kCPU}; }
 
@@ -581,17 +597,7 @@ int run(Args& a) {
     std::string beside_framework;
     std::unique_ptr<PlanForPeer> beside_plan;
     if (!a.beside.empty()) {
-      StepPeerConfig peer;
-      peer.shape = a.shape;
-      peer.llama_config = a.llama_config;
-      peer.device = a.device;
-      peer.dtype = a.dtype;
-      peer.clock = a.clock;
-      peer.attention = a.attention;
-      peer.threads = static_cast<int>(cfg.threads);
-      peer.lr = a.lr;
-      peer.fused_adamw = a.fused_adamw;
-      for (const Strategy& s : strategies) peer.strategies.push_back(s.name);
+      StepPeerConfig peer = step_peer_config(a, static_cast<int>(cfg.threads), strategies);
       if (plan) {
         beside_plan = std::make_unique<PlanForPeer>(*plan);
         peer.plan_file = beside_plan->path();
@@ -620,7 +626,7 @@ int run(Args& a) {
       std::vector<std::string> peer_names;
       for (const Strategy& s : strategies) peer_names.push_back(s.name);
       if (plan) peer_names.push_back(kStepPeerPlan);
-      if (plan_file) peer_names.push_back(plan || a.beside.empty() ? "" : kStepPeerPlan);
+      if (plan_file) peer_names.push_back(plan ? "" : kStepPeerPlan);  // with --budget, its plan ran beside
       std::vector<std::vector<double>> torch_ms(in_turn.size());
       auto torch_step = [&](size_t i, bool timed) {
         if (i >= peer_names.size() || peer_names[i].empty()) return;

@@ -456,6 +456,11 @@ def build(a, run, plan, device, dtype):
     return model, make_optimizer(model, a)
 
 
+def step_clock(a):
+    """The clock a step is timed on: --clock cpu, this process's CPU time; else the wall."""
+    return time.process_time if a.clock == "cpu" else time.perf_counter
+
+
 def train_step(model, opt, idx, targets, device, now):
     """One training step: (its time in ms on `now`'s clock, the loss)."""
     model.zero_grad(set_to_none=True)
@@ -505,7 +510,7 @@ def serve(lines, write):
                 device = torch.device(a.device)
                 dtype = torch.bfloat16 if a.dtype == "bf16" else torch.float32
                 idx, targets = token_batch(a, device)
-                now = time.process_time if a.clock == "cpu" else time.perf_counter
+                now = step_clock(a)
                 sessions = {}
                 for name in names:
                     if name in plans:
@@ -565,7 +570,7 @@ def main():
             continue
         model, opt = build(a, run, plan, device, dtype)
         times, loss = [], float("nan")
-        now = time.process_time if a.clock == "cpu" else time.perf_counter
+        now = step_clock(a)
         profiler = None
         for step in range(a.warmup + a.steps):
             if a.profile_ops and step == a.warmup:
