@@ -101,6 +101,77 @@ TEST_CASE("A block of 2 MiB or more starts on a 2 MiB boundary and asks for huge
   }
 }
 
+// Sizes no other test allocates, so that no block of theirs is cached when these start.
+constexpr int64_t kMiB = 1 << 20;
+constexpr int64_t kTwoPerSlab = kMiB - 3 * 4096;       // two to a huge page, 24 KiB unused
+constexpr int64_t kFourPerSlab = kMiB / 2 - 2 * 4096;  // four, 32 KiB unused
+
+TEST_CASE("Blocks that pack a huge page (256 KiB to under 2 MiB) are carved from one 2 MiB slab", "[allocator]") {
+  constexpr int64_t kHugePage = 2 << 20;
+  empty_cache();
+  const int64_t reserved0 = memory_reserved(), segments0 = memory_segments();
+  Tensor a = empty({kTwoPerSlab / 4});
+  const auto at = [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); };
+  if (!kRecycles) {  // AddressSanitizer: every block its own, as the system gives it
+    REQUIRE(memory_reserved() - reserved0 == kTwoPerSlab);
+    return;
+  }
+  REQUIRE(at(a) % kHugePage == 0);  // the slab's first block
+  REQUIRE(memory_reserved() - reserved0 == kHugePage);  // the whole page, reserved once
+  REQUIRE(memory_segments() - segments0 == 1);
+  Tensor b = empty({kTwoPerSlab / 4});
+  REQUIRE(at(b) == at(a) + kTwoPerSlab);  // the second block of the same slab
+  REQUIRE(memory_reserved() - reserved0 == kHugePage);
+  Tensor c = empty({kTwoPerSlab / 4});  // a third: a second slab
+  REQUIRE(at(c) % kHugePage == 0);
+  REQUIRE(memory_reserved() - reserved0 == 2 * kHugePage);
+  REQUIRE(memory_segments() - segments0 == 2);
+  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    const std::string flags = mapping_flags(a.data_ptr());
+    INFO(flags);
+    REQUIRE(flags.find(" hg") != std::string::npos);
+  }
+  std::vector<Tensor> four;  // 512 KiB less 8 KiB: four to a slab
+  for (int i = 0; i < 4; ++i) four.push_back(empty({kFourPerSlab / 2}, kBFloat16));
+  for (int i = 1; i < 4; ++i) REQUIRE(at(four[i]) == at(four[0]) + i * kFourPerSlab);
+  REQUIRE(memory_reserved() - reserved0 == 3 * kHugePage);
+  REQUIRE(memory_allocated() >= 3 * kTwoPerSlab + 4 * kFourPerSlab);
+}
+
+TEST_CASE("empty_cache returns a slab once every block of it is free, not before", "[allocator]") {
+  constexpr int64_t kHugePage = 2 << 20;
+  if (!kRecycles) return;  // no slabs under AddressSanitizer (the test above checks that)
+  empty_cache();
+  const int64_t reserved0 = memory_reserved(), segments0 = memory_segments();
+  Tensor a = empty({kTwoPerSlab / 4}), b = empty({kTwoPerSlab / 4});
+  const void* first = a.data_ptr();
+  a.reset();
+  REQUIRE(memory_reserved() - reserved0 == kHugePage);  // cached, b still in use
+  empty_cache();
+  REQUIRE(memory_reserved() - reserved0 == kHugePage);  // b holds the slab: nothing returned
+  Tensor again = empty({kTwoPerSlab / 4});
+  REQUIRE(again.data_ptr() == first);  // a's block, kept in the cache by empty_cache
+  again.reset();
+  b.reset();
+  empty_cache();
+  REQUIRE(memory_reserved() == reserved0);
+  REQUIRE(memory_segments() == segments0);
+  Tensor fresh = empty({kTwoPerSlab / 4});  // a new slab after the old one went back
+  REQUIRE(memory_reserved() - reserved0 == kHugePage);
+}
+
+TEST_CASE("A size that would leave more than an eighth of a huge page unused keeps its own block", "[allocator]") {
+  empty_cache();
+  for (const int64_t bytes : {3 * kMiB / 2, int64_t{700} * 1024, int64_t{200} * 1024}) {  // one of 1.5 MiB; two of 700 KiB; small
+    INFO(bytes);
+    const int64_t reserved0 = memory_reserved();
+    Tensor t = empty({bytes / 4});
+    REQUIRE(memory_reserved() - reserved0 == bytes);  // its page-rounded size, no more
+    REQUIRE(reinterpret_cast<uintptr_t>(t.data_ptr()) % 64 == 0);
+  }
+  empty_cache();
+}
+
 TEST_CASE("max_memory_allocated tracks the peak since reset_peak_memory_stats", "[allocator]") {
   const int64_t base = memory_allocated();
   reset_peak_memory_stats();
