@@ -368,34 +368,11 @@ void reduce_kernel(const ReduceShape& s, T* out, const T* in, double scale) {
     return;
   }
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(s.red_numel(), 1));
-#if defined(__AVX512F__)
-  if constexpr (std::is_same_v<R, SumReducer> && std::is_same_v<T, float>) {
-    // (where float_sums_read_512_bits, a row at a time below, as bfloat16: 0.8x the time of this)
-    if (s.red_sizes.size() == 1 && s.red_strides[0] == 1 && s.red_sizes[0] > 0 && !float_sums_read_512_bits()) {
-      // float row sums (sum over a contiguous last dim): eight rows read at once, eight streams,
-      // each row's bits those of reduce_one's (AMD Zen 4, 1 thread, [4096, 4096]: 0.8-0.9x the
-      // time of four rows at once, 512 bits at a time, as this was before; bfloat16 rows four at
-      // once took 1.7-2x, so they go a row at a time).
-      constexpr int kRows = 8;
-      parallel_for(0, n_out, grain, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; i += kRows) {
-          const int m = static_cast<int>(std::min<int64_t>(kRows, e - i));
-          const T* rows[kRows];
-          int64_t outs[kRows];
-          float sums[kRows];
-          for (int k = 0; k < m; ++k) rows[k] = in + in_offset(i + k, &outs[k]);
-          if (m == kRows) {
-            sum_runs_f32<kRows>(rows, s.red_sizes[0], sums);
-          } else {
-            for (int k = 0; k < m; ++k) sums[k] = sum_run_avx512(rows[k], s.red_sizes[0]);
-          }
-          for (int k = 0; k < m; ++k) out[outs[k]] = T((0.0f + sums[k]) * float(scale));
-        }
-      });
-      return;
-    }
-  }
-#endif
+  // Row sums (a contiguous last dim) go a row at a time, one stream each (reduce_run's 256-bit
+  // loads on Zen 4 and the Xeon, 512-bit on Zen 5). Eight rows read at once, as float rows went
+  // before, took longer on AMD Zen 4 ([4096, 4096] f32, the kernels alone, 1 thread: 1.95-2.09
+  // against 1.48-1.68 ms reading one tensor again, 2.20 against 1.91 ms reading three in turn; 2
+  // threads alike), and bench/ops' row beside PyTorch was 1.22x its time at 2 threads.
   parallel_for(0, n_out, grain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       int64_t out_off;
