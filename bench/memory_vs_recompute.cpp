@@ -138,7 +138,8 @@ constexpr uint64_t kMaxCompareBytes = 64 << 20;
                "--beside COMMAND (say `~/.cache/remat/venv/bin/python bench/torch_reference.py --serve`): in the\n"
                "  timing in turn, PyTorch's step of each strategy (the same model, threads and clock) right after\n"
                "  remat's, so that both sides of each ratio see the same moment of a shared machine; with --budget\n"
-               "  (else --plan FILE) the peer applies that plan too (python/remat_plan), beside the planned row\n");
+               "  (else --plan FILE) the peer applies that plan too (python/remat_plan), beside the planned row;\n"
+               "  --sweep N's plans are not (--sweep N --compare FILE: each beside PyTorch's run of its plan)\n");
   std::exit(0);
 }
 
