@@ -1,7 +1,8 @@
 // Tests kernels/cpu/gemm.cpp: the batched strided product (oneDNN, or the OpenBLAS/Eigen loop)
 // against products in double, for every transposition, strided and broadcast batches, a bias,
-// beta, k = 0, bf16; bitwise reproducibility; the error messages.
+// beta, k = 0, bf16; a batch split between the threads; bitwise reproducibility; the error messages.
 #include <catch2/catch.hpp>
+#include <omp.h>
 
 #include <cmath>
 #include <cstring>
@@ -137,6 +138,36 @@ TEST_CASE("gemm_batched: strided batches (attention's q k^T on views of one qkv 
   check_problem<float>(q, 5 * 24, 18, 5 * 12, 1.0, 0.0, false, 1e-5);
   check_problem<float>(q, 5 * 24, 18, 5 * 12, 1.0, 0.0, true, 1e-5);
   check_problem<double>(q, 5 * 24, 18, 5 * 12, 1.0, 1.0, false, 1e-12);
+}
+
+TEST_CASE("gemm_batched: a batch split between the threads matches double: uneven shares, strided, broadcast, bf16",
+          "[gemm]") {
+  // Small products in a batch of at least one per thread run split by the outermost batch dim
+  // (where oneDNN runs them). Batch [5, 2] on 2 and 3 threads: shares of 3 and 2, or 2, 2 and 1
+  // entries; q @ k^T's layout (b transposed), a broadcast b, beta and a bias.
+  const int64_t M = 48, N = 40, K = 64;
+  StridedGemm p;
+  p.m = M;
+  p.n = N;
+  p.k = K;
+  p.batch_dims = 2;
+  p.batch = {5, 2};
+  p.a = {2 * M * K, M * K, K, 1};
+  p.b = {2 * N * K, N * K, 1, K};
+  p.c = {2 * M * N, M * N, N, 1};
+  StridedGemm broadcast = p;
+  broadcast.b = {0, N * K, 1, K};
+  const int before = omp_get_max_threads();
+  for (int threads : {2, 3}) {
+    INFO(threads << " threads");
+    omp_set_num_threads(threads);
+    check_problem<float>(p, 10 * M * K, 10 * N * K, 10 * M * N, 1.0, 0.0, false, 1e-4);
+    check_problem<float>(p, 10 * M * K, 10 * N * K, 10 * M * N, 0.5, 1.0, false, 1e-4);
+    check_problem<float>(broadcast, 10 * M * K, 2 * N * K, 10 * M * N, 1.0, 0.0, true, 1e-4);
+    check_problem<BFloat16>(p, 10 * M * K, 10 * N * K, 10 * M * N, 1.0, 0.0, false, 1e-4);
+    check_problem<BFloat16>(broadcast, 10 * M * K, 2 * N * K, 10 * M * N, 1.0, 0.0, true, 1e-4);
+  }
+  omp_set_num_threads(before);
 }
 
 TEST_CASE("gemm_batched: k = 0 gives beta * c (+ bias); m = 0 or n = 0 writes nothing", "[gemm]") {
