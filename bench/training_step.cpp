@@ -127,7 +127,8 @@ StepRecord TrainingSession::step() {
   const Clock clock = s.options.cpu_clock ? Clock::kProcessCpu : Clock::kWall;
   const double t0 = now_seconds(clock);
   {
-    MemoryTracker tracker(device);
+    // Counts only unless the timeline is asked for: its strings are no part of a step's time.
+    MemoryTracker tracker(device, s.options.keep_timeline ? MemoryTracker::Keep::kTimeline : MemoryTracker::Keep::kCounts);
     r.start_by_category = tracker.current();
     auto [logits, step_loss] = s.model.forward(s.batch.first, s.batch.second);
     r.activation_bytes = memory_allocated(device) - r.start_bytes;

@@ -6,7 +6,9 @@
 
 namespace remat {
 
-MemoryTracker::MemoryTracker(Device device) : device_(device) {
+MemoryTracker::MemoryTracker(Device device) : MemoryTracker(device, Keep::kTimeline) {}
+
+MemoryTracker::MemoryTracker(Device device, Keep keep) : device_(device), keep_(keep) {
   // What is alive already (parameters, optimizer state of earlier steps) is known by category.
   AllocatorStats& stats = get_allocator(device)->stats(device);
   {
@@ -34,8 +36,10 @@ void MemoryTracker::on_event(const StorageEvent& e) {
     for (int c = 0; c < kNumMemoryCategories; ++c) at_peak_[c] = live_[c];
     at_peak_is_now_ = true;
   }
-  timeline_.push_back(MemoryEvent{allocated, delta, current_memory_op(), scope_path(), category,
-                                  toString(current_memory_phase()), relabel, e.reserved});
+  if (!relabel && delta > 0) allocation_sizes_.push_back(delta);
+  if (keep_ == Keep::kTimeline)
+    timeline_.push_back(MemoryEvent{allocated, delta, current_memory_op(), scope_path(), category,
+                                    toString(current_memory_phase()), relabel, e.reserved});
 }
 
 int64_t MemoryTracker::peak() const {
@@ -65,10 +69,7 @@ const std::vector<MemoryEvent>& MemoryTracker::timeline() const { return timelin
 
 std::vector<int64_t> MemoryTracker::allocation_sizes() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<int64_t> sizes;
-  for (const MemoryEvent& e : timeline_)
-    if (!e.relabel && e.delta > 0) sizes.push_back(e.delta);
-  return sizes;
+  return allocation_sizes_;
 }
 
 }  // namespace remat

@@ -39,7 +39,13 @@ struct MemoryEvent {
 
 class MemoryTracker {
  public:
-  explicit MemoryTracker(Device device = Device{kCPU});
+  // What it keeps of each event: every MemoryEvent (timeline()), or only what peak(), at_peak(),
+  // current() and allocation_sizes() read, timeline() left empty: a timed step's tracker, where
+  // each event's strings (op, scope, phase) cost more than the event (a checkpointed step's
+  // recompute allocates again, so it paid more of them than a step without checkpointing).
+  enum class Keep { kTimeline, kCounts };
+  explicit MemoryTracker(Device device = Device{kCPU});  // Keep::kTimeline
+  MemoryTracker(Device device, Keep keep);
   ~MemoryTracker();
   MemoryTracker(const MemoryTracker&) = delete;
   MemoryTracker& operator=(const MemoryTracker&) = delete;
@@ -48,7 +54,7 @@ class MemoryTracker {
   int64_t peak() const;                               // highest memory_allocated(device) while alive
   std::map<MemoryCategory, int64_t> at_peak() const;  // live bytes by category then; they sum to peak()
   std::map<MemoryCategory, int64_t> current() const;  // live bytes by category now
-  const std::vector<MemoryEvent>& timeline() const;   // read it once the tracked work is done
+  const std::vector<MemoryEvent>& timeline() const;   // read it once the tracked work is done (Keep::kCounts: empty)
   // The sizes of the allocations (delta > 0, relabels left out) in order: two runs that make the
   // same tensors in the same order have equal sequences.
   std::vector<int64_t> allocation_sizes() const;
@@ -57,6 +63,7 @@ class MemoryTracker {
   void on_event(const StorageEvent& e);
 
   Device device_;
+  Keep keep_;
   int observer_id_ = -1;
   mutable std::mutex mutex_;
   int64_t live_[kNumMemoryCategories] = {};
@@ -64,6 +71,7 @@ class MemoryTracker {
   int64_t at_peak_[kNumMemoryCategories] = {};
   bool at_peak_is_now_ = true;  // no allocation or free since the peak: relabels still update it
   std::vector<MemoryEvent> timeline_;
+  std::vector<int64_t> allocation_sizes_;
 };
 
 }  // namespace remat

@@ -29,10 +29,12 @@ struct MlpRun {
   int64_t param_bytes = 0, grad_bytes = 0;
   int64_t peak = 0;
   std::map<MemoryCategory, int64_t> at_peak;
+  std::map<MemoryCategory, int64_t> current;
   std::vector<MemoryEvent> timeline;
+  std::vector<int64_t> allocation_sizes;
 };
 
-MlpRun train_mlp_two_steps(Device device) {
+MlpRun train_mlp_two_steps(Device device, MemoryTracker::Keep keep = MemoryTracker::Keep::kTimeline) {
   TensorOptions o = TensorOptions().device(device);
   Generator gen(7);
   nn::Linear fc1(32, 64, true, &gen, o), fc2(64, 8, true, &gen, o);
@@ -47,13 +49,15 @@ MlpRun train_mlp_two_steps(Device device) {
   };
   step();  // the first step creates the optimizer state
   MlpRun r;
-  MemoryTracker tracker(device);
+  MemoryTracker tracker(device, keep);
   step();
   r.param_bytes = bytes_of(params);
   for (const Tensor& p : params) r.grad_bytes += p.grad().nbytes();
   r.peak = tracker.peak();
   r.at_peak = tracker.at_peak();
+  r.current = tracker.current();
   r.timeline = tracker.timeline();
+  r.allocation_sizes = tracker.allocation_sizes();
   return r;
 }
 
@@ -80,6 +84,25 @@ TEST_CASE("MemoryTracker: the peak of an AdamW step holds the parameters, twice 
     CHECK(backward);
     CHECK(forward);
     CHECK(optimizer);
+  }
+}
+
+TEST_CASE("MemoryTracker: Keep::kCounts gives the same peak, categories and allocation sizes, and no timeline",
+          "[memory_tracker]") {
+  for (Device device : {Device{kCPU}, Device{kMeta}}) {
+    INFO("device " << device);
+    MlpRun whole = train_mlp_two_steps(device), counts = train_mlp_two_steps(device, MemoryTracker::Keep::kCounts);
+    REQUIRE_FALSE(whole.timeline.empty());
+    CHECK(counts.timeline.empty());
+    CHECK(counts.peak == whole.peak);
+    CHECK(counts.at_peak == whole.at_peak);
+    CHECK(counts.current == whole.current);
+    REQUIRE_FALSE(whole.allocation_sizes.empty());
+    CHECK(counts.allocation_sizes == whole.allocation_sizes);
+    std::vector<int64_t> from_timeline;  // what allocation_sizes() says: the timeline's allocations
+    for (const MemoryEvent& e : whole.timeline)
+      if (!e.relabel && e.delta > 0) from_timeline.push_back(e.delta);
+    CHECK(whole.allocation_sizes == from_timeline);
   }
 }
 
