@@ -159,6 +159,12 @@ void widened_gemm_batched(const StridedGemm& p, H alpha, const H* a, const H* b,
   });
 }
 
+// Batch entries a parallel task takes so that it does at least ~256K multiply-adds: waking a
+// thread costs more than a tiny product.
+int64_t batch_grain(int64_t madds_per_entry) {
+  return std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(madds_per_entry, 1));
+}
+
 // The loop over batch entries, one BLAS/Eigen product each.
 template <class T>
 void blas_gemm_batched(const StridedGemm& p, T alpha, const T* a, const T* b, T beta, T* c, const T* bias) {
@@ -175,12 +181,11 @@ void blas_gemm_batched(const StridedGemm& p, T alpha, const T* a, const T* b, T 
     gemm<T>(oa.trans, ob.trans, p.m, p.n, p.k, alpha, a + p.offset(p.a, i), oa.ld, b + p.offset(p.b, i), ob.ld, beta,
             c + p.offset(p.c, i), ldc);
   };
-  // Small products: one per thread, in chunks of at least ~256K multiply-adds (waking a thread
-  // costs more than a tiny product); large ones: let the GEMM use every thread.
+  // Small products: one per thread, in chunks of batch_grain's; large ones: let the GEMM use every
+  // thread.
   const int64_t mnk = p.m * p.n * std::max<int64_t>(p.k, 1);
   if (batch > 1 && mnk < (1 << 21)) {
-    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / mnk);
-    parallel_for(0, batch, grain, [&](int64_t lo, int64_t hi) {
+    parallel_for(0, batch, batch_grain(mnk), [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) one(i);
     });
   } else {
@@ -313,10 +318,10 @@ void gemm_batched(const StridedGemm& p, T alpha, const T* a, const T* b, T beta,
     gemm_batched_whole(p, alpha, a, b, beta, c, bias);
     return;
   }
-  // Each thread's share: entries [lo, hi) of the outermost batch dim, the same strides; at least
-  // ~256K multiply-adds a share (as blas_gemm_batched's).
+  // Each thread's share: entries [lo, hi) of the outermost batch dim (each of them the products of
+  // the inner batch dims), the same strides.
   const int64_t per_entry = p.batch_count() / p.batch[0] * p.m * p.n * p.k;
-  parallel_for(0, p.batch[0], std::max<int64_t>(1, (int64_t{1} << 18) / per_entry), [&](int64_t lo, int64_t hi) {
+  parallel_for(0, p.batch[0], batch_grain(per_entry), [&](int64_t lo, int64_t hi) {
     StridedGemm share = p;
     share.batch[0] = hi - lo;
     gemm_batched_whole(share, alpha, a + lo * p.a[0], b + lo * p.b[0], beta, c + lo * p.c[0], bias);
