@@ -295,7 +295,7 @@ bool split_batch(const StridedGemm& p) {
   if constexpr (std::is_same_v<T, float>) {
     return !gemm_transa_applies(p) && onednn_for_float(p);
   } else if constexpr (std::is_same_v<T, BFloat16>) {
-    return onednn::has_avx512() && onednn_for_bf16();
+    return !bf16_products_widen();
   } else {
     return false;
   }
