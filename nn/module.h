@@ -75,6 +75,7 @@ class Module {
  private:
   void collect(const std::string& prefix, bool recurse, bool buffers,
                std::vector<std::pair<std::string, Tensor>>& out) const;
+  void collect_parameters(bool recurse, std::vector<Tensor>& out) const;  // collect's tensors, no names
 
   std::string type_name_;
   std::string name_;

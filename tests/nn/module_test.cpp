@@ -69,6 +69,24 @@ TEST_CASE("GPT's named_parameters: depth first in registration order, tied weigh
   CHECK(untied.num_parameters() - gpt.num_parameters() == 13 * 8);
 }
 
+TEST_CASE("parameters(): named_parameters()'s tensors in its order, tied weight once, without the names", "[module]") {
+  for (bool tie : {true, false}) {
+    nn::GPT gpt(config(2, tie));
+    for (bool recurse : {true, false}) {
+      std::vector<std::pair<std::string, Tensor>> named = gpt.named_parameters(recurse);
+      std::vector<Tensor> tensors = gpt.parameters(recurse);
+      REQUIRE(tensors.size() == named.size());
+      for (size_t i = 0; i < named.size(); ++i) CHECK(tensors[i].is_same(named[i].second));
+    }
+    // Only the tied model's lm_head.weight is wte.weight (listed once); recurse=false: the root owns none.
+    CHECK(gpt.parameters().size() == (tie ? 2u + 2 * 12 + 2 : 2u + 2 * 12 + 3));
+    CHECK(gpt.parameters(/*recurse=*/false).empty());
+    gpt.parameters()[0].set_grad(ones({13, 8}));
+    gpt.zero_grad();
+    for (const Tensor& t : gpt.parameters()) CHECK_FALSE(t.grad().defined());
+  }
+}
+
 TEST_CASE("GPT's parameter count matches the architecture", "[module]") {
   nn::GPT gpt(config(2, true));
   const int64_t C = 8, V = 13, T = 8;
