@@ -1,11 +1,13 @@
 // Tests kernels/cpu/onednn_matmul.cpp: what oneDNN accepts and declines (a broadcast batch, an
 // operand without a unit stride, bf16 on a CPU without bf16 instructions), that an accepted
-// problem is computed (against the OpenBLAS/Eigen loop) and that its primitive is reused, and
-// the error messages. Without oneDNN (--config=no_onednn) it declines everything.
+// problem is computed (against the OpenBLAS/Eigen loop) and that its primitive is reused, that
+// products of different sizes share each thread's scratchpad correctly, and the error messages. Without oneDNN (--config=no_onednn) it declines everything.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -54,6 +56,73 @@ TEST_CASE("oneDNN matmul: runs a float product, or declines when built without o
   std::vector<float> c2 = c;
   REQUIRE(onednn::matmul(onednn::DataType::Float, p, 2.0f, a.data(), b.data(), 1.0f, c2.data(), nullptr));
   for (size_t i = 0; i < c.size(); ++i) CHECK(c2[i] == Approx(3 * c[i] - 2 * bias[i % 4]).margin(1e-4));
+}
+
+namespace {
+// A float problem whose a is transposed in memory (stored [k, m]): oneDNN packs such an a in its
+// scratchpad. Operands from a seed; run() multiplies (no Catch2 macros: it runs on threads of its
+// own); max_error() is the largest difference from double over every 7th column.
+struct TransposedAProblem {
+  StridedGemm p;
+  std::vector<float> a, b;
+  TransposedAProblem(int64_t m, int64_t n, int64_t k, uint32_t seed) : p(plain(m, n, k)) {
+    p.a = {1, m};  // a[i, q] at i + q m
+    a.resize(static_cast<size_t>(k * m));
+    b.resize(static_cast<size_t>(k * n));
+    uint32_t x = seed;
+    for (std::vector<float>* v : {&a, &b})
+      for (float& e : *v) {
+        x = x * 1664525u + 1013904223u;
+        e = float(x >> 8) / float(1 << 24) - 0.5f;
+      }
+  }
+  std::vector<float> run() const {
+    std::vector<float> c(static_cast<size_t>(p.m * p.n), -1.0f);
+    if (!onednn::matmul(onednn::DataType::Float, p, 1.0f, a.data(), b.data(), 0.0f, c.data(), nullptr)) c.clear();
+    return c;
+  }
+  double max_error(const std::vector<float>& c) const {
+    double worst = 0;
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t j = 0; j < p.n; j += 7) {
+        double want = 0;
+        for (int64_t q = 0; q < p.k; ++q)
+          want += double(a[static_cast<size_t>(i + q * p.m)]) * b[static_cast<size_t>(q * p.n + j)];
+        worst = std::max(worst, std::abs(double(c[static_cast<size_t>(i * p.n + j)]) - want));
+      }
+    return worst;
+  }
+};
+}  // namespace
+
+TEST_CASE("oneDNN matmul: products of different sizes in turn, and on two threads at once, each right", "[onednn]") {
+  if (!onednn::built()) return;
+  const TransposedAProblem small(48, 80, 600, 1), large(160, 272, 1100, 2), other(144, 96, 1000, 3);
+  // Small, large, small on one thread: the thread's scratchpad grows and is reused; the repeat
+  // gives the same bits.
+  const std::vector<float> small_c = small.run(), large_c = large.run(), other_c = other.run();
+  REQUIRE(small_c.size() == size_t{48 * 80});
+  REQUIRE(large_c.size() == size_t{160 * 272});
+  REQUIRE(other_c.size() == size_t{144 * 96});
+  CHECK(small.max_error(small_c) < 1e-4);
+  CHECK(large.max_error(large_c) < 1e-4);
+  CHECK(other.max_error(other_c) < 1e-4);
+  CHECK(small.run() == small_c);
+  // Two threads at once, each its own problem, many times: each thread packs into its own
+  // scratchpad (one shared between them gives wrong products), the same bits as alone.
+  std::vector<std::vector<float>> first(40), second(40);
+  std::thread t1([&] {
+    for (auto& c : first) c = small.run();
+  });
+  std::thread t2([&] {
+    for (auto& c : second) c = other.run();
+  });
+  t1.join();
+  t2.join();
+  int64_t wrong = 0;
+  for (const auto& c : first) wrong += c != small_c;
+  for (const auto& c : second) wrong += c != other_c;
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("oneDNN matmul: declines what only its reference implementation runs", "[onednn]") {
