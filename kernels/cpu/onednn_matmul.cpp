@@ -148,9 +148,9 @@ Entry make_entry(const Key& key) {
 // boundary, kept for the next product and grown to the largest asked for (scratchpad_mode::user,
 // as PyTorch's ideep asks oneDNN; a thread runs one product at a time). In oneDNN's own mode, 2.6
 // allocates it at every execute and frees it after, and the GPT's weight gradient h^T g (1024 x 256 x
-// 1024 f32, a transposed, 2 threads, AMD EPYC family 25 model 17) ran at 3.19-3.27 ms in spells of
-// the machine where it otherwise ran at 2.55, while in the same spells, with this buffer, at
-// 2.54-2.60 (bench/ops, 8 processes of each in alternation). Null if it cannot be had.
+// 1024 f32, a transposed, 2 threads, AMD EPYC family 25 model 17) ran at 3.24 ms in spells of the
+// machine where it otherwise ran at 2.57-2.80, while with this buffer at 2.42-2.68 throughout
+// (bench/ops, 6 processes of each in alternation). Null if it cannot be had.
 void* thread_scratchpad(size_t bytes) {
   constexpr size_t kBoundary = size_t{2} << 20;
   struct Buffer {
