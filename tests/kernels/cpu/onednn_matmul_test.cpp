@@ -1,7 +1,8 @@
 // Tests kernels/cpu/onednn_matmul.cpp: what oneDNN accepts and declines (a broadcast batch, an
 // operand without a unit stride, bf16 on a CPU without bf16 instructions), that an accepted
 // problem is computed (against the OpenBLAS/Eigen loop) and that its primitive is reused, that
-// products of different sizes share each thread's scratchpad correctly, and the error messages. Without oneDNN (--config=no_onednn) it declines everything.
+// products of different sizes share each thread's scratchpad correctly, and the error messages.
+// Without oneDNN (--config=no_onednn) it declines everything.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -98,8 +99,8 @@ struct TransposedAProblem {
 TEST_CASE("oneDNN matmul: products of different sizes in turn, and on two threads at once, each right", "[onednn]") {
   if (!onednn::built()) return;
   const TransposedAProblem small(48, 80, 600, 1), large(160, 272, 1100, 2), other(144, 96, 1000, 3);
-  // Small, large, small on one thread: the thread's scratchpad grows and is reused; the repeat
-  // gives the same bits.
+  // Small, large, another, then small again on one thread: the thread's scratchpad grows and is
+  // reused; the repeat gives the same bits.
   const std::vector<float> small_c = small.run(), large_c = large.run(), other_c = other.run();
   REQUIRE(small_c.size() == size_t{48 * 80});
   REQUIRE(large_c.size() == size_t{160 * 272});
